@@ -1,0 +1,13 @@
+//! Adapter stub (to be written).
+
+use crate::{InputFile, IngestError, Options, Result, Trace};
+
+/// Parses the files of one source.
+pub fn parse(_files: &[InputFile], _options: &Options) -> Result<Trace> {
+    Err(IngestError::Option("gce_operations: not implemented yet".into()))
+}
+
+/// Whether `file` looks like this format.
+pub fn sniff(_file: &InputFile) -> bool {
+    false
+}

@@ -1,0 +1,284 @@
+//! The canonical model that every adapter produces: nodes, up-sessions and rejected records.
+//!
+//! Times are `f64` seconds. When [`Trace::time_base`] is [`TimeBase::Utc`] they are Unix epoch
+//! seconds (UTC); when it is [`TimeBase::Relative`] they are seconds from the trace's own start.
+
+use serde::{Deserialize, Serialize};
+
+/// What kind of availability a trace records. Obtainability windows are not instance lifetimes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Kind {
+    /// Spot capacity probes: an up-run is a window in which a launch would have succeeded.
+    SpotObtainability,
+    /// Kept-alive spot/preemptible instances: an up-run is one instance's life.
+    SpotLifetime,
+    /// Volunteer or desktop hosts.
+    Volunteer,
+    /// Mobile devices.
+    Mobile,
+    /// HPC cluster nodes.
+    Hpc,
+}
+
+impl Kind {
+    /// The stable name used in the store and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::SpotObtainability => "spot-obtainability",
+            Kind::SpotLifetime => "spot-lifetime",
+            Kind::Volunteer => "volunteer",
+            Kind::Mobile => "mobile",
+            Kind::Hpc => "hpc",
+        }
+    }
+
+    /// Parses a stable name back.
+    pub fn parse(s: &str) -> Option<Kind> {
+        [
+            Kind::SpotObtainability,
+            Kind::SpotLifetime,
+            Kind::Volunteer,
+            Kind::Mobile,
+            Kind::Hpc,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == s)
+    }
+}
+
+/// Whether session times are absolute UTC instants or seconds from the trace start.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TimeBase {
+    /// Unix epoch seconds, UTC.
+    Utc,
+    /// Seconds from the start of the trace (no absolute clock in the file).
+    Relative,
+}
+
+impl TimeBase {
+    /// The stable name used in the store.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TimeBase::Utc => "utc",
+            TimeBase::Relative => "relative",
+        }
+    }
+}
+
+/// Meaning of the value `1` in a binary tick series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Polarity {
+    /// `1` = available / running (published Can't Be Late, SpotHedge, SkyNomad CSVs).
+    Available,
+    /// `1` = preempted / unavailable (raw probes, simulator exports, SkyNomad converted traces).
+    Unavailable,
+}
+
+impl Polarity {
+    /// The stable name used in the store and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Polarity::Available => "available",
+            Polarity::Unavailable => "unavailable",
+        }
+    }
+}
+
+/// Options that change how an adapter interprets its input. Recorded with the source.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Options {
+    /// Meaning of `1` in binary series; required where the format is ambiguous.
+    pub polarity: Option<Polarity>,
+    /// k-of-N threshold for count series: up when `count >= k`.
+    pub threshold: Option<u32>,
+    /// Override of the tick width in seconds (for files whose header is wrong).
+    pub gap_seconds: Option<f64>,
+    /// Stop at the first bad record instead of recording it in the rejects.
+    pub strict: bool,
+    /// FTA only: add a censored tail session after each node's last repair, ending at the
+    /// trace's last timestamp (an approximation; off by default).
+    pub fta_censored_tail: bool,
+}
+
+/// One node (a VM, a probe series, a host, a phone) with its attributes.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct NodeInfo {
+    /// Node key, unique within the source.
+    pub node_id: String,
+    /// Zone or region, where known.
+    pub zone: Option<String>,
+    /// Instance or machine type, where known.
+    pub instance_type: Option<String>,
+    /// Group (campaign, sub-trace, system), where known.
+    pub group: Option<String>,
+    /// Start of this node's observation window (seconds, see [`TimeBase`]).
+    pub observed_from: f64,
+    /// End of this node's observation window.
+    pub observed_to: f64,
+}
+
+/// One up-session of a node.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Session {
+    /// Node key.
+    pub node_id: String,
+    /// Start (seconds, see [`TimeBase`]): the first instant the session was observed up.
+    pub start: f64,
+    /// End: when the node went away, or when observation stopped (censored).
+    pub end: f64,
+    /// `true` = the node went away (preemption, lifetime cap, failure, departure);
+    /// `false` = right-censored (observation ended, or the user stopped or deleted it).
+    pub event: bool,
+    /// Why the session ended, e.g. `preempted`, `lifetime-cap`, `failure`, `removed`,
+    /// `observation-end`, `observation-gap`, `stopped`, `deleted`.
+    pub end_cause: String,
+    /// The session was already up at the node's first observation (true start unknown).
+    pub left_truncated: bool,
+    /// Age of the session at `start`, when known (0 otherwise). Survival fits use
+    /// `(entry_s, entry_s + duration)` as the (entry, exit) ages.
+    pub entry_s: f64,
+    /// Width of the observation tick (seconds); 0 when times are exact.
+    pub resolution_s: f64,
+}
+
+impl Session {
+    /// Observed length of the session in seconds.
+    pub fn duration_s(&self) -> f64 {
+        self.end - self.start
+    }
+}
+
+/// A record that could not be used, kept with enough context to find and fix it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Reject {
+    /// The file.
+    pub file: String,
+    /// 1-based line (or record) number.
+    pub line: u64,
+    /// The raw text of the record (truncated to 500 characters).
+    pub raw: String,
+    /// What is wrong with it.
+    pub reason: String,
+}
+
+/// Collector of rejected records that honours `--strict`.
+#[derive(Debug, Default)]
+pub struct Rejects {
+    strict: bool,
+    items: Vec<Reject>,
+}
+
+impl Rejects {
+    /// A collector; `strict` turns the first reject into an error.
+    pub fn new(strict: bool) -> Self {
+        Rejects {
+            strict,
+            items: Vec::new(),
+        }
+    }
+
+    /// Records a bad record, or fails with `file:line: reason` under `--strict`.
+    pub fn reject(
+        &mut self,
+        file: &str,
+        line: u64,
+        raw: &str,
+        reason: impl Into<String>,
+    ) -> crate::Result<()> {
+        let reason = reason.into();
+        if self.strict {
+            return Err(crate::IngestError::Bad {
+                file: file.to_string(),
+                line,
+                reason,
+            });
+        }
+        let raw: String = raw.chars().take(500).collect();
+        self.items.push(Reject {
+            file: file.to_string(),
+            line,
+            raw,
+            reason,
+        });
+        Ok(())
+    }
+
+    /// The recorded rejects.
+    pub fn into_vec(self) -> Vec<Reject> {
+        self.items
+    }
+
+    /// How many were recorded so far.
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    /// Whether none were recorded.
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+}
+
+/// The result of parsing all the files of one source.
+#[derive(Debug, Clone)]
+pub struct Trace {
+    /// What the up-sessions mean.
+    pub kind: Kind,
+    /// Whether times are absolute.
+    pub time_base: TimeBase,
+    /// Every node seen, in a stable order.
+    pub nodes: Vec<NodeInfo>,
+    /// Every up-session, ordered by node then start.
+    pub sessions: Vec<Session>,
+    /// Records that could not be used.
+    pub rejects: Vec<Reject>,
+    /// Notes for the user (duplicates found, assumptions made), printed after ingest.
+    pub notes: Vec<String>,
+}
+
+impl Trace {
+    /// Earliest observation instant over all nodes (0 for an empty trace).
+    pub fn observation_start(&self) -> f64 {
+        self.nodes
+            .iter()
+            .map(|n| n.observed_from)
+            .fold(f64::INFINITY, f64::min)
+            .pipe_finite()
+    }
+
+    /// Latest observation instant over all nodes (0 for an empty trace).
+    pub fn observation_end(&self) -> f64 {
+        self.nodes
+            .iter()
+            .map(|n| n.observed_to)
+            .fold(f64::NEG_INFINITY, f64::max)
+            .pipe_finite()
+    }
+
+    /// Sorts nodes by id and sessions by (node, start): the canonical order.
+    pub fn canonicalize(&mut self) {
+        self.nodes.sort_by(|a, b| a.node_id.cmp(&b.node_id));
+        self.sessions.sort_by(|a, b| {
+            a.node_id
+                .cmp(&b.node_id)
+                .then(a.start.total_cmp(&b.start))
+        });
+    }
+}
+
+trait Finite {
+    fn pipe_finite(self) -> f64;
+}
+
+impl Finite for f64 {
+    fn pipe_finite(self) -> f64 {
+        if self.is_finite() {
+            self
+        } else {
+            0.0
+        }
+    }
+}

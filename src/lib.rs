@@ -1,0 +1,1 @@
+//! hazardserve library.
