@@ -1,1 +1,5 @@
-fn main() {}
+//! The `hazardserve` command: parses the command line and hands it to the library.
+
+fn main() -> std::process::ExitCode {
+    hazardserve::cli::main()
+}

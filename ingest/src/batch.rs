@@ -6,8 +6,8 @@
 use std::sync::Arc;
 
 use arrow::array::{
-    ArrayRef, BooleanArray, Float64Array, Int32Array, Int8Array, StringArray, TimestampMicrosecondArray,
-    UInt64Array,
+    ArrayRef, BooleanArray, Float64Array, Int32Array, Int8Array, StringArray,
+    TimestampMicrosecondArray, UInt64Array,
 };
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
@@ -84,24 +84,40 @@ pub fn sessions_batch(trace: &Trace) -> Result<RecordBatch> {
     }
     let tb = trace.time_base;
     let cols: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.node_id.as_str()))),
+        Arc::new(StringArray::from_iter_values(
+            s.iter().map(|x| x.node_id.as_str()),
+        )),
         Arc::new(Int32Array::from(index)),
         Arc::new(Float64Array::from_iter_values(s.iter().map(|x| x.start))),
         Arc::new(Float64Array::from_iter_values(s.iter().map(|x| x.end))),
         Arc::new(
-            TimestampMicrosecondArray::from(s.iter().map(|x| utc_micros(x.start, tb)).collect::<Vec<_>>())
-                .with_timezone("UTC"),
+            TimestampMicrosecondArray::from(
+                s.iter()
+                    .map(|x| utc_micros(x.start, tb))
+                    .collect::<Vec<_>>(),
+            )
+            .with_timezone("UTC"),
         ),
         Arc::new(
-            TimestampMicrosecondArray::from(s.iter().map(|x| utc_micros(x.end, tb)).collect::<Vec<_>>())
-                .with_timezone("UTC"),
+            TimestampMicrosecondArray::from(
+                s.iter().map(|x| utc_micros(x.end, tb)).collect::<Vec<_>>(),
+            )
+            .with_timezone("UTC"),
         ),
-        Arc::new(Float64Array::from_iter_values(s.iter().map(|x| x.duration_s()))),
+        Arc::new(Float64Array::from_iter_values(
+            s.iter().map(|x| x.duration_s()),
+        )),
         Arc::new(Int8Array::from_iter_values(s.iter().map(|x| x.event as i8))),
-        Arc::new(StringArray::from_iter_values(s.iter().map(|x| x.end_cause.as_str()))),
-        Arc::new(BooleanArray::from(s.iter().map(|x| x.left_truncated).collect::<Vec<_>>())),
+        Arc::new(StringArray::from_iter_values(
+            s.iter().map(|x| x.end_cause.as_str()),
+        )),
+        Arc::new(BooleanArray::from(
+            s.iter().map(|x| x.left_truncated).collect::<Vec<_>>(),
+        )),
         Arc::new(Float64Array::from_iter_values(s.iter().map(|x| x.entry_s))),
-        Arc::new(Float64Array::from_iter_values(s.iter().map(|x| x.resolution_s))),
+        Arc::new(Float64Array::from_iter_values(
+            s.iter().map(|x| x.resolution_s),
+        )),
     ];
     Ok(RecordBatch::try_new(sessions_schema(), cols)?)
 }
@@ -110,14 +126,26 @@ pub fn sessions_batch(trace: &Trace) -> Result<RecordBatch> {
 pub fn nodes_batch(trace: &Trace) -> Result<RecordBatch> {
     let n = &trace.nodes;
     let cols: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(n.iter().map(|x| x.node_id.as_str()))),
-        Arc::new(StringArray::from(n.iter().map(|x| x.zone.as_deref()).collect::<Vec<_>>())),
-        Arc::new(StringArray::from(
-            n.iter().map(|x| x.instance_type.as_deref()).collect::<Vec<_>>(),
+        Arc::new(StringArray::from_iter_values(
+            n.iter().map(|x| x.node_id.as_str()),
         )),
-        Arc::new(StringArray::from(n.iter().map(|x| x.group.as_deref()).collect::<Vec<_>>())),
-        Arc::new(Float64Array::from_iter_values(n.iter().map(|x| x.observed_from))),
-        Arc::new(Float64Array::from_iter_values(n.iter().map(|x| x.observed_to))),
+        Arc::new(StringArray::from(
+            n.iter().map(|x| x.zone.as_deref()).collect::<Vec<_>>(),
+        )),
+        Arc::new(StringArray::from(
+            n.iter()
+                .map(|x| x.instance_type.as_deref())
+                .collect::<Vec<_>>(),
+        )),
+        Arc::new(StringArray::from(
+            n.iter().map(|x| x.group.as_deref()).collect::<Vec<_>>(),
+        )),
+        Arc::new(Float64Array::from_iter_values(
+            n.iter().map(|x| x.observed_from),
+        )),
+        Arc::new(Float64Array::from_iter_values(
+            n.iter().map(|x| x.observed_to),
+        )),
     ];
     Ok(RecordBatch::try_new(nodes_schema(), cols)?)
 }
@@ -126,10 +154,16 @@ pub fn nodes_batch(trace: &Trace) -> Result<RecordBatch> {
 pub fn rejects_batch(trace: &Trace) -> Result<RecordBatch> {
     let r = &trace.rejects;
     let cols: Vec<ArrayRef> = vec![
-        Arc::new(StringArray::from_iter_values(r.iter().map(|x| x.file.as_str()))),
+        Arc::new(StringArray::from_iter_values(
+            r.iter().map(|x| x.file.as_str()),
+        )),
         Arc::new(UInt64Array::from_iter_values(r.iter().map(|x| x.line))),
-        Arc::new(StringArray::from_iter_values(r.iter().map(|x| x.raw.as_str()))),
-        Arc::new(StringArray::from_iter_values(r.iter().map(|x| x.reason.as_str()))),
+        Arc::new(StringArray::from_iter_values(
+            r.iter().map(|x| x.raw.as_str()),
+        )),
+        Arc::new(StringArray::from_iter_values(
+            r.iter().map(|x| x.reason.as_str()),
+        )),
     ];
     Ok(RecordBatch::try_new(rejects_schema(), cols)?)
 }

@@ -1,5 +1,6 @@
 //! Finding and reading input files: paths, directories (recursive) and globs; transparent `.gz`;
-//! content hashes for provenance and duplicate detection.
+//! tar archives (`.tar`, `.tar.gz`, `.tgz`) expanded into one input per data member
+//! ([`InputFile::read_all`]); content hashes for provenance and duplicate detection.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -43,7 +44,76 @@ impl InputFile {
         } else {
             raw
         };
-        Ok(InputFile::from_bytes(path.to_path_buf(), rel, bytes, sha256))
+        Ok(InputFile::from_bytes(
+            path.to_path_buf(),
+            rel,
+            bytes,
+            sha256,
+        ))
+    }
+
+    /// Reads one path into one or more inputs: a tar archive (`.tar`, `.tar.gz`, `.tgz`) gives one
+    /// input per regular member, in member-path order, with `rel = <rel>/<member path>` and
+    /// `path = <archive path>/<member path>` (members ending in `.gz` are decompressed; hidden
+    /// members and documentation such as `README*`, `LICENSE*` and `*.md` are skipped); any
+    /// other file is [`InputFile::read`]. An archive without data members is an error.
+    pub fn read_all(path: &Path, rel: &str) -> Result<Vec<InputFile>> {
+        if !is_tar_archive(path) {
+            return Ok(vec![InputFile::read(path, rel)?]);
+        }
+        let io = |source| IngestError::Io {
+            path: path.to_path_buf(),
+            source,
+        };
+        let raw = std::fs::read(path).map_err(io)?;
+        let tar_bytes = if path.extension().is_some_and(|e| e == "gz" || e == "tgz") {
+            gunzip(&raw).map_err(io)?
+        } else {
+            raw
+        };
+        let mut archive = tar::Archive::new(&tar_bytes[..]);
+        let mut out = Vec::new();
+        for entry in archive.entries().map_err(io)? {
+            let mut entry = entry.map_err(io)?;
+            if !entry.header().entry_type().is_file() {
+                continue;
+            }
+            let member = entry
+                .path()
+                .map_err(io)?
+                .components()
+                .filter_map(|c| match c {
+                    std::path::Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                    _ => None,
+                })
+                .collect::<Vec<_>>()
+                .join("/");
+            if member.is_empty() || skipped_member(&member) {
+                continue;
+            }
+            let mut stored = Vec::new();
+            entry.read_to_end(&mut stored).map_err(io)?;
+            let sha256 = hex(&Sha256::digest(&stored));
+            let bytes = if member.ends_with(".gz") {
+                gunzip(&stored).map_err(io)?
+            } else {
+                stored
+            };
+            out.push(InputFile::from_bytes(
+                path.join(&member),
+                &format!("{rel}/{member}"),
+                bytes,
+                sha256,
+            ));
+        }
+        if out.is_empty() {
+            return Err(IngestError::NoInput(format!(
+                "{} (tar archive without data members)",
+                path.display()
+            )));
+        }
+        out.sort_by(|a, b| a.rel.cmp(&b.rel));
+        Ok(out)
     }
 
     /// Builds an input from bytes already in memory (tests, generators).
@@ -99,6 +169,34 @@ impl InputFile {
     pub fn file_name(&self) -> &str {
         self.rel.rsplit('/').next().unwrap_or(&self.rel)
     }
+}
+
+/// Whether `path` names a tar archive that [`InputFile::read_all`] expands
+/// (`.tar`, `.tar.gz`, `.tgz`).
+pub fn is_tar_archive(path: &Path) -> bool {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().to_ascii_lowercase())
+        .unwrap_or_default();
+    name.ends_with(".tar") || name.ends_with(".tar.gz") || name.ends_with(".tgz")
+}
+
+/// Archive members that are not data: hidden files (and AppleDouble `._*`), `README*`,
+/// `LICENSE*`, `*.md`.
+fn skipped_member(member: &str) -> bool {
+    let hidden = member.split('/').any(|c| c.starts_with('.'));
+    let name = member
+        .rsplit('/')
+        .next()
+        .unwrap_or(member)
+        .to_ascii_lowercase();
+    hidden || name.starts_with("readme") || name.starts_with("license") || name.ends_with(".md")
+}
+
+fn gunzip(raw: &[u8]) -> std::io::Result<Vec<u8>> {
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(raw).read_to_end(&mut out)?;
+    Ok(out)
 }
 
 fn line_of_offset(bytes: &[u8], off: usize) -> u64 {
@@ -215,4 +313,53 @@ pub fn duplicate_notes(files: &[InputFile]) -> Vec<String> {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tar_tests {
+    use super::*;
+    use std::io::Write;
+
+    fn append(b: &mut tar::Builder<Vec<u8>>, name: &str, data: &[u8]) {
+        let mut h = tar::Header::new_gnu();
+        h.set_size(data.len() as u64);
+        h.set_mode(0o644);
+        h.set_cksum();
+        b.append_data(&mut h, name, data).unwrap();
+    }
+
+    #[test]
+    fn read_all_expands_tar_gz_members() {
+        let mut b = tar::Builder::new(Vec::new());
+        append(&mut b, "top/README.md", b"docs");
+        append(&mut b, "top/z_a_1/full.json", b"{\"data\": [1]}");
+        append(&mut b, "top/z_a_1/._full.json", b"junk");
+        append(&mut b, "top/0.json", b"{\"data\": [0]}");
+        let tar_bytes = b.into_inner().unwrap();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&tar_bytes).unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conv.tar.gz");
+        std::fs::write(&path, gz.finish().unwrap()).unwrap();
+
+        let files = InputFile::read_all(&path, "data/conv.tar.gz").unwrap();
+        let rels: Vec<&str> = files.iter().map(|f| f.rel.as_str()).collect();
+        assert_eq!(
+            rels,
+            vec![
+                "data/conv.tar.gz/top/0.json",
+                "data/conv.tar.gz/top/z_a_1/full.json"
+            ]
+        );
+        assert_eq!(files[1].bytes, b"{\"data\": [1]}");
+        assert_eq!(files[1].stem_key(), "data/conv.tar.gz/top/z_a_1/full");
+        assert_eq!(files[1].path, path.join("top/z_a_1/full.json"));
+
+        // Ordinary files still read as one input.
+        let plain = dir.path().join("x.json");
+        std::fs::write(&plain, b"{}").unwrap();
+        let one = InputFile::read_all(&plain, "x.json").unwrap();
+        assert_eq!((one.len(), one[0].bytes.as_slice()), (1, &b"{}"[..]));
+        assert!(is_tar_archive(Path::new("a/b.TGZ")) && !is_tar_archive(Path::new("a.gz")));
+    }
 }

@@ -10,6 +10,7 @@ pub mod error;
 pub mod input;
 pub mod model;
 pub mod sessionize;
+pub mod workload;
 
 pub use adapters::{parse, sniff, Format};
 pub use error::{IngestError, Result};

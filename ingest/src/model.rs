@@ -261,11 +261,8 @@ impl Trace {
     /// Sorts nodes by id and sessions by (node, start): the canonical order.
     pub fn canonicalize(&mut self) {
         self.nodes.sort_by(|a, b| a.node_id.cmp(&b.node_id));
-        self.sessions.sort_by(|a, b| {
-            a.node_id
-                .cmp(&b.node_id)
-                .then(a.start.total_cmp(&b.start))
-        });
+        self.sessions
+            .sort_by(|a, b| a.node_id.cmp(&b.node_id).then(a.start.total_cmp(&b.start)));
     }
 }
 

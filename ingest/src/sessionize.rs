@@ -54,21 +54,45 @@ pub fn samples_to_sessions(samples: &[Sample], labels: &SeriesLabels) -> Vec<Ses
         let hole_before = i > 0 && samples[i].t - samples[i - 1].t > HOLE_FACTOR * gap;
         if hole_before {
             if let Some((i0, lt)) = run.take() {
-                out.push(session(samples, i0, lt, samples[i - 1].t + gap, false, "observation-gap", labels));
+                out.push(session(
+                    samples,
+                    i0,
+                    lt,
+                    samples[i - 1].t + gap,
+                    false,
+                    "observation-gap",
+                    labels,
+                ));
             }
         }
         let s = samples[i];
         match (s.up, run) {
             (true, None) => run = Some((i, i == 0 || hole_before)),
             (false, Some((i0, lt))) => {
-                out.push(session(samples, i0, lt, s.t, true, labels.event_cause, labels));
+                out.push(session(
+                    samples,
+                    i0,
+                    lt,
+                    s.t,
+                    true,
+                    labels.event_cause,
+                    labels,
+                ));
                 run = None;
             }
             _ => {}
         }
     }
     if let (Some((i0, lt)), Some(last)) = (run, samples.last()) {
-        out.push(session(samples, i0, lt, last.t + gap, false, "observation-end", labels));
+        out.push(session(
+            samples,
+            i0,
+            lt,
+            last.t + gap,
+            false,
+            "observation-end",
+            labels,
+        ));
     }
     out
 }
@@ -121,8 +145,14 @@ mod tests {
         let ups = [true, true, false, true, false, false, true, true];
         let s = ticks_to_sessions(&ups, 0.0, &labels());
         assert_eq!(s.len(), 3);
-        assert_eq!((s[0].start, s[0].end, s[0].event, s[0].left_truncated), (0.0, 20.0, true, true));
-        assert_eq!((s[1].start, s[1].end, s[1].event, s[1].left_truncated), (30.0, 40.0, true, false));
+        assert_eq!(
+            (s[0].start, s[0].end, s[0].event, s[0].left_truncated),
+            (0.0, 20.0, true, true)
+        );
+        assert_eq!(
+            (s[1].start, s[1].end, s[1].event, s[1].left_truncated),
+            (30.0, 40.0, true, false)
+        );
         assert_eq!((s[2].start, s[2].end, s[2].event), (60.0, 80.0, false));
         assert_eq!(s[2].end_cause, "observation-end");
     }
@@ -134,14 +164,20 @@ mod tests {
             Sample { t: 10.0, up: true },
             Sample { t: 20.0, up: true },
             Sample { t: 100.0, up: true },
-            Sample { t: 110.0, up: false },
+            Sample {
+                t: 110.0,
+                up: false,
+            },
         ];
         let s = samples_to_sessions(&samples, &labels());
         assert_eq!(s.len(), 2);
         assert_eq!((s[0].start, s[0].end, s[0].event), (10.0, 30.0, false));
         assert_eq!(s[0].end_cause, "observation-gap");
         assert!(!s[0].left_truncated);
-        assert_eq!((s[1].start, s[1].end, s[1].event, s[1].left_truncated), (100.0, 110.0, true, true));
+        assert_eq!(
+            (s[1].start, s[1].end, s[1].event, s[1].left_truncated),
+            (100.0, 110.0, true, true)
+        );
     }
 
     #[test]

@@ -1,13 +1,611 @@
-//! Adapter stub (to be written).
+//! Per-node add/remove event logs (`--format add-remove`): one session per instance.
+//!
+//! # Inputs
+//!
+//! * **CSV** without header, CRLF or LF line endings: `t_ms,add|remove,node` (Bamboo
+//!   `traces/{p3,g4dn}-trace.csv`, Parcae `liveput/traces/p3trace.csv`, SpotServe
+//!   `trace_full/g4dn.csv`). `t_ms` is milliseconds since the trace start; `node` is a fresh
+//!   label per acquired instance.
+//! * **SpotServe JSON lines** (`trace_seg/*.txt`): `[t_ms, action, {"nodes": [...], …}]` with
+//!   action `add`, `remove`, `other` or `DONE`. The node list of an `add`/`remove` is the set of
+//!   nodes that join/leave at that instant (a delta, not the new membership). `other` (e.g. a
+//!   `required_tpt` workload change) and `DONE` (end of the segment) change no session but do
+//!   count as observed instants.
+//!
+//! # Semantics (traces MANIFEST §6, §7, §11)
+//!
+//! Events are taken in time order (a stable sort, so same-instant events keep file order).
+//! Per node: `add` opens a session, the next `remove` closes it — an event with cause
+//! `preempted`. A node never removed is right-censored at the file's last observed instant (the
+//! last event time; for JSON lines that is the `DONE` line), cause `observation-end`. A node
+//! may be added again after its removal (a new session). A `remove` of a node that is not up,
+//! or an `add` of a node that is already up, is rejected (file, line, raw, reason) and parsing
+//! goes on.
+//!
+//! Node keys are `<file stem_key>/<node>`, so two files never collide (Bamboo's and Parcae's
+//! copies of the same p3 log stay separate sources of nodes); `group` is the file's stem key.
+//! Every node of a file is observed over the file's window (first to last event instant): an
+//! instance label that has not been added yet is simply not in the pool. Times are seconds
+//! from the file's start ([`TimeBase::Relative`]); sessions added at the first instant are not
+//! flagged left-truncated (the logs start by acquiring instances). [`Kind::SpotLifetime`].
 
-use crate::{InputFile, IngestError, Options, Result, Trace};
+use std::collections::{HashMap, HashSet};
 
-/// Parses the files of one source.
-pub fn parse(_files: &[InputFile], _options: &Options) -> Result<Trace> {
-    Err(IngestError::Option("add_remove: not implemented yet".into()))
+use serde_json::Value;
+
+use crate::{
+    IngestError, InputFile, Kind, NodeInfo, Options, Rejects, Result, Session, TimeBase, Trace,
+};
+
+/// Parses the files of one source (each file is its own event log).
+pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
+    let mut rejects = Rejects::new(options.strict);
+    let mut trace = Trace {
+        kind: Kind::SpotLifetime,
+        time_base: TimeBase::Relative,
+        nodes: Vec::new(),
+        sessions: Vec::new(),
+        rejects: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut any_record = false;
+    for file in files {
+        let text = file.text()?;
+        let display = file.display();
+        let mut problems = Problems::default();
+        let log = if is_json_lines(first_line(text)) {
+            read_json_lines(text, &display, &mut problems)?
+        } else {
+            read_csv(text, &display, &mut problems)?
+        };
+        if log.observed.is_none() {
+            problems.flush(&display, &mut rejects)?;
+            trace.notes.push(format!("{}: no events", file.rel));
+            continue;
+        }
+        any_record = true;
+        sessionize(file, log, &mut trace, &mut problems)?;
+        problems.flush(&display, &mut rejects)?;
+    }
+    if !any_record {
+        return Err(IngestError::Empty(
+            files.first().map(|f| f.display()).unwrap_or_default(),
+        ));
+    }
+    trace.rejects = rejects.into_vec();
+    Ok(trace)
 }
 
-/// Whether `file` looks like this format.
-pub fn sniff(_file: &InputFile) -> bool {
-    false
+/// Whether `file` looks like this format: its first non-empty line is `number,add|remove,node`
+/// or a JSON array `[number, "add"|"remove"|"other"|"DONE", {"nodes": …}]`.
+pub fn sniff(file: &InputFile) -> bool {
+    let head = &file.bytes[..file.bytes.len().min(4096)];
+    let head = match std::str::from_utf8(head) {
+        Ok(s) => s,
+        Err(e) => match std::str::from_utf8(&head[..e.valid_up_to()]) {
+            Ok(s) => s,
+            Err(_) => return false,
+        },
+    };
+    let Some(line) = head.split('\n').map(|l| l.trim()).find(|l| !l.is_empty()) else {
+        return false;
+    };
+    if line.starts_with('[') {
+        return is_json_lines(line)
+            && serde_json::from_str::<Value>(line).is_ok_and(|v| json_event(&v).is_ok());
+    }
+    let mut it = line.split(',');
+    match (it.next(), it.next(), it.next(), it.next()) {
+        (Some(t), Some(a), Some(n), None) => {
+            t.trim().parse::<f64>().is_ok()
+                && matches!(a.trim(), "add" | "remove")
+                && !n.trim().is_empty()
+        }
+        _ => false,
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.split('\n')
+        .map(str::trim)
+        .find(|l| !l.is_empty())
+        .unwrap_or("")
+}
+
+/// A JSON-lines record starts with `[` followed by a number.
+fn is_json_lines(line: &str) -> bool {
+    line.strip_prefix('[')
+        .map(|r| {
+            r.trim_start()
+                .starts_with(|c: char| c.is_ascii_digit() || c == '-')
+        })
+        .unwrap_or(false)
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Action {
+    Add,
+    Remove,
+}
+
+/// The bad lines of one file, reported in line order once the file is done: the time sort and
+/// the session pass find problems out of line order, and `--strict` must name the first one.
+#[derive(Default)]
+struct Problems<'a>(Vec<(u64, &'a str, String)>);
+
+impl<'a> Problems<'a> {
+    fn reject(
+        &mut self,
+        _file: &str,
+        line: u64,
+        raw: &'a str,
+        reason: impl Into<String>,
+    ) -> Result<()> {
+        self.0.push((line, raw, reason.into()));
+        Ok(())
+    }
+
+    fn flush(mut self, file: &str, rejects: &mut Rejects) -> Result<()> {
+        self.0.sort_by_key(|p| p.0);
+        for (line, raw, reason) in self.0 {
+            rejects.reject(file, line, raw, reason)?;
+        }
+        Ok(())
+    }
+}
+
+/// One node event: time (ms), action, node label, 1-based line, raw line.
+struct Event<'a> {
+    t_ms: f64,
+    action: Action,
+    node: String,
+    line: u64,
+    raw: &'a str,
+}
+
+/// The events of one file and its observed span (ms).
+struct Log<'a> {
+    events: Vec<Event<'a>>,
+    observed: Option<(f64, f64)>,
+}
+
+fn widen(span: &mut Option<(f64, f64)>, t: f64) {
+    *span = Some(match *span {
+        Some((a, b)) => (a.min(t), b.max(t)),
+        None => (t, t),
+    });
+}
+
+fn parse_time_ms(s: &str) -> std::result::Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(t) if t.is_finite() => Ok(t),
+        _ => Err(format!("bad time {:?} (milliseconds expected)", s.trim())),
+    }
+}
+
+fn read_csv<'a>(text: &'a str, display: &str, rejects: &mut Problems<'a>) -> Result<Log<'a>> {
+    let mut log = Log {
+        events: Vec::new(),
+        observed: None,
+    };
+    let mut first_line = true;
+    for (i, raw) in text.split('\n').enumerate() {
+        let line_no = i as u64 + 1;
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        let first = std::mem::replace(&mut first_line, false);
+        let mut it = line.split(',');
+        let (Some(t), Some(a), Some(n), None) = (it.next(), it.next(), it.next(), it.next()) else {
+            rejects.reject(
+                display,
+                line_no,
+                raw,
+                "expected 3 fields `t_ms,add|remove,node`",
+            )?;
+            continue;
+        };
+        if first && t.trim().parse::<f64>().is_err() && !matches!(a.trim(), "add" | "remove") {
+            // A header line such as `time_ms,event,node_id`.
+            continue;
+        }
+        let t_ms = match parse_time_ms(t) {
+            Ok(t) => t,
+            Err(reason) => {
+                rejects.reject(display, line_no, raw, reason)?;
+                continue;
+            }
+        };
+        let action = match a.trim() {
+            "add" => Action::Add,
+            "remove" => Action::Remove,
+            other => {
+                rejects.reject(
+                    display,
+                    line_no,
+                    raw,
+                    format!("unknown action {other:?} (add or remove expected)"),
+                )?;
+                continue;
+            }
+        };
+        let node = n.trim();
+        if node.is_empty() {
+            rejects.reject(display, line_no, raw, "empty node label")?;
+            continue;
+        }
+        widen(&mut log.observed, t_ms);
+        log.events.push(Event {
+            t_ms,
+            action,
+            node: node.to_string(),
+            line: line_no,
+            raw,
+        });
+    }
+    Ok(log)
+}
+
+/// The parts of a JSON-lines record: (time, action or None for `other`/`DONE`, node labels).
+type JsonEvent<'v> = (f64, Option<Action>, Vec<&'v str>);
+
+fn json_event(v: &Value) -> std::result::Result<JsonEvent<'_>, String> {
+    let arr = v.as_array().ok_or("not a JSON array")?;
+    let t = arr
+        .first()
+        .and_then(Value::as_f64)
+        .filter(|t| t.is_finite())
+        .ok_or("element 0 is not a time in milliseconds")?;
+    let action = match arr.get(1).and_then(Value::as_str) {
+        Some("add") => Some(Action::Add),
+        Some("remove") => Some(Action::Remove),
+        Some("other") | Some("DONE") => None,
+        Some(other) => {
+            return Err(format!(
+                "unknown action {other:?} (add, remove, other or DONE expected)"
+            ))
+        }
+        None => return Err("element 1 is not an action string".to_string()),
+    };
+    let nodes = match arr.get(2).and_then(|o| o.get("nodes")) {
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|n| {
+                n.as_str()
+                    .filter(|s| !s.is_empty())
+                    .ok_or("a node label is not a non-empty string")
+            })
+            .collect::<std::result::Result<Vec<_>, _>>()?,
+        Some(_) => return Err("\"nodes\" is not a list".to_string()),
+        None if action.is_none() => Vec::new(),
+        None => return Err("add/remove without a \"nodes\" list".to_string()),
+    };
+    if action.is_none() && !nodes.is_empty() {
+        return Err("nodes listed on an other/DONE record".to_string());
+    }
+    Ok((t, action, nodes))
+}
+
+fn read_json_lines<'a>(
+    text: &'a str,
+    display: &str,
+    rejects: &mut Problems<'a>,
+) -> Result<Log<'a>> {
+    let mut log = Log {
+        events: Vec::new(),
+        observed: None,
+    };
+    for (i, raw) in text.split('\n').enumerate() {
+        let line_no = i as u64 + 1;
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        if raw.trim().is_empty() {
+            continue;
+        }
+        let value: Value = match serde_json::from_str(raw) {
+            Ok(v) => v,
+            Err(e) => {
+                rejects.reject(display, line_no, raw, format!("not JSON: {e}"))?;
+                continue;
+            }
+        };
+        let (t_ms, action, nodes) = match json_event(&value) {
+            Ok(x) => x,
+            Err(reason) => {
+                rejects.reject(display, line_no, raw, reason)?;
+                continue;
+            }
+        };
+        widen(&mut log.observed, t_ms);
+        if let Some(action) = action {
+            for node in nodes {
+                log.events.push(Event {
+                    t_ms,
+                    action,
+                    node: node.to_string(),
+                    line: line_no,
+                    raw,
+                });
+            }
+        }
+    }
+    Ok(log)
+}
+
+fn sessionize<'a>(
+    file: &InputFile,
+    mut log: Log<'a>,
+    trace: &mut Trace,
+    rejects: &mut Problems<'a>,
+) -> Result<()> {
+    let display = file.display();
+    let stem = file.stem_key();
+    let Some((from_ms, to_ms)) = log.observed else {
+        return Ok(());
+    };
+    if log.events.windows(2).any(|w| w[1].t_ms < w[0].t_ms) {
+        trace.notes.push(format!(
+            "{}: events are not in time order; sorted by time",
+            file.rel
+        ));
+        log.events.sort_by(|a, b| a.t_ms.total_cmp(&b.t_ms));
+    }
+    let mut up: HashMap<&str, f64> = HashMap::new();
+    let mut order: Vec<&str> = Vec::new();
+    let mut seen: HashSet<&str> = HashSet::new();
+    let node_key = |n: &str| format!("{stem}/{n}");
+    for ev in &log.events {
+        match ev.action {
+            Action::Add => {
+                if up.contains_key(ev.node.as_str()) {
+                    rejects.reject(
+                        &display,
+                        ev.line,
+                        ev.raw,
+                        format!("add of node {:?} that is already up", ev.node),
+                    )?;
+                    continue;
+                }
+                up.insert(&ev.node, ev.t_ms);
+            }
+            Action::Remove => {
+                let Some(start) = up.remove(ev.node.as_str()) else {
+                    rejects.reject(
+                        &display,
+                        ev.line,
+                        ev.raw,
+                        format!(
+                            "remove of node {:?} that is not up (no add before it)",
+                            ev.node
+                        ),
+                    )?;
+                    continue;
+                };
+                trace.sessions.push(Session {
+                    node_id: node_key(&ev.node),
+                    start: start / 1000.0,
+                    end: ev.t_ms / 1000.0,
+                    event: true,
+                    end_cause: "preempted".to_string(),
+                    left_truncated: false,
+                    entry_s: 0.0,
+                    resolution_s: 0.0,
+                });
+            }
+        }
+        if seen.insert(&ev.node) {
+            order.push(&ev.node);
+        }
+    }
+    for node in &order {
+        if let Some(start) = up.get(node) {
+            trace.sessions.push(Session {
+                node_id: node_key(node),
+                start: start / 1000.0,
+                end: to_ms / 1000.0,
+                event: false,
+                end_cause: "observation-end".to_string(),
+                left_truncated: false,
+                entry_s: 0.0,
+                resolution_s: 0.0,
+            });
+        }
+        trace.nodes.push(NodeInfo {
+            node_id: node_key(node),
+            zone: None,
+            instance_type: None,
+            group: Some(stem.clone()),
+            observed_from: from_ms / 1000.0,
+            observed_to: to_ms / 1000.0,
+        });
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn file(rel: &str, text: &str) -> InputFile {
+        InputFile::from_bytes(
+            PathBuf::from(rel),
+            rel,
+            text.as_bytes().to_vec(),
+            String::new(),
+        )
+    }
+
+    fn run(files: &[InputFile]) -> Trace {
+        let mut t = parse(files, &Options::default()).unwrap();
+        t.canonicalize();
+        t
+    }
+
+    const CSV: &str = "0,add,node1\n0,add,node2\n60000,remove,node1\n120000,add,node3\n180000,remove,node3\n240000,remove,node2\n300000,add,node4\n360000,add,node5\n";
+
+    #[test]
+    fn csv_sessions_and_censoring() {
+        let t = run(&[file("p3-trace.csv", CSV)]);
+        assert_eq!(t.kind, Kind::SpotLifetime);
+        assert_eq!(t.time_base, TimeBase::Relative);
+        assert_eq!(t.nodes.len(), 5);
+        assert_eq!(t.sessions.len(), 5);
+        let s: Vec<_> = t
+            .sessions
+            .iter()
+            .map(|s| {
+                (
+                    s.node_id.as_str(),
+                    s.start,
+                    s.end,
+                    s.event,
+                    s.end_cause.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            s,
+            vec![
+                ("p3-trace/node1", 0.0, 60.0, true, "preempted"),
+                ("p3-trace/node2", 0.0, 240.0, true, "preempted"),
+                ("p3-trace/node3", 120.0, 180.0, true, "preempted"),
+                ("p3-trace/node4", 300.0, 360.0, false, "observation-end"),
+                ("p3-trace/node5", 360.0, 360.0, false, "observation-end"),
+            ]
+        );
+        assert!(t
+            .nodes
+            .iter()
+            .all(|n| n.observed_from == 0.0 && n.observed_to == 360.0));
+        assert_eq!(t.nodes[0].group.as_deref(), Some("p3-trace"));
+    }
+
+    #[test]
+    fn crlf_and_lf_give_the_same_sessions() {
+        let lf = run(&[file("a.csv", CSV)]);
+        let crlf = run(&[file("a.csv", &CSV.replace('\n', "\r\n"))]);
+        assert_eq!(lf.sessions, crlf.sessions);
+        assert_eq!(lf.nodes, crlf.nodes);
+        assert!(crlf.rejects.is_empty());
+    }
+
+    #[test]
+    fn two_files_do_not_collide() {
+        let t = run(&[
+            file("bamboo/p3-trace.csv", CSV),
+            file("parcae/p3trace.csv", CSV),
+        ]);
+        assert_eq!(t.nodes.len(), 10);
+        assert_eq!(t.sessions.len(), 10);
+        assert!(t.nodes.iter().any(|n| n.node_id == "parcae/p3trace/node1"));
+    }
+
+    #[test]
+    fn json_lines_segments() {
+        let seg = "[0, \"add\", {\"nodes\": [\"node-0\", \"node-1\", \"node-2\"]}]\n\
+                   [60000, \"remove\", {\"nodes\": [\"node-1\"]}]\n\
+                   [90000, \"other\", {\"nodes\": [], \"required_tpt\": 0.8}]\n\
+                   [120000, \"add\", {\"nodes\": [\"node-3\"]}]\n\
+                   [150000, \"remove\", {\"nodes\": [\"node-0\", \"node-3\"], \"required_tpt\": 0.6}]\n\
+                   [540000, \"DONE\", {\"nodes\": []}]\n";
+        let f = file("trace_0203.txt", seg);
+        assert!(sniff(&f));
+        let t = run(&[f]);
+        assert!(t.rejects.is_empty());
+        let s: Vec<_> = t
+            .sessions
+            .iter()
+            .map(|s| (s.node_id.as_str(), s.start, s.end, s.event))
+            .collect();
+        assert_eq!(
+            s,
+            vec![
+                ("trace_0203/node-0", 0.0, 150.0, true),
+                ("trace_0203/node-1", 0.0, 60.0, true),
+                ("trace_0203/node-2", 0.0, 540.0, false),
+                ("trace_0203/node-3", 120.0, 150.0, true),
+            ]
+        );
+        assert!(t.nodes.iter().all(|n| n.observed_to == 540.0));
+    }
+
+    #[test]
+    fn bad_lines_strict_and_lenient() {
+        let text = "0,add,node1\n10,remove,node9\n20,add,node1\nabc,add,node2\n30,start,node3\n40,remove,node1\n50,add,node4\n";
+        let f = file("bad.csv", text);
+        let strict = Options {
+            strict: true,
+            ..Options::default()
+        };
+        let err = parse(std::slice::from_ref(&f), &strict)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("bad.csv:2:"), "{err}");
+        assert!(err.contains("not up"), "{err}");
+        let t = run(&[f]);
+        let lines: Vec<u64> = {
+            let mut v: Vec<u64> = t.rejects.iter().map(|r| r.line).collect();
+            v.sort();
+            v
+        };
+        assert_eq!(lines, vec![2, 3, 4, 5]);
+        assert!(t
+            .rejects
+            .iter()
+            .any(|r| r.line == 3 && r.reason.contains("already up")));
+        assert!(t.rejects.iter().any(|r| r.raw == "abc,add,node2"));
+        // the good rows: node1 [0, 40] preempted, node4 censored at 50 ms
+        assert_eq!(t.sessions.len(), 2);
+        assert_eq!(
+            (t.sessions[0].start, t.sessions[0].end, t.sessions[0].event),
+            (0.0, 0.04, true)
+        );
+        assert_eq!(
+            (
+                t.sessions[1].node_id.as_str(),
+                t.sessions[1].end,
+                t.sessions[1].event
+            ),
+            ("bad/node4", 0.05, false)
+        );
+    }
+
+    #[test]
+    fn bad_json_line_is_rejected() {
+        let seg = "[0, \"add\", {\"nodes\": [\"a\"]}]\n[10, \"jump\", {\"nodes\": []}]\n[20, \"add\", {}]\n{oops\n[30, \"DONE\", {\"nodes\": []}]\n";
+        let t = run(&[file("s.txt", seg)]);
+        assert_eq!(
+            t.rejects.iter().map(|r| r.line).collect::<Vec<_>>(),
+            vec![2, 3, 4]
+        );
+        assert_eq!(t.sessions.len(), 1);
+        assert_eq!(t.sessions[0].end, 0.03);
+    }
+
+    #[test]
+    fn header_line_is_skipped() {
+        let t = run(&[file(
+            "h.csv",
+            "time_ms,event,node_id\r\n0,add,n1\r\n5000,remove,n1\r\n",
+        )]);
+        assert!(t.rejects.is_empty());
+        assert_eq!((t.sessions[0].start, t.sessions[0].end), (0.0, 5.0));
+        // not a header once data has started
+        let t = run(&[file("h.csv", "0,add,n1\ntime_ms,event,node_id\n")]);
+        assert_eq!(t.rejects.len(), 1);
+    }
+
+    #[test]
+    fn sniff_is_specific() {
+        assert!(sniff(&file("a.csv", "0,add,node1\r\n")));
+        assert!(!sniff(&file(
+            "a.csv",
+            "date,availability\n2023-02-15 22:08:16,1\n"
+        )));
+        assert!(!sniff(&file("a.csv", "0,8\n")));
+        assert!(!sniff(&file("a.json", "[\n  {\n \"id\": \"1\"}]")));
+        assert!(!sniff(&file("a.txt", "[1, 2, 3]\n")));
+    }
 }

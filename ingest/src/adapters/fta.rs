@@ -1,13 +1,746 @@
-//! Adapter stub (to be written).
+//! Failure Trace Archive tables (`--format fta`): `event_trace.tab` plus optional side tables.
+//!
+//! # Inputs
+//!
+//! * **`event_trace.tab`** — a header line of column names (optionally `#`-prefixed), then one
+//!   row per availability interval, fields separated by any whitespace (tabs and space padding
+//!   mix; split on any run of whitespace). Columns are found by name: `node_id`, `event_type`
+//!   (`1` = up interval, `0` = down interval), `event_start_time`, `event_stop_time`, and the
+//!   optional `event_end_reason` (numeric code or `NULL`), `platform_id`, `node_name`.
+//! * **`node.tab`** (header starting `node_id platform_id node_name`) and **`platform.tab`**
+//!   (header starting `platform_id platform_name`) — side tables giving node attributes; they
+//!   produce no sessions. Their rows are tab separated (whitespace when the tab split does not
+//!   match the header).
+//!
+//! # Semantics (traces MANIFEST §9, §10)
+//!
+//! Every `event_type == 1` row is one up-session `[start, stop)` ended by a failure: event,
+//! cause `failure:<end reason>` (`failure` when the reason is `NULL` or missing). Rows are grouped
+//! by `node_id` (the node key) and ordered by start. The FTA tables record failures, so by
+//! default nothing is right-censored — except where the table itself shows the observation
+//! boundary:
+//!
+//! * a node's **last** row that is an up interval ending exactly at the trace's last timestamp
+//!   (the largest stop time of all rows) is right-censored, cause `observation-end`;
+//! * a node's **first** row that is an up interval starting exactly at the trace's first
+//!   timestamp is left-truncated (already up when observation began).
+//!
+//! (LANL05 has neither: every node starts and ends with a down row. The GridSim sample has
+//! both on all three nodes.) With [`Options::fta_censored_tail`], each node whose last row is
+//! a repair (down) interval ending before the trace's last timestamp gets one more,
+//! right-censored session from that repair to the trace's last timestamp (an approximation:
+//! decommission dates are not in the table; off by default).
+//!
+//! Nodes: every `node_id` of the event table, including nodes with down rows only (LANL05 has
+//! 951); observed from their first start to their last stop. `group` = the platform name from
+//! `platform.tab` (via `platform_id`), else, for LANL-style numeric names `<system>.<node>`,
+//! `system-<system>`; `zone` = `node_location` and `instance_type` = `proc_model` from
+//! `node.tab` when not `NULL`. When several event tables are given, node keys are prefixed with
+//! the file's stem key.
+//!
+//! Time base: Unix epoch seconds ([`TimeBase::Utc`]) when the first timestamp is at least
+//! 10⁸ (2001-09-09 … LANL starts in 1995 at 8·10⁸), else seconds from the trace's own origin
+//! ([`TimeBase::Relative`], the sample's 0 … 2000 s). Kind: [`Kind::Volunteer`] when
+//! `platform.tab` describes a desktop / volunteer / peer-to-peer platform, else [`Kind::Hpc`]
+//! (LANL05 has no platform table and is an HPC cluster).
 
-use crate::{InputFile, IngestError, Options, Result, Trace};
+use std::collections::HashMap;
 
-/// Parses the files of one source.
-pub fn parse(_files: &[InputFile], _options: &Options) -> Result<Trace> {
-    Err(IngestError::Option("fta: not implemented yet".into()))
+use crate::{
+    IngestError, InputFile, Kind, NodeInfo, Options, Rejects, Result, Session, TimeBase, Trace,
+};
+
+/// Smallest first timestamp taken as Unix epoch seconds rather than relative seconds.
+pub const EPOCH_THRESHOLD_S: f64 = 1e8;
+
+/// Parses the files of one source: one or more event tables and optional side tables.
+pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
+    let mut rejects = Rejects::new(options.strict);
+    let mut notes = Vec::new();
+    let event_files = files
+        .iter()
+        .filter(|f| {
+            f.text()
+                .map(|t| table_kind(header_tokens(t)) == TableKind::Events)
+                .unwrap_or(false)
+        })
+        .count();
+    let prefix = event_files > 1;
+    let mut nodes: Vec<NodeAcc> = Vec::new();
+    let mut node_index: HashMap<String, usize> = HashMap::new();
+    let mut rows: Vec<Row> = Vec::new();
+    let mut side_nodes: HashMap<String, SideNode> = HashMap::new();
+    let mut platforms: HashMap<String, Platform> = HashMap::new();
+
+    for file in files {
+        let text = file.text()?;
+        match table_kind(header_tokens(text)) {
+            TableKind::Events => {
+                let key_prefix = if prefix {
+                    format!("{}/", file.stem_key())
+                } else {
+                    String::new()
+                };
+                read_events(
+                    file,
+                    text,
+                    &key_prefix,
+                    &mut nodes,
+                    &mut node_index,
+                    &mut rows,
+                    &mut rejects,
+                )?;
+            }
+            TableKind::Nodes => read_side(file, text, &mut rejects, |cols, fields| {
+                let get = |name: &str| {
+                    cols.index(name)
+                        .and_then(|c| cell(fields, c))
+                        .map(str::to_string)
+                };
+                let id = get("node_id")?;
+                side_nodes.insert(
+                    id,
+                    SideNode {
+                        platform_id: get("platform_id"),
+                        location: get("node_location"),
+                        proc_model: get("proc_model"),
+                    },
+                );
+                Some(())
+            })?,
+            TableKind::Platforms => read_side(file, text, &mut rejects, |cols, fields| {
+                let get = |name: &str| {
+                    cols.index(name)
+                        .and_then(|c| cell(fields, c))
+                        .map(str::to_string)
+                };
+                let id = get("platform_id")?;
+                platforms.insert(
+                    id,
+                    Platform {
+                        name: get("platform_name"),
+                        kind: get("platform_type"),
+                    },
+                );
+                Some(())
+            })?,
+            TableKind::Unknown => {
+                return Err(IngestError::Bad {
+                    file: file.display(),
+                    line: 1,
+                    reason: "not an FTA table: the header names neither event_trace columns \
+                             (event_type, event_start_time …) nor node.tab / platform.tab columns"
+                        .to_string(),
+                })
+            }
+        }
+    }
+    if event_files == 0 {
+        return Err(IngestError::Empty(
+            "fta: no event_trace table among the inputs".to_string(),
+        ));
+    }
+    if rows.is_empty() {
+        return Err(IngestError::Empty(
+            files.first().map(|f| f.display()).unwrap_or_default(),
+        ));
+    }
+
+    let trace_start = rows.iter().map(|r| r.start).fold(f64::INFINITY, f64::min);
+    let trace_end = rows
+        .iter()
+        .map(|r| r.stop)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let time_base = if trace_start >= EPOCH_THRESHOLD_S {
+        TimeBase::Utc
+    } else {
+        notes.push(format!(
+            "fta: timestamps start at {trace_start} (< {EPOCH_THRESHOLD_S}): taken as seconds \
+             from the trace origin, not Unix time"
+        ));
+        TimeBase::Relative
+    };
+
+    // Group rows by node, each in start order (rows of a node are usually contiguous).
+    let mut by_node: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    for (k, r) in rows.iter().enumerate() {
+        by_node[r.node].push(k);
+    }
+    let mut sessions = Vec::new();
+    let mut tails = 0usize;
+    let (mut censored, mut truncated) = (0usize, 0usize);
+    for (n, ks) in by_node.iter_mut().enumerate() {
+        ks.sort_by(|&a, &b| rows[a].start.total_cmp(&rows[b].start).then(a.cmp(&b)));
+        let node_id = &nodes[n].key;
+        for (pos, &k) in ks.iter().enumerate() {
+            let r = &rows[k];
+            if !r.up {
+                continue;
+            }
+            let last = pos + 1 == ks.len();
+            let first = pos == 0;
+            let is_censored = last && r.stop == trace_end;
+            let left_truncated = first && r.start == trace_start;
+            censored += usize::from(is_censored);
+            truncated += usize::from(left_truncated);
+            let end_cause = if is_censored {
+                "observation-end".to_string()
+            } else {
+                match &r.reason {
+                    Some(code) => format!("failure:{code}"),
+                    None => "failure".to_string(),
+                }
+            };
+            sessions.push(Session {
+                node_id: node_id.clone(),
+                start: r.start,
+                end: r.stop,
+                event: !is_censored,
+                end_cause,
+                left_truncated,
+                entry_s: 0.0,
+                resolution_s: 0.0,
+            });
+        }
+        if options.fta_censored_tail {
+            if let Some(&k) = ks.last() {
+                let r = &rows[k];
+                if !r.up && r.stop < trace_end {
+                    tails += 1;
+                    sessions.push(Session {
+                        node_id: node_id.clone(),
+                        start: r.stop,
+                        end: trace_end,
+                        event: false,
+                        end_cause: "observation-end".to_string(),
+                        left_truncated: false,
+                        entry_s: 0.0,
+                        resolution_s: 0.0,
+                    });
+                }
+            }
+        }
+    }
+    if censored + truncated > 0 {
+        notes.push(format!(
+            "fta: {censored} up intervals end at the trace's last timestamp (right-censored), \
+             {truncated} start at its first timestamp (left-truncated)"
+        ));
+    }
+    if options.fta_censored_tail {
+        notes.push(format!(
+            "fta: --fta-censored-tail added {tails} censored sessions from each node's last repair \
+             to the trace's last timestamp {trace_end} (an approximation)"
+        ));
+    }
+    let no_up = by_node
+        .iter()
+        .filter(|ks| ks.iter().all(|&k| !rows[k].up))
+        .count();
+    if no_up > 0 {
+        notes.push(format!(
+            "fta: {no_up} nodes have no up interval (down rows only): listed without sessions"
+        ));
+    }
+
+    let volunteer = platforms.values().any(|p| {
+        p.kind.as_deref().is_some_and(|k| {
+            let k = k.to_ascii_lowercase();
+            k.contains("desktop")
+                || k.contains("volunteer")
+                || k.contains("p2p")
+                || k.contains("peer")
+        })
+    });
+    let kind = if volunteer {
+        Kind::Volunteer
+    } else {
+        Kind::Hpc
+    };
+
+    let infos = nodes
+        .into_iter()
+        .enumerate()
+        .map(|(n, acc)| {
+            let side = side_nodes.get(&acc.raw_id);
+            let platform_id = acc
+                .platform_id
+                .clone()
+                .or_else(|| side.and_then(|s| s.platform_id.clone()));
+            let group = platform_id
+                .as_ref()
+                .and_then(|p| platforms.get(p))
+                .and_then(|p| p.name.clone())
+                .or_else(|| acc.name.as_deref().and_then(lanl_system));
+            let (from, to) = by_node[n]
+                .iter()
+                .fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), &k| {
+                    (a.min(rows[k].start), b.max(rows[k].stop))
+                });
+            NodeInfo {
+                node_id: acc.key,
+                zone: side.and_then(|s| s.location.clone()),
+                instance_type: side.and_then(|s| s.proc_model.clone()),
+                group,
+                observed_from: from,
+                observed_to: to,
+            }
+        })
+        .collect();
+
+    Ok(Trace {
+        kind,
+        time_base,
+        nodes: infos,
+        sessions,
+        rejects: rejects.into_vec(),
+        notes,
+    })
 }
 
-/// Whether `file` looks like this format.
-pub fn sniff(_file: &InputFile) -> bool {
-    false
+/// Whether `file` looks like an FTA table: its first non-empty line is a header (optionally
+/// `#`-prefixed) of event_trace, node.tab or platform.tab columns.
+pub fn sniff(file: &InputFile) -> bool {
+    let head = &file.bytes[..file.bytes.len().min(2048)];
+    let head = match std::str::from_utf8(head) {
+        Ok(s) => s,
+        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
+    };
+    table_kind(header_tokens(head)) != TableKind::Unknown
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum TableKind {
+    Events,
+    Nodes,
+    Platforms,
+    Unknown,
+}
+
+/// The column names of the first non-empty line (a leading `#` removed).
+fn header_tokens(text: &str) -> Columns<'_> {
+    let line = text
+        .split('\n')
+        .map(|l| l.trim_start_matches('\u{feff}').trim())
+        .find(|l| !l.is_empty())
+        .unwrap_or("");
+    Columns(line.trim_start_matches('#').split_whitespace().collect())
+}
+
+fn table_kind(cols: Columns) -> TableKind {
+    let c = &cols.0;
+    if cols.index("event_type").is_some()
+        && cols.index("event_start_time").is_some()
+        && cols.index("node_id").is_some()
+    {
+        TableKind::Events
+    } else if c.len() >= 3 && c[0] == "node_id" && c[1] == "platform_id" && c[2] == "node_name" {
+        TableKind::Nodes
+    } else if c.len() >= 2 && c[0] == "platform_id" && c[1] == "platform_name" {
+        TableKind::Platforms
+    } else {
+        TableKind::Unknown
+    }
+}
+
+/// Header column names.
+#[derive(Debug, Clone)]
+struct Columns<'a>(Vec<&'a str>);
+
+impl Columns<'_> {
+    fn index(&self, name: &str) -> Option<usize> {
+        self.0.iter().position(|c| *c == name)
+    }
+}
+
+struct NodeAcc {
+    key: String,
+    raw_id: String,
+    name: Option<String>,
+    platform_id: Option<String>,
+}
+
+struct Row {
+    node: usize,
+    up: bool,
+    start: f64,
+    stop: f64,
+    reason: Option<String>,
+}
+
+struct SideNode {
+    platform_id: Option<String>,
+    location: Option<String>,
+    proc_model: Option<String>,
+}
+
+struct Platform {
+    name: Option<String>,
+    kind: Option<String>,
+}
+
+fn non_null(s: &str) -> Option<&str> {
+    (!s.is_empty() && !s.eq_ignore_ascii_case("NULL")).then_some(s)
+}
+
+/// `<system>.<node>` with both parts numeric (LANL05 node names) → `system-<system>`.
+fn lanl_system(name: &str) -> Option<String> {
+    let (a, b) = name.split_once('.')?;
+    let numeric = |s: &str| !s.is_empty() && s.bytes().all(|c| c.is_ascii_digit());
+    (numeric(a) && numeric(b)).then(|| format!("system-{a}"))
+}
+
+fn read_events(
+    file: &InputFile,
+    text: &str,
+    key_prefix: &str,
+    nodes: &mut Vec<NodeAcc>,
+    node_index: &mut HashMap<String, usize>,
+    rows: &mut Vec<Row>,
+    rejects: &mut Rejects,
+) -> Result<()> {
+    let display = file.display();
+    let cols = header_tokens(text);
+    let need = |name: &str| {
+        cols.index(name).ok_or_else(|| IngestError::Bad {
+            file: display.clone(),
+            line: 1,
+            reason: format!("event table header lacks the `{name}` column"),
+        })
+    };
+    let (c_node, c_type, c_start, c_stop) = (
+        need("node_id")?,
+        need("event_type")?,
+        need("event_start_time")?,
+        need("event_stop_time")?,
+    );
+    let c_reason = cols.index("event_end_reason");
+    let c_platform = cols.index("platform_id");
+    let c_name = cols.index("node_name");
+    let min_fields = c_node.max(c_type).max(c_start).max(c_stop) + 1;
+    let mut fields: Vec<&str> = Vec::with_capacity(cols.0.len());
+    let mut header_seen = false;
+    for (i, raw) in text.split('\n').enumerate() {
+        let line_no = i as u64 + 1;
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        let line = raw.trim();
+        if line.is_empty() {
+            continue;
+        }
+        if !header_seen {
+            header_seen = true;
+            continue;
+        }
+        if line.starts_with('#') {
+            continue;
+        }
+        fields.clear();
+        fields.extend(line.split_whitespace());
+        if fields.len() < min_fields {
+            rejects.reject(
+                &display,
+                line_no,
+                raw,
+                format!("{} fields, at least {min_fields} expected", fields.len()),
+            )?;
+            continue;
+        }
+        let up = match fields[c_type] {
+            "1" => true,
+            "0" => false,
+            other => {
+                rejects.reject(
+                    &display,
+                    line_no,
+                    raw,
+                    format!("event_type {other:?} (0 or 1 expected)"),
+                )?;
+                continue;
+            }
+        };
+        let time = |c: usize| fields[c].parse::<f64>().ok().filter(|t| t.is_finite());
+        let (Some(start), Some(stop)) = (time(c_start), time(c_stop)) else {
+            rejects.reject(
+                &display,
+                line_no,
+                raw,
+                "event_start_time / event_stop_time is not a number",
+            )?;
+            continue;
+        };
+        if stop < start {
+            rejects.reject(
+                &display,
+                line_no,
+                raw,
+                format!("event_stop_time {stop} is before event_start_time {start}"),
+            )?;
+            continue;
+        }
+        let raw_id = fields[c_node];
+        let found = if key_prefix.is_empty() {
+            node_index.get(raw_id).copied()
+        } else {
+            node_index.get(&format!("{key_prefix}{raw_id}")).copied()
+        };
+        let node = match found {
+            Some(n) => n,
+            None => {
+                let key = format!("{key_prefix}{raw_id}");
+                let attr = |c: Option<usize>| c.and_then(|c| cell(&fields, c)).map(str::to_string);
+                nodes.push(NodeAcc {
+                    key: key.clone(),
+                    raw_id: raw_id.to_string(),
+                    name: attr(c_name),
+                    platform_id: attr(c_platform),
+                });
+                node_index.insert(key, nodes.len() - 1);
+                nodes.len() - 1
+            }
+        };
+        let reason = if up {
+            c_reason.and_then(|c| cell(&fields, c)).map(str::to_string)
+        } else {
+            None
+        };
+        rows.push(Row {
+            node,
+            up,
+            start,
+            stop,
+            reason,
+        });
+    }
+    Ok(())
+}
+
+/// Reads a side table; `row(columns, fields)` stores one row and returns `None` when the row
+/// lacks its key (then it is rejected).
+fn read_side<F>(file: &InputFile, text: &str, rejects: &mut Rejects, mut row: F) -> Result<()>
+where
+    F: FnMut(&Columns, &[&str]) -> Option<()>,
+{
+    let display = file.display();
+    let cols = header_tokens(text);
+    let mut header_seen = false;
+    for (i, raw) in text.split('\n').enumerate() {
+        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+        if raw.trim().is_empty() {
+            continue;
+        }
+        if !header_seen {
+            header_seen = true;
+            continue;
+        }
+        if raw.trim_start().starts_with('#') {
+            continue;
+        }
+        let mut fields: Vec<&str> = raw.split('\t').map(str::trim).collect();
+        if fields.len() != cols.0.len() {
+            fields = raw.split_whitespace().collect();
+        }
+        if row(&cols, &fields).is_none() {
+            rejects.reject(
+                &display,
+                i as u64 + 1,
+                raw,
+                "side-table row without its id column",
+            )?;
+        }
+    }
+    Ok(())
+}
+
+/// Field `c` unless missing, empty or `NULL`.
+fn cell<'a>(fields: &[&'a str], c: usize) -> Option<&'a str> {
+    fields.get(c).copied().and_then(non_null)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn file(rel: &str, text: &str) -> InputFile {
+        InputFile::from_bytes(
+            PathBuf::from(rel),
+            rel,
+            text.as_bytes().to_vec(),
+            String::new(),
+        )
+    }
+
+    fn run(files: &[InputFile], options: &Options) -> Trace {
+        let mut t = parse(files, options).unwrap();
+        t.canonicalize();
+        t
+    }
+
+    const LANL: &str = "event_id  component_id node_id  platform_id   node_name     event_type   event_start_time     event_stop_time  event_end_reason\n\
+    0\t       0\t     655\t    3\t       10.000\t         0\t   \t\t1099755300\t   \t\t1099906200\t       \t8000\n\
+    1\t       0\t     655\t    3\t       10.000\t         1\t   \t\t1099906200\t   \t\t1112096400\t       \t4022\n\
+    2\t       0\t     655\t    3\t       10.000\t         0\t   \t\t1112096400\t   \t\t1112096580\t       \t8000\n\
+    3\t       0\t     655\t    3\t       10.000\t         1\t   \t\t1112096580\t   \t\t1125388800\t       \t   2\n\
+    4\t       0\t     655\t    3\t       10.000\t         0\t   \t\t1125388800\t   \t\t1125400000\t       \t8000\n\
+    0\t    0\t  713\t    3\t              10.126\t         0\t   1113278760\t   1113280860\t       8000\n";
+
+    #[test]
+    fn lanl_style_failures_only() {
+        let t = run(&[file("event_trace.tab", LANL)], &Options::default());
+        assert_eq!(t.kind, Kind::Hpc);
+        assert_eq!(t.time_base, TimeBase::Utc);
+        assert_eq!(t.nodes.len(), 2);
+        assert_eq!(t.sessions.len(), 2);
+        let s = &t.sessions[0];
+        assert_eq!(
+            (s.node_id.as_str(), s.start, s.end, s.event),
+            ("655", 1099906200.0, 1112096400.0, true)
+        );
+        assert_eq!(s.end_cause, "failure:4022");
+        assert!(!s.left_truncated);
+        assert_eq!(t.sessions[1].end_cause, "failure:2");
+        assert!(t.sessions.iter().all(|s| s.event));
+        let n713 = &t.nodes[1];
+        assert_eq!(
+            (n713.node_id.as_str(), n713.observed_from, n713.observed_to),
+            ("713", 1113278760.0, 1113280860.0)
+        );
+        assert_eq!(t.nodes[0].group.as_deref(), Some("system-10"));
+        assert!(t.rejects.is_empty());
+    }
+
+    #[test]
+    fn censored_tail_option() {
+        let opts = Options {
+            fta_censored_tail: true,
+            ..Options::default()
+        };
+        let t = run(&[file("event_trace.tab", LANL)], &opts);
+        let tails: Vec<_> = t.sessions.iter().filter(|s| !s.event).collect();
+        assert_eq!(
+            tails.len(),
+            1,
+            "node 655 ends at the trace end, only 713 gets a tail"
+        );
+        assert_eq!(
+            (tails[0].node_id.as_str(), tails[0].start, tails[0].end),
+            ("713", 1113280860.0, 1125400000.0)
+        );
+        assert_eq!(tails[0].end_cause, "observation-end");
+    }
+
+    const SAMPLE: &str = "# event_id component_id node_id platform_id node_name event_type event_start_time event_stop_time event_end_reason\n\
+    0\t    0\t    0\t    1\t    0\t         1\t     0.000\t200.000\t       NULL\n\
+    0\t    0\t    0\t    1\t    0\t         0\t     200.000\t700.000\t       NULL\n\
+    0\t    0\t    0\t    1\t    0\t         1\t     700.000\t2000.000\tNULL\n\
+    0\t    0\t    1\t    1\t    1\t         0\t     0.000\t100.000\t       NULL\n\
+    0\t    0\t    1\t    1\t    1\t         1\t     100.000\t1500.500\t NULL\n\
+    0\t    0\t    1\t    1\t    1\t         0\t     1500.500\t2000.000\t NULL\n";
+    const NODES: &str = "# node_id platform_id node_name node_ip node_location timezone proc_model os_name cores_per_proc num_procs mem_size disk_size up_bw down_bw metric_id notes\n\
+         0\t    1\t         0\t      NULL\t   USA\t  NULL\t  NULL\t  NULL\t  NULL\t  NULL\t  NULL\t  NULL\t  NULL\t  NULL\t  NULL\t  NULL\n";
+    const PLATFORMS: &str = "# platform_id platform_name platform_location platform_type notes\n\
+    1\t                     microsoft\t                         Microsoft_Corporation,USA\t                       desktop\t                                              NULL\n";
+
+    #[test]
+    fn sample_censoring_truncation_and_side_tables() {
+        let files = [
+            file("event_trace.tab", SAMPLE),
+            file("node.tab", NODES),
+            file("platform.tab", PLATFORMS),
+        ];
+        for f in &files {
+            assert!(sniff(f), "{}", f.rel);
+        }
+        let t = run(&files, &Options::default());
+        assert_eq!(t.kind, Kind::Volunteer);
+        assert_eq!(t.time_base, TimeBase::Relative);
+        let s: Vec<_> = t
+            .sessions
+            .iter()
+            .map(|s| {
+                (
+                    s.node_id.as_str(),
+                    s.start,
+                    s.end,
+                    s.event,
+                    s.left_truncated,
+                    s.end_cause.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            s,
+            vec![
+                ("0", 0.0, 200.0, true, true, "failure"),
+                ("0", 700.0, 2000.0, false, false, "observation-end"),
+                ("1", 100.0, 1500.5, true, false, "failure"),
+            ]
+        );
+        assert_eq!(t.nodes[0].group.as_deref(), Some("microsoft"));
+        assert_eq!(t.nodes[0].zone.as_deref(), Some("USA"));
+        assert_eq!(t.nodes[0].instance_type, None);
+        assert_eq!(t.nodes[1].zone, None);
+        assert_eq!(t.nodes[1].group.as_deref(), Some("microsoft"));
+    }
+
+    #[test]
+    fn bad_rows_strict_and_lenient() {
+        let text = "event_id component_id node_id platform_id node_name event_type event_start_time event_stop_time event_end_reason\n\
+                    0 0 1 3 1.1 0 100 200 8000\n\
+                    1 0 1 3 1.1 1 200 x 1005\n\
+                    2 0 1 3 1.1 7 200 300 1005\n\
+                    3 0 1 3\n\
+                    4 0 1 3 1.1 1 400 300 1005\n\
+                    5 0 1 3 1.1 1 300 900 1005\n\
+                    6 0 1 3 1.1 0 900 1000 8000\n";
+        let f = file("event_trace.tab", text);
+        let strict = Options {
+            strict: true,
+            ..Options::default()
+        };
+        let err = parse(std::slice::from_ref(&f), &strict)
+            .unwrap_err()
+            .to_string();
+        assert!(err.starts_with("event_trace.tab:3:"), "{err}");
+        assert!(err.contains("not a number"), "{err}");
+        let t = run(&[f], &Options::default());
+        assert_eq!(
+            t.rejects.iter().map(|r| r.line).collect::<Vec<_>>(),
+            vec![3, 4, 5, 6]
+        );
+        assert!(t.rejects[1].reason.contains("event_type"));
+        assert!(t.rejects[3].reason.contains("before"));
+        assert_eq!(t.sessions.len(), 1);
+        assert_eq!((t.sessions[0].start, t.sessions[0].end), (300.0, 900.0));
+        assert_eq!(t.sessions[0].end_cause, "failure:1005");
+        assert_eq!(t.time_base, TimeBase::Relative);
+    }
+
+    #[test]
+    fn two_event_tables_are_prefixed() {
+        let t = run(
+            &[
+                file("a/event_trace.tab", LANL),
+                file("b/event_trace.tab", LANL),
+            ],
+            &Options::default(),
+        );
+        assert_eq!(t.nodes.len(), 4);
+        assert_eq!(t.nodes[0].node_id, "a/event_trace/655");
+        assert_eq!(t.sessions.len(), 4);
+    }
+
+    #[test]
+    fn sniff_is_specific() {
+        assert!(sniff(&file("e.tab", LANL)));
+        assert!(!sniff(&file(
+            "x.txt",
+            "user_py/abc 1 1402358400000 2 100 200\n"
+        )));
+        assert!(!sniff(&file("x.csv", "0,add,node1\n")));
+        assert!(!sniff(&file(
+            "x.tab",
+            "0\t0\t655\t3\t10.000\t0\t1\t2\t8000\n"
+        )));
+    }
 }

@@ -11,7 +11,7 @@ pub mod skynomad_rounds;
 pub mod stunner;
 pub mod tick_json;
 
-use crate::{input::duplicate_notes, InputFile, IngestError, Options, Result, Trace};
+use crate::{input::duplicate_notes, IngestError, InputFile, Options, Result, Trace};
 
 /// An availability-trace format (`hazardserve ingest --format NAME`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,13 +1,736 @@
-//! Adapter stub (to be written).
+//! `probe-csv`: timestamped probe logs and instance-count series in CSV.
+//!
+//! The shape of a file is decided by its first non-empty line:
+//!
+//! * **Fail log** (Can't Be Late raw probes), no header: `clock,timestamp,fail`, e.g.
+//!   `0,2022-10-26T22:05:04.000Z,0`. `fail = 1` means the probe did not get an instance, so
+//!   up = `fail == 0` (`--polarity available` would read the column as availability instead).
+//!   Nominal gap 600 s.
+//! * **Availability log** (SkyNomad V100 CSVs): header `date,availability`, rows
+//!   `YYYY-MM-DD HH:MM:SS,0|1` (no zone given: read as UTC), `1` = available. Nominal gap 195 s.
+//! * **Relative count series**, `elapsed,instances` (Bamboo `doc/data`, seconds; the file whose
+//!   name contains `p2-xlarge-2020-11-20-to-2020-11-23` is in hours) or `t_ms,count` (Parcae
+//!   `p3.csv`, milliseconds: detected from a `t_ms` header, or when every time is a whole
+//!   multiple of 1000 and the largest is at least 10^6). Times are seconds from the series start.
+//! * **Dated count series** (Bamboo `traces/gcloud`): `YYYY-MM-DD, HH:MM:SS, count`, naive
+//!   timestamps read as UTC.
+//!
+//! Probe logs (fail/availability) are sampled series: the rule of MANIFEST §2 via
+//! [`samples_to_sessions`]: a session starts at the first up probe and ends at the first
+//! following down probe (event, cause `unobtainable`); a run reaching the last probe is censored
+//! at the last timestamp + gap; a spacing above twice the gap is an observation hole. The gap is
+//! the nominal one unless `--gap-seconds` overrides it (a note is added when the file's median
+//! spacing differs from it by more than 10 %). These are [`Kind::SpotObtainability`] windows.
+//!
+//! Count series are **step series**: each record is a change point, the value holds from its time
+//! until the next record. Records are cleaned first: consecutive records (in file order) with the
+//! same count are re-logs of one state and collapse into the first (Bamboo writes every change
+//! twice, the gcloud logs write each state three times a minute apart, and a state's first line
+//! can precede the previous state's re-logs); what is left is sorted by time and only the last
+//! state per time is kept (Parcae logs several events at one instant). Up = `count >= k`
+//! (`--threshold`, default 1 with a note); counts are never inverted. Because long spacings
+//! between change points are normal, the hole rule must not fire: the sessionizer is run with a
+//! gap no smaller than the longest spacing, then sessions still up at the end are censored at the
+//! last record's time (the observation end; nothing is invented after it), zero-length censored
+//! remnants are dropped and `resolution_s` is 0 (times are logged change instants). These groups
+//! are kept-alive spot/preemptible instances, so count series are [`Kind::SpotLifetime`] with
+//! cause `preempted`. One source cannot mix probe logs and count series, or absolute and
+//! relative times.
+//!
+//! Node key: [`InputFile::stem_key`]; `<zone>_<accel>_<count>` file names give zone and instance
+//! type; the parent directory is the group. Bad lines (wrong field count, unparsable time or
+//! value) are rejected with file, 1-based line, raw text and reason; good lines are kept.
 
-use crate::{InputFile, IngestError, Options, Result, Trace};
+use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime};
 
-/// Parses the files of one source.
-pub fn parse(_files: &[InputFile], _options: &Options) -> Result<Trace> {
-    Err(IngestError::Option("probe_csv: not implemented yet".into()))
+use super::tick_json::{agree, check_options, group_of, name_attributes};
+use crate::model::{Kind, NodeInfo, Polarity, Rejects, Session, TimeBase};
+use crate::sessionize::{samples_to_sessions, series_node, Sample, SeriesLabels};
+use crate::{IngestError, InputFile, Options, Result, Trace};
+
+/// Marker in the name of the Bamboo figure-data file whose `elapsed` column is in hours.
+const HOURS_FILE_MARKER: &str = "p2-xlarge-2020-11-20-to-2020-11-23";
+
+/// Whether `file`'s first non-empty line has one of the shapes this adapter reads.
+pub fn sniff(file: &InputFile) -> bool {
+    let Ok(text) = file.text() else {
+        return false;
+    };
+    first_line(text).is_some_and(|(_, l)| detect(l).is_some())
 }
 
-/// Whether `file` looks like this format.
-pub fn sniff(_file: &InputFile) -> bool {
-    false
+/// Parses the probe/count CSV files of one source into sessions (see the module docs).
+pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
+    check_options(options)?;
+    let mut rejects = Rejects::new(options.strict);
+    let mut nodes = Vec::new();
+    let mut sessions = Vec::new();
+    let mut notes = Vec::new();
+    let mut time_base: Option<(TimeBase, String)> = None;
+    let mut kind: Option<(Kind, String)> = None;
+    let mut defaulted_k = 0usize;
+    let mut naive = 0usize;
+
+    for file in files {
+        let text = file.text()?;
+        let Some((_, first)) = first_line(text) else {
+            notes.push(format!("{}: empty file, skipped", file.display()));
+            continue;
+        };
+        let head = detect(first).ok_or_else(|| IngestError::Bad {
+            file: file.display(),
+            line: 1,
+            reason: format!(
+                "first line {first:?} is not a probe-csv shape (clock,timestamp,fail / \
+                 date,availability / elapsed,count / YYYY-MM-DD, HH:MM:SS, count)"
+            ),
+        })?;
+        let records = read_records(file, text, head, &mut rejects)?;
+        if matches!(head.shape, Shape::Availability | Shape::CountDated) {
+            naive += 1;
+        }
+        let node_id = file.stem_key();
+        let (zone, instance_type) = name_attributes(file);
+        let attrs = |mut n: NodeInfo| {
+            n.zone = zone.clone();
+            n.instance_type = instance_type.clone();
+            n.group = group_of(file);
+            n
+        };
+        if records.is_empty() {
+            notes.push(format!("{}: no usable records", file.display()));
+            continue;
+        }
+        match head.shape {
+            Shape::FailLog | Shape::Availability => {
+                agree(
+                    &mut time_base,
+                    TimeBase::Utc,
+                    file,
+                    "absolute and relative times",
+                )?;
+                agree(
+                    &mut kind,
+                    Kind::SpotObtainability,
+                    file,
+                    "probe logs and instance-count series",
+                )?;
+                let (natural, nominal) = match head.shape {
+                    Shape::FailLog => (Polarity::Unavailable, 600.0),
+                    _ => (Polarity::Available, 195.0),
+                };
+                let polarity = options.polarity.unwrap_or(natural);
+                if polarity != natural {
+                    notes.push(format!(
+                        "{}: --polarity {} overrides the column's own meaning ({})",
+                        file.display(),
+                        polarity.as_str(),
+                        natural.as_str()
+                    ));
+                }
+                let mut samples: Vec<Sample> = records
+                    .iter()
+                    .map(|r| Sample {
+                        t: r.t,
+                        up: (r.value == 1) == (polarity == Polarity::Available),
+                    })
+                    .collect();
+                if samples.windows(2).any(|w| w[1].t < w[0].t) {
+                    samples.sort_by(|a, b| a.t.total_cmp(&b.t));
+                    notes.push(format!(
+                        "{}: records were not in time order; sorted",
+                        file.display()
+                    ));
+                }
+                let gap = options.gap_seconds.unwrap_or(nominal);
+                if let Some(m) = median_spacing(samples.iter().map(|s| s.t)) {
+                    if (m - gap).abs() > 0.1 * gap {
+                        notes.push(format!(
+                            "{}: median probe spacing {m} s differs from the gap {gap} s by more \
+                             than 10 %; pass --gap-seconds if the probes were not {gap} s apart",
+                            file.display()
+                        ));
+                    }
+                }
+                let labels = SeriesLabels {
+                    node_id: &node_id,
+                    gap,
+                    event_cause: "unobtainable",
+                };
+                sessions.extend(samples_to_sessions(&samples, &labels));
+                nodes.push(attrs(series_node(&samples, &node_id, gap)));
+            }
+            Shape::CountRelative | Shape::CountDated => {
+                let tb = if head.shape == Shape::CountDated {
+                    TimeBase::Utc
+                } else {
+                    TimeBase::Relative
+                };
+                agree(&mut time_base, tb, file, "absolute and relative times")?;
+                agree(
+                    &mut kind,
+                    Kind::SpotLifetime,
+                    file,
+                    "probe logs and instance-count series",
+                )?;
+                let mut records = records;
+                if head.shape == Shape::CountRelative {
+                    let scale = time_scale(file, head, &records, &mut notes);
+                    for r in &mut records {
+                        r.t *= scale;
+                    }
+                }
+                let k = options.threshold.unwrap_or_else(|| {
+                    defaulted_k += 1;
+                    1
+                });
+                let (samples, from, to) = step_samples(&records, k);
+                sessions.extend(step_sessions(&samples, to, &node_id));
+                nodes.push(attrs(NodeInfo {
+                    node_id: node_id.clone(),
+                    observed_from: from,
+                    observed_to: to,
+                    ..NodeInfo::default()
+                }));
+            }
+        }
+    }
+    if nodes.is_empty() {
+        return Err(IngestError::Empty(
+            files
+                .first()
+                .map_or_else(|| "probe-csv".to_string(), InputFile::display),
+        ));
+    }
+    if naive > 0 {
+        notes.push(format!(
+            "{naive} file(s) have timestamps without a zone; read as UTC"
+        ));
+    }
+    if defaulted_k > 0 {
+        notes.push(format!(
+            "{defaulted_k} count series read with the default threshold k=1 (up when count >= 1); \
+             pass --threshold K for k-of-N sessions"
+        ));
+    }
+    Ok(Trace {
+        kind: kind.map_or(Kind::SpotObtainability, |(k, _)| k),
+        time_base: time_base.map_or(TimeBase::Utc, |(t, _)| t),
+        nodes,
+        sessions,
+        rejects: rejects.into_vec(),
+        notes,
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Shape {
+    FailLog,
+    Availability,
+    CountRelative,
+    CountDated,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Head {
+    shape: Shape,
+    /// The first non-empty line is a header (skipped).
+    header: bool,
+    /// Seconds per time unit, when a header names the unit.
+    unit: Option<f64>,
+}
+
+/// One good record: time (seconds, or raw units for relative series before scaling), value.
+#[derive(Debug, Clone, Copy)]
+struct Record {
+    t: f64,
+    value: u64,
+}
+
+fn first_line(text: &str) -> Option<(usize, &str)> {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| (i, l.trim_start_matches('\u{feff}').trim()))
+        .find(|(_, l)| !l.is_empty())
+}
+
+fn fields(line: &str) -> Vec<&str> {
+    line.split(',').map(str::trim).collect()
+}
+
+fn detect(line: &str) -> Option<Head> {
+    let f = fields(line);
+    let lower: Vec<String> = f.iter().map(|s| s.to_ascii_lowercase()).collect();
+    let names: Vec<&str> = lower.iter().map(String::as_str).collect();
+    let header = |shape, unit| {
+        Some(Head {
+            shape,
+            header: true,
+            unit,
+        })
+    };
+    match names.as_slice() {
+        ["date", "availability"] => return header(Shape::Availability, None),
+        ["clock", "timestamp", "fail"] => return header(Shape::FailLog, None),
+        ["t_ms", "count" | "instances"] => return header(Shape::CountRelative, Some(0.001)),
+        ["elapsed" | "t_s" | "seconds", "count" | "instances"] => {
+            return header(Shape::CountRelative, Some(1.0))
+        }
+        _ => {}
+    }
+    let data = |shape| {
+        Some(Head {
+            shape,
+            header: false,
+            unit: None,
+        })
+    };
+    match f.as_slice() {
+        [c, ts, v] if c.parse::<u64>().is_ok() && parse_utc(ts).is_some() && count(v).is_some() => {
+            data(Shape::FailLog)
+        }
+        [d, tm, v] if parse_dated(d, tm).is_some() && count(v).is_some() => data(Shape::CountDated),
+        [d, v] if parse_naive(d).is_some() && count(v).is_some() => data(Shape::Availability),
+        [t, v] if rel_time(t).is_some() && count(v).is_some() => data(Shape::CountRelative),
+        _ => None,
+    }
+}
+
+fn parse_utc(s: &str) -> Option<f64> {
+    DateTime::parse_from_rfc3339(s)
+        .ok()
+        .map(|d| d.timestamp_micros() as f64 / 1e6)
+}
+
+fn parse_naive(s: &str) -> Option<f64> {
+    ["%Y-%m-%d %H:%M:%S%.f", "%Y-%m-%dT%H:%M:%S%.f"]
+        .iter()
+        .find_map(|f| NaiveDateTime::parse_from_str(s, f).ok())
+        .map(|d| d.and_utc().timestamp_micros() as f64 / 1e6)
+}
+
+fn parse_dated(d: &str, tm: &str) -> Option<f64> {
+    let date = NaiveDate::parse_from_str(d, "%Y-%m-%d").ok()?;
+    let time = NaiveTime::parse_from_str(tm, "%H:%M:%S%.f").ok()?;
+    Some(date.and_time(time).and_utc().timestamp_micros() as f64 / 1e6)
+}
+
+fn rel_time(s: &str) -> Option<f64> {
+    s.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0)
+}
+
+fn count(s: &str) -> Option<u64> {
+    s.parse::<u64>().ok().or_else(|| {
+        s.parse::<f64>()
+            .ok()
+            .filter(|x| x.is_finite() && *x >= 0.0 && x.fract() == 0.0 && *x <= u32::MAX as f64)
+            .map(|x| x as u64)
+    })
+}
+
+fn flag(s: &str) -> Option<u64> {
+    count(s).filter(|v| *v <= 1)
+}
+
+/// Parses one data line of a file of shape `shape`; `Err` is the reject reason.
+fn parse_line(shape: Shape, line: &str) -> std::result::Result<Record, String> {
+    let f = fields(line);
+    let want = match shape {
+        Shape::FailLog | Shape::CountDated => 3,
+        Shape::Availability | Shape::CountRelative => 2,
+    };
+    if f.len() != want {
+        return Err(format!(
+            "expected {want} comma-separated fields, found {}",
+            f.len()
+        ));
+    }
+    let bad_time = |s: &str, what: &str| format!("unparsable time {s:?} (expected {what})");
+    match shape {
+        Shape::FailLog => {
+            f[0].parse::<u64>()
+                .map_err(|_| format!("clock {:?} is not a probe index", f[0]))?;
+            let t = parse_utc(f[1]).ok_or_else(|| bad_time(f[1], "YYYY-MM-DDTHH:MM:SS.000Z"))?;
+            let v = flag(f[2]).ok_or_else(|| format!("fail {:?} is not 0 or 1", f[2]))?;
+            Ok(Record { t, value: v })
+        }
+        Shape::Availability => {
+            let t = parse_naive(f[0]).ok_or_else(|| bad_time(f[0], "YYYY-MM-DD HH:MM:SS"))?;
+            let v = flag(f[1]).ok_or_else(|| format!("availability {:?} is not 0 or 1", f[1]))?;
+            Ok(Record { t, value: v })
+        }
+        Shape::CountRelative => {
+            let t = rel_time(f[0])
+                .ok_or_else(|| bad_time(f[0], "a non-negative number of time units"))?;
+            let v = count(f[1])
+                .ok_or_else(|| format!("count {:?} is not a non-negative integer", f[1]))?;
+            Ok(Record { t, value: v })
+        }
+        Shape::CountDated => {
+            let t = parse_dated(f[0], f[1])
+                .ok_or_else(|| bad_time(&format!("{}, {}", f[0], f[1]), "YYYY-MM-DD, HH:MM:SS"))?;
+            let v = count(f[2])
+                .ok_or_else(|| format!("count {:?} is not a non-negative integer", f[2]))?;
+            Ok(Record { t, value: v })
+        }
+    }
+}
+
+fn read_records(
+    file: &InputFile,
+    text: &str,
+    head: Head,
+    rejects: &mut Rejects,
+) -> Result<Vec<Record>> {
+    let mut out = Vec::new();
+    let mut header_pending = head.header;
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim_start_matches('\u{feff}').trim();
+        if line.is_empty() {
+            continue;
+        }
+        if header_pending {
+            header_pending = false;
+            continue;
+        }
+        match parse_line(head.shape, line) {
+            Ok(r) => out.push(r),
+            Err(reason) => rejects.reject(&file.display(), i as u64 + 1, raw, reason)?,
+        }
+    }
+    Ok(out)
+}
+
+/// Seconds per unit of a relative count series (see the module docs), with a note when the
+/// unit is not plain seconds.
+fn time_scale(file: &InputFile, head: Head, records: &[Record], notes: &mut Vec<String>) -> f64 {
+    let (scale, why) = if let Some(u) = head.unit {
+        (u, "named by the header")
+    } else if file.rel.contains(HOURS_FILE_MARKER) {
+        (3600.0, "this Bamboo figure file is known to be in hours")
+    } else if records
+        .iter()
+        .all(|r| r.t.fract() == 0.0 && (r.t / 1000.0).fract() == 0.0)
+        && records.iter().any(|r| r.t >= 1e6)
+    {
+        (
+            0.001,
+            "every time is a whole multiple of 1000 and the largest is >= 10^6",
+        )
+    } else {
+        (1.0, "")
+    };
+    if scale != 1.0 {
+        let unit = if scale == 3600.0 {
+            "hours"
+        } else {
+            "milliseconds"
+        };
+        notes.push(format!(
+            "{}: elapsed times read as {unit} ({why})",
+            file.display()
+        ));
+    }
+    scale
+}
+
+/// Cleans a step series (collapse re-logs, sort, last state per time) into up samples; also
+/// returns the observation window (first and last record time over all records).
+fn step_samples(records: &[Record], k: u32) -> (Vec<Sample>, f64, f64) {
+    let from = records.iter().map(|r| r.t).fold(f64::INFINITY, f64::min);
+    let to = records
+        .iter()
+        .map(|r| r.t)
+        .fold(f64::NEG_INFINITY, f64::max);
+    let mut changes: Vec<Record> = Vec::new();
+    for r in records {
+        if changes.last().is_none_or(|l| l.value != r.value) {
+            changes.push(*r);
+        }
+    }
+    changes.sort_by(|a, b| a.t.total_cmp(&b.t));
+    let mut samples: Vec<Sample> = Vec::with_capacity(changes.len());
+    for r in changes {
+        let s = Sample {
+            t: r.t,
+            up: r.value >= u64::from(k),
+        };
+        match samples.last_mut() {
+            Some(last) if last.t == s.t => *last = s,
+            _ => samples.push(s),
+        }
+    }
+    (samples, from, to)
+}
+
+/// Sessions of a cleaned step series observed until `end` (see the module docs).
+fn step_sessions(samples: &[Sample], end: f64, node_id: &str) -> Vec<Session> {
+    let longest = samples
+        .windows(2)
+        .map(|w| w[1].t - w[0].t)
+        .fold(1.0, f64::max);
+    let labels = SeriesLabels {
+        node_id,
+        gap: longest,
+        event_cause: "preempted",
+    };
+    let mut out = samples_to_sessions(samples, &labels);
+    for s in &mut out {
+        s.resolution_s = 0.0;
+        if !s.event {
+            s.end = end;
+        }
+    }
+    out.retain(|s| s.event || s.end > s.start);
+    out
+}
+
+/// Median of the positive spacings of increasing times.
+fn median_spacing(ts: impl Iterator<Item = f64>) -> Option<f64> {
+    let ts: Vec<f64> = ts.collect();
+    let mut d: Vec<f64> = ts
+        .windows(2)
+        .map(|w| w[1] - w[0])
+        .filter(|d| *d > 0.0)
+        .collect();
+    if d.is_empty() {
+        return None;
+    }
+    d.sort_by(f64::total_cmp);
+    Some(d[d.len() / 2])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::PathBuf;
+
+    fn file(rel: &str, text: &str) -> InputFile {
+        InputFile::from_bytes(
+            PathBuf::from("/d").join(rel),
+            rel,
+            text.as_bytes().to_vec(),
+            String::new(),
+        )
+    }
+
+    fn spans(t: &Trace) -> Vec<(f64, f64, bool, bool)> {
+        t.sessions
+            .iter()
+            .map(|s| (s.start, s.end, s.event, s.left_truncated))
+            .collect()
+    }
+
+    const T0: f64 = 1_666_821_904.0; // 2022-10-26T22:05:04Z
+
+    const FAIL_LOG: &str = "0,2022-10-26T22:05:04.000Z,0\n\
+                            1,2022-10-26T22:15:04.000Z,0\n\
+                            2,2022-10-26T22:25:05.000Z,1\n\
+                            3,2022-10-26T22:35:05.000Z,0\n";
+
+    #[test]
+    fn fail_log_sessions_and_attributes() {
+        let t = parse(
+            &[file("c/us-west-2a_v100_8.txt", FAIL_LOG)],
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(t.kind, Kind::SpotObtainability);
+        assert_eq!(t.time_base, TimeBase::Utc);
+        assert_eq!(
+            spans(&t),
+            vec![
+                (T0, T0 + 1201.0, true, true),
+                (T0 + 1801.0, T0 + 2401.0, false, false)
+            ]
+        );
+        assert_eq!(t.sessions[0].end_cause, "unobtainable");
+        assert_eq!(t.sessions[0].resolution_s, 600.0);
+        let n = &t.nodes[0];
+        assert_eq!(n.node_id, "c/us-west-2a_v100_8");
+        assert_eq!(
+            (n.zone.as_deref(), n.instance_type.as_deref()),
+            (Some("us-west-2a"), Some("v100_8"))
+        );
+        assert_eq!((n.observed_from, n.observed_to), (T0, T0 + 2401.0));
+        // --polarity available reads the column the other way round, with a note.
+        let o = Options {
+            polarity: Some(Polarity::Available),
+            ..Options::default()
+        };
+        let t = parse(&[file("x.txt", FAIL_LOG)], &o).unwrap();
+        assert_eq!(spans(&t), vec![(T0 + 1201.0, T0 + 1801.0, true, false)]);
+        assert!(t.notes.iter().any(|n| n.contains("overrides")));
+    }
+
+    #[test]
+    fn availability_log_with_header_and_gap_override() {
+        let text = "date,availability\n\
+                    2023-02-15 22:08:16,1\n\
+                    2023-02-15 22:11:31,0\n\
+                    2023-02-15 22:14:46,1\n\
+                    2023-02-15 22:18:01,1\n";
+        let t0 = 1_676_498_896.0;
+        let t = parse(&[file("a.csv", text)], &Options::default()).unwrap();
+        assert_eq!(
+            spans(&t),
+            vec![
+                (t0, t0 + 195.0, true, true),
+                (t0 + 390.0, t0 + 780.0, false, false)
+            ]
+        );
+        let o = Options {
+            gap_seconds: Some(60.0),
+            ..Options::default()
+        };
+        let t = parse(&[file("a.csv", text)], &o).unwrap();
+        // 195-s spacings are holes at a 60-s gap: every up sample is censored by a gap.
+        assert_eq!(t.sessions.len(), 3);
+        assert!(t
+            .notes
+            .iter()
+            .any(|n| n.contains("median probe spacing 195")));
+        assert_eq!((t.sessions[0].end, t.sessions[0].event), (t0 + 60.0, false));
+        assert_eq!(t.sessions[0].end_cause, "observation-gap");
+        assert!(t.sessions[1].left_truncated);
+    }
+
+    #[test]
+    fn bamboo_step_series_threshold_and_duplicated_changes() {
+        let text = "0,0\r\n100,0\r\n100,4\r\n150,4\r\n150,2\r\n400,2\r\n400,5\r\n900,5\r\n";
+        let o = Options {
+            threshold: Some(3),
+            ..Options::default()
+        };
+        let t = parse(&[file("aws-spot-instances-g4dn.csv", text)], &o).unwrap();
+        assert_eq!(t.kind, Kind::SpotLifetime);
+        assert_eq!(t.time_base, TimeBase::Relative);
+        // 4 >= 3 on [100,150), 5 >= 3 from 400 to the end (900), no hole despite 500-s spacing.
+        assert_eq!(
+            spans(&t),
+            vec![(100.0, 150.0, true, false), (400.0, 900.0, false, false)]
+        );
+        assert_eq!(t.sessions[0].end_cause, "preempted");
+        assert_eq!(t.sessions[0].resolution_s, 0.0);
+        assert!(!t.notes.iter().any(|n| n.contains("k=1")));
+        let t = parse(
+            &[file("aws-spot-instances-g4dn.csv", text)],
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(spans(&t), vec![(100.0, 900.0, false, false)]);
+        assert!(t.notes.iter().any(|n| n.contains("k=1")));
+        assert_eq!(
+            (t.nodes[0].observed_from, t.nodes[0].observed_to),
+            (0.0, 900.0)
+        );
+    }
+
+    #[test]
+    fn hours_and_milliseconds() {
+        let t = parse(
+            &[file(
+                "aws-spot-instances-p2-xlarge-2020-11-20-to-2020-11-23.csv",
+                "0.000,0\n0.500,0\n0.500,3\n1.000,3\n",
+            )],
+            &Options::default(),
+        )
+        .unwrap();
+        assert_eq!(spans(&t), vec![(1800.0, 3600.0, false, false)]);
+        assert!(t.notes.iter().any(|n| n.contains("hours")));
+        let t = parse(
+            &[file("p3.csv", "0,1\n0,2\n60000,1\n1200000,0\n1260000,3\n")],
+            &Options {
+                threshold: Some(2),
+                ..Options::default()
+            },
+        )
+        .unwrap();
+        assert_eq!(spans(&t), vec![(0.0, 60.0, true, true)]);
+        assert!(t.notes.iter().any(|n| n.contains("milliseconds")));
+        // The last change (3 at 1260 s) is also the observation end: no zero-length session.
+        assert_eq!(t.nodes[0].observed_to, 1260.0);
+    }
+
+    #[test]
+    fn gcloud_relogs_unsorted() {
+        let text = "2021-12-10, 13:07:45, 80\n2021-12-10, 13:08:45, 80\n2021-12-10, 13:09:45, 80\n\
+                    2021-12-10, 13:08:45, 0\n2021-12-10, 13:09:45, 0\n2021-12-10, 13:10:45, 0\n\
+                    2021-12-10, 13:10:00, 5\n2021-12-10, 13:11:00, 5\n2021-12-10, 13:12:00, 5\n";
+        let t = parse(&[file("v100x1-east1c.txt", text)], &Options::default()).unwrap();
+        let t0 = 1_639_141_665.0; // 2021-12-10 13:07:45 UTC
+        assert_eq!(t.time_base, TimeBase::Utc);
+        assert_eq!(
+            spans(&t),
+            vec![
+                (t0, t0 + 60.0, true, true),
+                (t0 + 135.0, t0 + 255.0, false, false)
+            ]
+        );
+    }
+
+    #[test]
+    fn bad_lines_strict_and_lenient() {
+        let text = "0,2022-10-26T22:05:04.000Z,0\n\
+                    1,2022-10-26T22:15:04.000Z\n\
+                    2,2022-10-26 22:25:05,1\n\
+                    3,2022-10-26T22:35:05.000Z,7\n\
+                    4,2022-10-26T22:45:05.000Z,1\n";
+        let strict = Options {
+            strict: true,
+            ..Options::default()
+        };
+        let e = parse(&[file("p.txt", text)], &strict)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("/d/p.txt:2: expected 3 comma-separated fields"),
+            "{e}"
+        );
+        let t = parse(&[file("p.txt", text)], &Options::default()).unwrap();
+        let r: Vec<(u64, &str)> = t.rejects.iter().map(|r| (r.line, r.raw.as_str())).collect();
+        assert_eq!(
+            r,
+            vec![
+                (2, "1,2022-10-26T22:15:04.000Z"),
+                (3, "2,2022-10-26 22:25:05,1"),
+                (4, "3,2022-10-26T22:35:05.000Z,7")
+            ]
+        );
+        assert!(t.rejects[1].reason.contains("unparsable time"));
+        assert!(t.rejects[2].reason.contains("not 0 or 1"));
+        // Good rows 1 and 5 kept: up at 22:05:04, down at 22:45:05 (40 min apart = a hole).
+        assert_eq!(t.sessions.len(), 1);
+        assert_eq!((t.sessions[0].start, t.sessions[0].end), (T0, T0 + 600.0));
+        assert_eq!(t.sessions[0].end_cause, "observation-gap");
+        let count_text = "elapsed,instances\n0,1\nabc,2\n10,x\n20\n30,0\n";
+        let t = parse(&[file("c.csv", count_text)], &Options::default()).unwrap();
+        assert_eq!(
+            t.rejects.iter().map(|r| r.line).collect::<Vec<_>>(),
+            vec![3, 4, 5]
+        );
+        assert_eq!(spans(&t), vec![(0.0, 30.0, true, true)]);
+    }
+
+    #[test]
+    fn mixing_shapes_is_refused() {
+        let e = parse(
+            &[file("a.txt", FAIL_LOG), file("b.csv", "0,1\n5,0\n")],
+            &Options::default(),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("separate sources"), "{e}");
+    }
+
+    #[test]
+    fn sniff_shapes() {
+        assert!(sniff(&file("a", FAIL_LOG)));
+        assert!(sniff(&file("a", "date,availability\n")));
+        assert!(sniff(&file("a", "\u{feff}0,0\r\n")));
+        assert!(sniff(&file("a", "2021-12-11, 11:11:30, 55\n")));
+        assert!(sniff(&file("a", "t_ms,count\n0,1\n")));
+        assert!(!sniff(&file("a", "0,add,node1\n")));
+        assert!(!sniff(&file("a", "{\"data\": []}")));
+        assert!(!sniff(&file("a", "")));
+    }
 }

@@ -1,0 +1,16 @@
+-- The nodes of one source (?1) with their attributes, session counts and median up-time.
+SELECT
+    n.node_id,
+    n.zone,
+    n.instance_type,
+    n.node_group,
+    count(s.node_id) AS sessions,
+    coalesce(sum(s.event), 0)::BIGINT AS events,
+    round(median(s.duration_s), 3) AS median_up_s,
+    n.observed_from,
+    n.observed_to
+FROM nodes n
+LEFT JOIN sessions s ON s.source = n.source AND s.node_id = n.node_id
+WHERE n.source = ?
+GROUP BY ALL
+ORDER BY n.node_id

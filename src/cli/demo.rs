@@ -1,0 +1,95 @@
+//! `hazardserve demo`: the main job on the bundled samples.
+
+use std::path::{Path, PathBuf};
+
+use clap::Args;
+use hazardserve_ingest::{Options, Polarity};
+
+use super::ingest::{ingest_parsed, parse_inputs, read_inputs, report_parse, FormatArg};
+use super::{list, Globals, ListArgs};
+use crate::output::OutputFormat;
+use crate::store::IngestOutcome;
+use crate::synth;
+
+/// `demo` arguments.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  cargo run --release -- demo\n  hazardserve --store /tmp/demo-store demo"
+)]
+pub struct DemoArgs {
+    /// Directory of the sample traces (default: traces/samples of this checkout, regenerated
+    /// into the store directory when not found).
+    #[arg(long)]
+    pub samples: Option<PathBuf>,
+}
+
+/// Finds the bundled samples, or regenerates them (deterministically) under the store.
+fn samples_dir(globals: &Globals, given: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    if let Some(p) = given {
+        return Ok(p);
+    }
+    for candidate in [
+        PathBuf::from("traces/samples"),
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/samples"),
+    ] {
+        if candidate.join("fta/event_trace.tab").is_file() {
+            return Ok(candidate);
+        }
+    }
+    let dir = globals.store.join("samples");
+    synth::write_samples(&dir, synth::DEFAULT_SEED)?;
+    globals.say(format!(
+        "bundled samples not found; regenerated them in {}",
+        dir.display()
+    ));
+    Ok(dir)
+}
+
+/// The sample sources the demo ingests: (source, directory under the samples, format, polarity).
+const SAMPLE_SOURCES: &[(&str, &str, FormatArg, Option<Polarity>)] = &[
+    (
+        "sample-spot",
+        "tick-json",
+        FormatArg::TickJson,
+        Some(Polarity::Available),
+    ),
+    ("sample-hpc", "fta", FormatArg::Fta, None),
+    (
+        "sample-gce",
+        "gce-operations",
+        FormatArg::GceOperations,
+        None,
+    ),
+];
+
+/// Runs the demo.
+pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
+    let dir = samples_dir(globals, args.samples)?;
+    for (source, sub, format, polarity) in SAMPLE_SOURCES {
+        let path = dir.join(sub).to_string_lossy().into_owned();
+        let files = read_inputs(globals, std::slice::from_ref(&path))?;
+        let options = Options {
+            polarity: *polarity,
+            ..Options::default()
+        };
+        let parsed = parse_inputs(*format, &files, &options, &Default::default())?;
+        report_parse(globals, &parsed);
+        let opts = serde_json::to_value(&options).unwrap_or_default();
+        let outcome = ingest_parsed(globals, source, &parsed, &opts, &files, true)?;
+        let what = match outcome {
+            IngestOutcome::Unchanged => "already in the store",
+            IngestOutcome::Committed { .. } => "ingested",
+        };
+        globals.say(format!(
+            "{source}: {what}: {} from {path}",
+            parsed.summary()
+        ));
+    }
+    globals.say(format!("store: {}", globals.store.display()));
+    list::sources(
+        globals,
+        ListArgs {
+            format: OutputFormat::Table,
+        },
+    )
+}

@@ -1,0 +1,427 @@
+//! `hazardserve ingest`: read trace files, parse them with an adapter, commit one source.
+
+use std::io::IsTerminal;
+use std::path::Path;
+
+use anyhow::{bail, Context};
+use clap::Args;
+use hazardserve_ingest::workload::{self, Workload, WorkloadFormat, WorkloadOptions};
+use hazardserve_ingest::{self as ingest, Format, InputFile, Options, Polarity, Trace};
+use sha2::{Digest, Sha256};
+
+use super::Globals;
+use crate::store::{self, IngestOutcome, InputRecord, SourceRecord, Store, WriteLock};
+
+/// Adapter names accepted by `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FormatArg {
+    /// Sniff the format from the first file.
+    Auto,
+    /// `{"metadata":{"gap_seconds":G},"data":[...]}` tick series.
+    TickJson,
+    /// Timestamped probe logs and count series (CSV).
+    ProbeCsv,
+    /// SkyNomad per-round JSON with per-zone created counts.
+    SkynomadRounds,
+    /// GCE operation logs of preemptible VMs.
+    GceOperations,
+    /// `t_ms,add|remove,node` logs and SpotServe JSON lines.
+    AddRemove,
+    /// Failure Trace Archive event_trace.tab.
+    Fta,
+    /// STUNner smartphone session lists.
+    Stunner,
+    /// Azure LLM inference trace 2023 (requests).
+    AzureLlm,
+    /// Mooncake JSON lines (requests).
+    Mooncake,
+    /// Any CSV of request arrivals and token lengths (requests).
+    LengthsCsv,
+}
+
+/// Polarity of binary series.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum PolarityArg {
+    /// 1 = available / running.
+    Available,
+    /// 1 = preempted / unavailable.
+    Unavailable,
+}
+
+/// `ingest` arguments.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  hazardserve ingest --format gce-operations --source gce ../shared/traces-public/gcp-preemptible-scispot/data
+  hazardserve ingest --format tick-json --polarity available --source cbl-preempt \\
+      ../shared/traces-public/cantbelate-spot-traces/preemption/1-node
+  hazardserve ingest --format probe-csv --threshold 4 'traces/*.csv'
+  hazardserve ingest --format fta --source lanl --strict ../shared/traces-public/fta-lanl05
+
+Bad records are kept out of the sessions and listed by `hazardserve rejects --source S`;
+--strict stops at the first one instead. Re-ingesting identical content changes nothing.")]
+pub struct IngestArgs {
+    /// Files, directories (read recursively) or glob patterns; `.gz` is read transparently.
+    #[arg(required = true)]
+    pub paths: Vec<String>,
+    /// The trace format.
+    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
+    pub format: FormatArg,
+    /// Source name (default: derived from the first path).
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Meaning of 1 in binary tick series (required where the format is ambiguous).
+    #[arg(long, value_enum)]
+    pub polarity: Option<PolarityArg>,
+    /// k-of-N threshold for count series: up when count >= K.
+    #[arg(long, value_name = "K")]
+    pub threshold: Option<u32>,
+    /// Override the tick width in seconds (for files whose header is wrong).
+    #[arg(long, value_name = "SECONDS")]
+    pub gap_seconds: Option<f64>,
+    /// FTA: add a censored session after each node's last repair (an approximation).
+    #[arg(long)]
+    pub fta_censored_tail: bool,
+    /// Stop at the first bad record with `file:line: reason`.
+    #[arg(long)]
+    pub strict: bool,
+    /// Replace the source if it exists with different content.
+    #[arg(long)]
+    pub replace: bool,
+    /// lengths-csv: the arrival-time column.
+    #[arg(long, value_name = "NAME", help_heading = "Request workloads")]
+    pub arrival_col: Option<String>,
+    /// lengths-csv: unit of the arrival column (s, ms, us, ns; default from the name's suffix).
+    #[arg(long, value_name = "UNIT", help_heading = "Request workloads")]
+    pub arrival_unit: Option<String>,
+    /// lengths-csv: the prompt-token column.
+    #[arg(long, value_name = "NAME", help_heading = "Request workloads")]
+    pub prompt_col: Option<String>,
+    /// lengths-csv: the output-token column.
+    #[arg(long, value_name = "NAME", help_heading = "Request workloads")]
+    pub output_col: Option<String>,
+    /// lengths-csv without arrival times: Poisson arrivals at this rate (requests/s).
+    #[arg(long, value_name = "REQ_PER_S", help_heading = "Request workloads")]
+    pub rate: Option<f64>,
+    /// Seed of synthetic arrivals.
+    #[arg(long, default_value_t = 1, help_heading = "Request workloads")]
+    pub seed: u64,
+}
+
+impl IngestArgs {
+    fn workload_options(&self) -> WorkloadOptions {
+        WorkloadOptions {
+            arrival_col: self.arrival_col.clone(),
+            arrival_unit: self.arrival_unit.clone(),
+            prompt_col: self.prompt_col.clone(),
+            output_col: self.output_col.clone(),
+            rate: self.rate,
+            seed: self.seed,
+            strict: self.strict,
+        }
+    }
+
+    fn options(&self) -> anyhow::Result<Options> {
+        if let Some(g) = self.gap_seconds {
+            if !(g.is_finite() && g > 0.0) {
+                bail!("--gap-seconds must be a positive number of seconds, got {g}");
+            }
+        }
+        if self.threshold == Some(0) {
+            bail!("--threshold must be at least 1");
+        }
+        Ok(Options {
+            polarity: self.polarity.map(|p| match p {
+                PolarityArg::Available => Polarity::Available,
+                PolarityArg::Unavailable => Polarity::Unavailable,
+            }),
+            threshold: self.threshold,
+            gap_seconds: self.gap_seconds,
+            strict: self.strict,
+            fta_censored_tail: self.fta_censored_tail,
+        })
+    }
+}
+
+/// Derives a source name from a path argument: its last component, sanitised.
+pub fn derive_source_name(path: &str) -> String {
+    let base = Path::new(path.trim_end_matches('/'))
+        .file_name()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "source".into());
+    let base = base.strip_suffix(".gz").unwrap_or(&base);
+    let base = match base.rfind('.') {
+        Some(i) if i > 0 => &base[..i],
+        _ => base,
+    };
+    let s: String = base
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '-'
+            }
+        })
+        .take(100)
+        .collect();
+    let s = s.trim_start_matches('.').to_string();
+    if s.is_empty() {
+        "source".into()
+    } else {
+        s
+    }
+}
+
+/// Reads every input, with a progress bar on a terminal.
+pub fn read_inputs(globals: &Globals, paths: &[String]) -> anyhow::Result<Vec<InputFile>> {
+    let found = ingest::expand_paths(paths)?;
+    let bar = if std::io::stderr().is_terminal()
+        && globals.verbosity != super::Verbosity::Quiet
+        && found.len() > 20
+    {
+        let b = indicatif::ProgressBar::new(found.len() as u64);
+        b.set_style(
+            indicatif::ProgressStyle::with_template("reading {bar:40} {pos}/{len} files {msg}")
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        Some(b)
+    } else {
+        None
+    };
+    let mut files = Vec::with_capacity(found.len());
+    for (path, rel) in &found {
+        files.extend(InputFile::read_all(path, rel)?);
+        if let Some(b) = &bar {
+            b.inc(1);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    Ok(files)
+}
+
+/// The content key of an ingest: adapter, options and every input's content hash.
+fn content_key(adapter: &str, options: &serde_json::Value, files: &[InputFile]) -> String {
+    let mut h = Sha256::new();
+    h.update(adapter.as_bytes());
+    h.update(options.to_string().as_bytes());
+    let mut hashes: Vec<(&str, &str)> = files
+        .iter()
+        .map(|f| (f.rel.as_str(), f.content_hash.as_str()))
+        .collect();
+    hashes.sort();
+    for (rel, hash) in hashes {
+        h.update(rel.as_bytes());
+        h.update(hash.as_bytes());
+    }
+    ingest::input::hex(&h.finalize())
+}
+
+/// What a set of inputs parsed into.
+pub enum Parsed {
+    /// An availability trace.
+    Trace(Format, Trace),
+    /// An LLM request workload.
+    Workload(WorkloadFormat, Workload),
+}
+
+impl Parsed {
+    /// The adapter's name.
+    pub fn adapter(&self) -> &'static str {
+        match self {
+            Parsed::Trace(f, _) => f.name(),
+            Parsed::Workload(f, _) => f.name(),
+        }
+    }
+
+    /// Notes and rejects, for the report on stderr.
+    fn notes_and_rejects(&self) -> (&[String], &[ingest::Reject]) {
+        match self {
+            Parsed::Trace(_, t) => (&t.notes, &t.rejects),
+            Parsed::Workload(_, w) => (&w.notes, &w.rejects),
+        }
+    }
+
+    /// One-line summary of what was parsed.
+    pub fn summary(&self) -> String {
+        match self {
+            Parsed::Trace(f, t) => {
+                let events = t.sessions.iter().filter(|s| s.event).count();
+                format!(
+                    "{} ({}): {} nodes, {} sessions ({} ended, {} censored), {} rejected",
+                    f.name(),
+                    t.kind.as_str(),
+                    t.nodes.len(),
+                    t.sessions.len(),
+                    events,
+                    t.sessions.len() - events,
+                    t.rejects.len()
+                )
+            }
+            Parsed::Workload(f, w) => format!(
+                "{} (llm-requests): {} requests over {:.0} s, {} rejected",
+                f.name(),
+                w.requests.len(),
+                w.requests.last().map_or(0.0, |r| r.arrival_s),
+                w.rejects.len()
+            ),
+        }
+    }
+}
+
+fn availability_format(f: FormatArg) -> Option<Format> {
+    Some(match f {
+        FormatArg::TickJson => Format::TickJson,
+        FormatArg::ProbeCsv => Format::ProbeCsv,
+        FormatArg::SkynomadRounds => Format::SkynomadRounds,
+        FormatArg::GceOperations => Format::GceOperations,
+        FormatArg::AddRemove => Format::AddRemove,
+        FormatArg::Fta => Format::Fta,
+        FormatArg::Stunner => Format::Stunner,
+        _ => return None,
+    })
+}
+
+fn workload_format(f: FormatArg) -> Option<WorkloadFormat> {
+    Some(match f {
+        FormatArg::AzureLlm => WorkloadFormat::AzureLlm,
+        FormatArg::Mooncake => WorkloadFormat::Mooncake,
+        FormatArg::LengthsCsv => WorkloadFormat::LengthsCsv,
+        _ => return None,
+    })
+}
+
+/// Parses the inputs (no store involved). `auto` sniffs availability formats first, then
+/// request workloads.
+pub fn parse_inputs(
+    format: FormatArg,
+    files: &[InputFile],
+    options: &Options,
+    wopts: &WorkloadOptions,
+) -> anyhow::Result<Parsed> {
+    let first = files.first().map(|f| f.display()).unwrap_or_default();
+    let parsed = if let Some(f) = availability_format(format) {
+        Parsed::Trace(f, ingest::parse(f, files, options)?)
+    } else if let Some(f) = workload_format(format) {
+        Parsed::Workload(f, workload::parse(f, files, wopts)?)
+    } else {
+        match ingest::sniff(files) {
+            Ok(f) => Parsed::Trace(f, ingest::parse(f, files, options)?),
+            Err(ingest::IngestError::UnknownFormat(_)) => {
+                let Some(f) = files
+                    .first()
+                    .and_then(|file| WorkloadFormat::ALL.into_iter().find(|f| f.sniff(file)))
+                else {
+                    return Err(ingest::IngestError::UnknownFormat(first).into());
+                };
+                Parsed::Workload(f, workload::parse(f, files, wopts)?)
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let (empty, rejects) = match &parsed {
+        Parsed::Trace(_, t) => (t.sessions.is_empty() && t.nodes.is_empty(), &t.rejects),
+        Parsed::Workload(_, w) => (w.requests.is_empty(), &w.rejects),
+    };
+    if empty {
+        if rejects.is_empty() {
+            bail!("{first}: empty input: no records found");
+        }
+        let r = &rejects[0];
+        bail!(
+            "{}: nothing usable: all {} record(s) were rejected; first: {}:{}: {}",
+            first,
+            rejects.len(),
+            r.file,
+            r.line,
+            r.reason
+        );
+    }
+    Ok(parsed)
+}
+
+/// Ingests parsed inputs as a source; returns what happened.
+pub fn ingest_parsed(
+    globals: &Globals,
+    source: &str,
+    parsed: &Parsed,
+    options: &serde_json::Value,
+    files: &[InputFile],
+    replace: bool,
+) -> anyhow::Result<IngestOutcome> {
+    store::validate_source_name(source)?;
+    let st = Store::open_or_create(&globals.store)?;
+    let lock = WriteLock::acquire(&st)?;
+    let rec = SourceRecord {
+        source: source.to_string(),
+        adapter: parsed.adapter().to_string(),
+        files: files
+            .iter()
+            .map(|f| InputRecord {
+                path: f.display(),
+                sha256: f.sha256.clone(),
+                bytes: f.bytes.len() as u64,
+            })
+            .collect(),
+        options: options.clone(),
+        content_key: content_key(parsed.adapter(), options, files),
+    };
+    Ok(match parsed {
+        Parsed::Trace(_, t) => store::commit_trace(&st, &lock, &rec, t, replace)?,
+        Parsed::Workload(_, w) => store::commit_workload(&st, &lock, &rec, w, replace)?,
+    })
+}
+
+/// `hazardserve ingest`.
+pub fn run(globals: &Globals, args: IngestArgs) -> anyhow::Result<()> {
+    let options = args.options()?;
+    let wopts = args.workload_options();
+    let started = std::time::Instant::now();
+    let files = read_inputs(globals, &args.paths)?;
+    let parsed = parse_inputs(args.format, &files, &options, &wopts)?;
+    let source = match &args.source {
+        Some(s) => s.clone(),
+        None => derive_source_name(&args.paths[0]),
+    };
+    report_parse(globals, &parsed);
+    let opts_json = match &parsed {
+        Parsed::Trace(..) => serde_json::to_value(&options),
+        Parsed::Workload(..) => serde_json::to_value(&wopts),
+    }
+    .unwrap_or_default();
+    let outcome = ingest_parsed(globals, &source, &parsed, &opts_json, &files, args.replace)
+        .with_context(|| format!("ingesting source {source}"))?;
+    let what = match outcome {
+        IngestOutcome::Unchanged => "unchanged (identical content already ingested)",
+        IngestOutcome::Committed { replaced: true } => "replaced",
+        IngestOutcome::Committed { replaced: false } => "ingested",
+    };
+    globals.say(format!(
+        "{source}: {what}: {} file(s) as {}, {:.2} s",
+        files.len(),
+        parsed.summary(),
+        started.elapsed().as_secs_f64()
+    ));
+    Ok(())
+}
+
+/// Prints notes and a summary of rejects on stderr.
+pub fn report_parse(globals: &Globals, parsed: &Parsed) {
+    let (notes, rejects) = parsed.notes_and_rejects();
+    for note in notes {
+        globals.say(format!("note: {note}"));
+    }
+    if !rejects.is_empty() {
+        globals.say(format!(
+            "warning: {} record(s) rejected (good records kept; see `hazardserve rejects`):",
+            rejects.len()
+        ));
+        for r in rejects.iter().take(5) {
+            globals.say(format!("  {}:{}: {}", r.file, r.line, r.reason));
+        }
+        if rejects.len() > 5 {
+            globals.say(format!("  ... and {} more", rejects.len() - 5));
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! `hazardserve ingest-public DIR`: ingest every known public trace under DIR, one source each.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::Args;
+
+use super::ingest::{ingest_parsed, parse_inputs, read_inputs, report_parse, FormatArg, Parsed};
+use super::Globals;
+use crate::public::PUBLIC_SOURCES;
+use crate::store::IngestOutcome;
+
+/// `ingest-public` arguments.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Example:\n  hazardserve ingest-public ../shared/traces-public\n  hazardserve ingest-public ../shared/traces-public --only gce-preemptible --only fta-lanl05"
+)]
+pub struct IngestPublicArgs {
+    /// The directory holding the public traces (as laid out in its MANIFEST.md).
+    #[arg(default_value = "../shared/traces-public")]
+    pub dir: PathBuf,
+    /// Ingest only these sources (repeatable; see `traces/SOURCES.md`).
+    #[arg(long)]
+    pub only: Vec<String>,
+}
+
+fn format_arg(f: hazardserve_ingest::Format) -> FormatArg {
+    use hazardserve_ingest::Format as F;
+    match f {
+        F::TickJson => FormatArg::TickJson,
+        F::ProbeCsv => FormatArg::ProbeCsv,
+        F::SkynomadRounds => FormatArg::SkynomadRounds,
+        F::GceOperations => FormatArg::GceOperations,
+        F::AddRemove => FormatArg::AddRemove,
+        F::Fta => FormatArg::Fta,
+        F::Stunner => FormatArg::Stunner,
+    }
+}
+
+/// Runs `ingest-public`.
+pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
+    if !args.dir.is_dir() {
+        anyhow::bail!(
+            "{}: not a directory (the public traces directory, see traces/SOURCES.md)",
+            args.dir.display()
+        );
+    }
+    for name in &args.only {
+        if !PUBLIC_SOURCES.iter().any(|s| s.source == name) {
+            let names: Vec<&str> = PUBLIC_SOURCES.iter().map(|s| s.source).collect();
+            anyhow::bail!(
+                "unknown public source {name:?}; known: {}",
+                names.join(", ")
+            );
+        }
+    }
+    let started = std::time::Instant::now();
+    let mut sessions = 0usize;
+    for s in PUBLIC_SOURCES
+        .iter()
+        .filter(|s| args.only.is_empty() || args.only.iter().any(|o| o == s.source))
+    {
+        let t = std::time::Instant::now();
+        let paths: Vec<String> = s
+            .paths
+            .iter()
+            .map(|p| args.dir.join(p).to_string_lossy().into_owned())
+            .collect();
+        let files = read_inputs(globals, &paths).with_context(|| format!("source {}", s.source))?;
+        let options = s.options();
+        let parsed = parse_inputs(format_arg(s.format), &files, &options, &Default::default())
+            .with_context(|| format!("source {}", s.source))?;
+        report_parse(globals, &parsed);
+        if let Parsed::Trace(_, tr) = &parsed {
+            sessions += tr.sessions.len();
+        }
+        let opts = serde_json::to_value(&options).unwrap_or_default();
+        let outcome = ingest_parsed(globals, s.source, &parsed, &opts, &files, true)?;
+        let what = if outcome == IngestOutcome::Unchanged {
+            "unchanged"
+        } else {
+            "ingested"
+        };
+        globals.say(format!(
+            "{}: {what}: {} file(s), {} in {:.2} s",
+            s.source,
+            files.len(),
+            parsed.summary(),
+            t.elapsed().as_secs_f64()
+        ));
+    }
+    let secs = started.elapsed().as_secs_f64();
+    globals.say(format!(
+        "done: {sessions} sessions in {secs:.2} s ({:.0} sessions/s)",
+        sessions as f64 / secs.max(1e-9)
+    ));
+    Ok(())
+}

@@ -1,0 +1,217 @@
+//! The command-line interface: flags are parsed here, validated into configs, and dispatched
+//! to one module per command.
+
+mod demo;
+mod ingest;
+mod ingest_public;
+mod list;
+mod store_cmd;
+mod synth_cmd;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::output::OutputFormat;
+
+/// Hazard-aware LLM serving on unreliable nodes: ingest availability traces, fit survival,
+/// replay scheduling policies.
+#[derive(Debug, Parser)]
+#[command(
+    name = "hazardserve",
+    version,
+    about,
+    after_help = "Examples:\n  hazardserve demo\n  hazardserve ingest --format tick-json --polarity available --source cbl ../shared/traces-public/cantbelate-spot-traces\n  hazardserve sources --format json\n  hazardserve sessions --source cbl --format csv > sessions.csv"
+)]
+pub struct Cli {
+    /// The store directory.
+    #[arg(
+        long,
+        global = true,
+        env = "HAZARDSERVE_STORE",
+        default_value = "./hazardserve-store"
+    )]
+    pub store: PathBuf,
+    /// Print only errors.
+    #[arg(short, long, global = true, conflicts_with = "verbose")]
+    pub quiet: bool,
+    /// Print more detail (notes, timings).
+    #[arg(short, long, global = true)]
+    pub verbose: bool,
+    /// The command.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The commands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the main job on the bundled samples: ingest them and list the sources.
+    Demo(demo::DemoArgs),
+    /// Ingest an availability trace (files, directories or globs) as one source.
+    Ingest(ingest::IngestArgs),
+    /// Ingest every known public trace under a directory (one source per trace).
+    IngestPublic(ingest_public::IngestPublicArgs),
+    /// List the sources in the store.
+    Sources(ListArgs),
+    /// List the nodes of a source.
+    Nodes(SourceListArgs),
+    /// List or export the up-sessions of a source.
+    Sessions(SessionsArgs),
+    /// List the rejected records of a source.
+    Rejects(SourceListArgs),
+    /// Run SQL against the store's tables (sources, nodes, sessions, rejects).
+    Sql(SqlArgs),
+    /// Maintain the store.
+    #[command(subcommand)]
+    Store(store_cmd::StoreCommand),
+    /// Generate sample traces from distributions measured on public traces.
+    Synth(synth_cmd::SynthArgs),
+}
+
+/// `--format` of listing commands.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+}
+
+/// A listing of one source.
+#[derive(Debug, Args)]
+pub struct SourceListArgs {
+    /// The source name (see `hazardserve sources`).
+    #[arg(long)]
+    pub source: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+}
+
+/// Export formats of `sessions`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ExportFormat {
+    /// Aligned text table.
+    Table,
+    /// CSV with a header.
+    Csv,
+    /// JSON array of objects.
+    Json,
+    /// Parquet file (needs --out).
+    Parquet,
+}
+
+/// `sessions` arguments.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  hazardserve sessions --source gce --format json\n  hazardserve sessions --source gce --format parquet --out gce-sessions.parquet"
+)]
+pub struct SessionsArgs {
+    /// The source name (see `hazardserve sources`).
+    #[arg(long)]
+    pub source: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = ExportFormat::Table)]
+    pub format: ExportFormat,
+    /// Write to this file instead of standard output (required for parquet).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// `sql` arguments.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  hazardserve sql \"SELECT source, count(*) FROM sessions GROUP BY ALL\"\n  hazardserve sql --query nodes --param gce"
+)]
+pub struct SqlArgs {
+    /// The SQL text (omit when using --query).
+    pub sql: Option<String>,
+    /// Run a named query from queries/ instead (sources, nodes, sessions, rejects).
+    #[arg(long, conflicts_with = "sql")]
+    pub query: Option<String>,
+    /// Parameters of the named query, in order.
+    #[arg(long = "param")]
+    pub params: Vec<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+}
+
+/// How chatty the commands are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verbosity {
+    /// Errors only.
+    Quiet,
+    /// Normal.
+    Normal,
+    /// Extra detail.
+    Verbose,
+}
+
+/// Settings shared by every command.
+#[derive(Debug, Clone)]
+pub struct Globals {
+    /// The store directory.
+    pub store: PathBuf,
+    /// Verbosity.
+    pub verbosity: Verbosity,
+}
+
+impl Globals {
+    /// Prints a progress or summary line on stderr unless quiet.
+    pub fn say(&self, msg: impl AsRef<str>) {
+        if self.verbosity != Verbosity::Quiet {
+            eprintln!("{}", msg.as_ref());
+        }
+    }
+
+    /// Prints a detail line on stderr when verbose.
+    pub fn detail(&self, msg: impl AsRef<str>) {
+        if self.verbosity == Verbosity::Verbose {
+            eprintln!("{}", msg.as_ref());
+        }
+    }
+}
+
+/// Runs a parsed command line.
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    let globals = Globals {
+        store: cli.store.clone(),
+        verbosity: if cli.quiet {
+            Verbosity::Quiet
+        } else if cli.verbose {
+            Verbosity::Verbose
+        } else {
+            Verbosity::Normal
+        },
+    };
+    match cli.command {
+        Command::Demo(a) => demo::run(&globals, a),
+        Command::Ingest(a) => ingest::run(&globals, a),
+        Command::IngestPublic(a) => ingest_public::run(&globals, a),
+        Command::Sources(a) => list::sources(&globals, a),
+        Command::Nodes(a) => list::nodes(&globals, a),
+        Command::Sessions(a) => list::sessions(&globals, a),
+        Command::Rejects(a) => list::rejects(&globals, a),
+        Command::Sql(a) => list::sql(&globals, a),
+        Command::Store(c) => store_cmd::run(&globals, c),
+        Command::Synth(a) => synth_cmd::run(&globals, a),
+    }
+}
+
+/// The binary's entry point: parse, run, print any error as one line, exit 1 on failure.
+pub fn main() -> ExitCode {
+    let cli = Cli::parse();
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let mut msg = format!("error: {e}");
+            for cause in e.chain().skip(1) {
+                msg.push_str(&format!(": {cause}"));
+            }
+            eprintln!("{msg}");
+            ExitCode::FAILURE
+        }
+    }
+}

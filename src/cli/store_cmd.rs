@@ -1,0 +1,64 @@
+//! `hazardserve store ...`: rebuild the catalog, verify the files, remove a source.
+
+use anyhow::bail;
+use clap::Subcommand;
+
+use super::Globals;
+use crate::store::{self, Catalog, Store, WriteLock};
+
+/// Store maintenance commands.
+#[derive(Debug, Subcommand)]
+pub enum StoreCommand {
+    /// Recreate catalog.duckdb from the Parquet files (after moving the store, or if it is lost).
+    Rebuild,
+    /// Re-check every file's sha256, row count and schema against its manifest.
+    Verify,
+    /// Remove a source and its files.
+    Remove {
+        /// The source to remove.
+        #[arg(long)]
+        source: String,
+    },
+}
+
+/// Runs a store command.
+pub fn run(globals: &Globals, cmd: StoreCommand) -> anyhow::Result<()> {
+    let st = Store::open(&globals.store)?;
+    match cmd {
+        StoreCommand::Rebuild => {
+            let _lock = WriteLock::acquire(&st)?;
+            Catalog::rebuild_file(&st)?;
+            globals.say(format!(
+                "rebuilt {} over {} source(s)",
+                st.catalog_path().display(),
+                st.manifests()?.len()
+            ));
+        }
+        StoreCommand::Verify => {
+            let report = store::verify(&st)?;
+            for n in &report.notes {
+                globals.say(format!("note: {n}"));
+            }
+            for p in &report.problems {
+                eprintln!("problem: {p}");
+            }
+            if !report.problems.is_empty() {
+                bail!(
+                    "{} problem(s) found in {}",
+                    report.problems.len(),
+                    st.root().display()
+                );
+            }
+            globals.say(format!(
+                "ok: {} source(s), {} file(s), {} rows verified",
+                report.sources, report.files, report.rows
+            ));
+        }
+        StoreCommand::Remove { source } => {
+            let lock = WriteLock::acquire(&st)?;
+            store::remove_source(&st, &lock, &source)?;
+            globals.say(format!("removed source {source}"));
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,452 @@
+//! The expected-completion-cost function `E_i(r) = T_i + L_i` (design note "The algorithm").
+//!
+//! * `T_i` ([`service_time`]): remaining service time of request `r` on node `i`.
+//! * `U_i(t)` ([`UnplannedLoss`]): what an unplanned loss at time `t` costs.
+//! * `L_i` ([`expected_loss`]): `U_i` integrated against the conditional failure density,
+//!   as a 16-cell Riemann-Stieltjes sum over the conditional survival curve.
+//!
+//! All functions are allocation-free; one `E_i` costs one [`ConditionalSurvival::conditional_grid`]
+//! call (17 survival points) plus 16 evaluations of `U_i`.
+
+use super::model::{NodeIdx, NodeView, Params, RequestView};
+use super::survival::{nonneg, ConditionalSurvival, Exponential, CELLS, GRID_POINTS};
+
+/// Seconds to process `tokens` at `rate` tokens/s: 0 for no tokens, infinite for a
+/// non-positive or NaN rate.
+#[inline]
+pub fn secs(tokens: f64, rate: f64) -> f64 {
+    if !(tokens > 0.0) {
+        0.0
+    } else if rate > 0.0 {
+        tokens / rate
+    } else {
+        f64::INFINITY
+    }
+}
+
+/// `T_i` and `w_i` of one request on one node.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ServiceTime {
+    /// `w_i`: time from now until the request starts decoding (queue wait + prefill), seconds.
+    pub start_s: f64,
+    /// `T_i`: estimated remaining service time including `w_i`, seconds.
+    pub total_s: f64,
+}
+
+/// The documented estimate of `T_i`:
+///
+/// `w_i = queue_wait + prefill_tokens / p_i`, `T_i = w_i + remaining_tokens / d_i`,
+///
+/// where `prefill_tokens = c - (tokens already prefilled on i)` and
+/// `remaining_tokens = max(L^_r - done, 0)`. Negative or NaN inputs count as 0; a zero rate with
+/// work to do gives an infinite time.
+#[inline]
+pub fn service_time(
+    queue_wait_s: f64,
+    prefill_tokens: f64,
+    prefill_tok_s: f64,
+    remaining_tokens: f64,
+    decode_tok_s: f64,
+) -> ServiceTime {
+    let start_s = nonneg(queue_wait_s) + secs(prefill_tokens, prefill_tok_s);
+    ServiceTime {
+        start_s,
+        total_s: start_s + secs(remaining_tokens, decode_tok_s),
+    }
+}
+
+/// `U_i(t) = (c + min(d_i (t - w_i)^+, L^_r - done)) / p_fb + O_r + sigma`: the cost of an
+/// unplanned loss at time `t` from now — re-prefilling, on the best fallback node `fb`, the
+/// context accumulated by then, plus the recompute overhead and the stall penalty.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct UnplannedLoss {
+    base_s: f64,
+    start_s: f64,
+    decode_tok_s: f64,
+    remaining_tokens: f64,
+    inv_fallback_prefill: f64,
+}
+
+impl UnplannedLoss {
+    /// `U` for context `c = context_tokens`, decode start `w = start_s`, decode rate `d`,
+    /// remaining output `remaining_tokens`, fallback prefill rate `p_fb`, `O_r` and `sigma`.
+    #[inline]
+    pub fn new(
+        context_tokens: f64,
+        start_s: f64,
+        decode_tok_s: f64,
+        remaining_tokens: f64,
+        fallback_prefill_tok_s: f64,
+        recompute_overhead_s: f64,
+        stall_penalty_s: f64,
+    ) -> UnplannedLoss {
+        // Finite even without a fallback (so that 0 tokens cost 0, not NaN); `base_s` is then
+        // already infinite.
+        let inv = if fallback_prefill_tok_s > 0.0 {
+            1.0 / fallback_prefill_tok_s
+        } else {
+            f64::MAX
+        };
+        UnplannedLoss {
+            base_s: secs(context_tokens, fallback_prefill_tok_s)
+                + nonneg(recompute_overhead_s)
+                + nonneg(stall_penalty_s),
+            start_s: nonneg(start_s),
+            decode_tok_s: nonneg(decode_tok_s),
+            remaining_tokens: nonneg(remaining_tokens),
+            inv_fallback_prefill: inv,
+        }
+    }
+
+    /// `U(t)`, seconds.
+    #[inline]
+    pub fn at(&self, t: f64) -> f64 {
+        let grown = (self.decode_tok_s * (t - self.start_s))
+            .max(0.0)
+            .min(self.remaining_tokens);
+        self.base_s + grown * self.inv_fallback_prefill
+    }
+
+    /// Lipschitz constant of `U` in `t`: `d / p_fb`.
+    pub fn slope(&self) -> f64 {
+        if self.decode_tok_s > 0.0 {
+            self.decode_tok_s * self.inv_fallback_prefill
+        } else {
+            0.0
+        }
+    }
+
+    /// `U(0)` and the floor of `U`: `c / p_fb + O_r + sigma`.
+    pub fn base(&self) -> f64 {
+        self.base_s
+    }
+
+    /// Total rise of `U` over all `t`: `(L^_r - done) / p_fb`.
+    pub fn rise(&self) -> f64 {
+        if self.remaining_tokens > 0.0 {
+            self.remaining_tokens * self.inv_fallback_prefill
+        } else {
+            0.0
+        }
+    }
+}
+
+/// `L = integral_0^T f(t | a) U(t) dt`, computed as the 16-cell Riemann-Stieltjes sum
+///
+/// `L16 = sum_{k=0}^{15} (S(t_k | a) - S(t_{k+1} | a)) * U((t_k + t_{k+1}) / 2)`, `t_k = k T / 16`.
+///
+/// `horizon <= 0` (or NaN) gives 0, an infinite horizon gives infinity. Error bound:
+/// [`riemann_error_bound`]. No allocation; one `conditional_grid` call.
+#[inline]
+pub fn expected_loss<C: ConditionalSurvival + ?Sized>(
+    curve: &C,
+    age: f64,
+    horizon: f64,
+    u: &UnplannedLoss,
+) -> f64 {
+    if !(horizon > 0.0) {
+        return 0.0;
+    }
+    if !horizon.is_finite() {
+        return f64::INFINITY;
+    }
+    let step = horizon / CELLS as f64;
+    let mut g = [0.0; GRID_POINTS];
+    curve.conditional_grid(age, step, &mut g);
+    let mut sum = 0.0;
+    for k in 0..CELLS {
+        let mass = g[k] - g[k + 1];
+        // Skipping empty cells also keeps `0 * infinity` (no fallback) out of the sum.
+        if mass > 0.0 {
+            sum += mass * u.at((k as f64 + 0.5) * step);
+        }
+    }
+    sum
+}
+
+/// A bound on `|L - L16|` for [`expected_loss`].
+///
+/// Derivation: `L = sum_k integral_{(t_k, t_{k+1}]} U d(-S)`. On cell `k` every `t` is within
+/// `T/32` of the midpoint `m_k`, and `U` is non-decreasing with slope at most `d / p_fb` and total
+/// rise at most `(L^_r - done) / p_fb`, so `|U(t) - U(m_k)| <= min(d T / 32, L^_r - done) / p_fb`.
+/// Summing over the cell masses `S(t_k|a) - S(t_{k+1}|a)`, which add up to `1 - S(T|a)`:
+///
+/// `|L - L16| <= (1 - S(T | a)) * min(d T / 32, L^_r - done) / p_fb`.
+pub fn riemann_error_bound<C: ConditionalSurvival + ?Sized>(
+    curve: &C,
+    age: f64,
+    horizon: f64,
+    u: &UnplannedLoss,
+) -> f64 {
+    if !(horizon > 0.0) {
+        return 0.0;
+    }
+    let fail = 1.0 - curve.conditional(age, horizon);
+    let half_cell = horizon / (2.0 * CELLS as f64);
+    fail * (u.slope() * half_cell).min(u.rise())
+}
+
+/// A cheap lower bound on [`node_loss`] (two curve evaluations instead of 17):
+/// `L >= (1 - S(T | a)) * U(0)`, since `U` is non-decreasing. Used to skip candidates that
+/// cannot win; exact for the oracle.
+#[inline]
+pub fn node_loss_lower_bound(
+    node: &NodeView<'_>,
+    model: RiskModel,
+    remaining_up: Option<f64>,
+    extra_age: f64,
+    horizon: f64,
+    u: &UnplannedLoss,
+) -> f64 {
+    if !(horizon > 0.0) {
+        return 0.0;
+    }
+    let age = node.age_s + nonneg(extra_age);
+    let fail = match model {
+        RiskModel::Hazard => 1.0 - node.survival.conditional(age, horizon),
+        RiskModel::Memoryless => {
+            1.0 - Exponential::from_rate(node.exp_rate_per_s).conditional(age, horizon)
+        }
+        RiskModel::Oracle => {
+            return oracle_loss(remaining_up.map(|r| r - nonneg(extra_age)), horizon, u)
+        }
+    };
+    if fail > 0.0 {
+        // A hair below the bound, so that rounding never lets it exceed the 16-cell sum.
+        fail * u.at(0.0) * (1.0 - 1e-12)
+    } else {
+        0.0
+    }
+}
+
+/// The oracle's loss: `L = U(R)` if the node's true remaining session `R < T`, else 0.
+/// An unknown `R` (`None`) counts as never failing.
+#[inline]
+pub fn oracle_loss(remaining_up: Option<f64>, horizon: f64, u: &UnplannedLoss) -> f64 {
+    match remaining_up {
+        Some(r) if r < horizon => u.at(nonneg(r)),
+        _ => 0.0,
+    }
+}
+
+/// Which failure model prices `L`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RiskModel {
+    /// The node's own conditional survival curve `S_i(t | a_i)`.
+    Hazard,
+    /// An exponential with the node's maximum-likelihood rate (`exp_rate_per_s`).
+    Memoryless,
+    /// The true remaining session from [`super::model::Foresight`] ([`oracle_loss`]).
+    Oracle,
+}
+
+/// `L` of node `node` over `[0, horizon]` under `model`, for a node `extra_age` seconds older
+/// than now (used for a destination after an overlapped-migration window).
+#[inline]
+pub fn node_loss(
+    node: &NodeView<'_>,
+    model: RiskModel,
+    remaining_up: Option<f64>,
+    extra_age: f64,
+    horizon: f64,
+    u: &UnplannedLoss,
+) -> f64 {
+    let age = node.age_s + nonneg(extra_age);
+    match model {
+        RiskModel::Hazard => expected_loss(node.survival, age, horizon, u),
+        RiskModel::Memoryless => expected_loss(
+            &Exponential::from_rate(node.exp_rate_per_s),
+            age,
+            horizon,
+            u,
+        ),
+        RiskModel::Oracle => oracle_loss(remaining_up.map(|r| r - nonneg(extra_age)), horizon, u),
+    }
+}
+
+/// `T_i`, `w_i`, `L_i` and `E_i = T_i + L_i` of one request on one node.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct NodeCost {
+    /// `T_i`, seconds.
+    pub t: f64,
+    /// `w_i`, seconds.
+    pub w: f64,
+    /// `L_i`, seconds.
+    pub l: f64,
+    /// `E_i = T_i + L_i`, seconds.
+    pub e: f64,
+}
+
+/// The two fastest-prefilling nodes of a candidate set, to find each node's fallback `fb`
+/// (the feasible node other than `i` with the highest prefill rate) in O(1).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fallbacks {
+    best: Option<(NodeIdx, f64)>,
+    second: Option<(NodeIdx, f64)>,
+}
+
+impl Fallbacks {
+    /// Adds node `idx` with prefill rate `p` to the set (ties keep the lower index).
+    #[inline]
+    pub fn push(&mut self, idx: NodeIdx, p: f64) {
+        match self.best {
+            Some((_, bp)) if !(p > bp) => {
+                if self.second.is_none_or(|(_, sp)| p > sp) {
+                    self.second = Some((idx, p));
+                }
+            }
+            _ => {
+                self.second = self.best;
+                self.best = Some((idx, p));
+            }
+        }
+    }
+
+    /// Prefill rate of node `idx`'s fallback `p_fb`; `own` (the node's own rate: recovery waits
+    /// for the node to come back) when the set holds no other node.
+    #[inline]
+    pub fn for_node(&self, idx: NodeIdx, own: f64) -> f64 {
+        match (self.best, self.second) {
+            (Some((b, p)), _) if b != idx => p,
+            (_, Some((_, p))) => p,
+            _ => own,
+        }
+    }
+}
+
+/// `E_i` of `req` on `node` (index `idx`) for placement: `T_i` from [`service_time`] with the
+/// node's queue wait and the prefill still to do (`c` minus the tokens already resident when the
+/// request's KV is on this node), `L_i` over `[0, T_i]` under `model`.
+#[inline]
+pub fn placement_cost(
+    node: &NodeView<'_>,
+    idx: NodeIdx,
+    req: &RequestView,
+    fallback_prefill_tok_s: f64,
+    params: &Params,
+    model: RiskModel,
+    remaining_up: Option<f64>,
+) -> NodeCost {
+    let c = req.context() as f64;
+    let resident = if req.node == Some(idx) {
+        req.resident_tokens as f64
+    } else {
+        0.0
+    };
+    request_cost(
+        node,
+        node.queue_wait_s,
+        c - resident,
+        c,
+        req.remaining_est() as f64,
+        fallback_prefill_tok_s,
+        params,
+        model,
+        remaining_up,
+    )
+}
+
+/// `E_i` of a running request on its current node: no queue wait, prefill only for context not
+/// yet resident.
+#[inline]
+pub fn running_cost(
+    node: &NodeView<'_>,
+    req: &RequestView,
+    fallback_prefill_tok_s: f64,
+    params: &Params,
+    model: RiskModel,
+    remaining_up: Option<f64>,
+) -> NodeCost {
+    let c = req.context() as f64;
+    request_cost(
+        node,
+        0.0,
+        c - req.resident_tokens as f64,
+        c,
+        req.remaining_est() as f64,
+        fallback_prefill_tok_s,
+        params,
+        model,
+        remaining_up,
+    )
+}
+
+/// The general form: `T_i` from `queue_wait_s`, `prefill_tokens`, `remaining_tokens`; `U_i`
+/// for context `context_tokens`; `L_i` over `[0, T_i]`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn request_cost(
+    node: &NodeView<'_>,
+    queue_wait_s: f64,
+    prefill_tokens: f64,
+    context_tokens: f64,
+    remaining_tokens: f64,
+    fallback_prefill_tok_s: f64,
+    params: &Params,
+    model: RiskModel,
+    remaining_up: Option<f64>,
+) -> NodeCost {
+    let st = service_time(
+        queue_wait_s,
+        prefill_tokens,
+        node.prefill_tok_s,
+        remaining_tokens,
+        node.decode_tok_s,
+    );
+    let u = UnplannedLoss::new(
+        context_tokens,
+        st.start_s,
+        node.decode_tok_s,
+        remaining_tokens,
+        fallback_prefill_tok_s,
+        params.recompute_overhead_s,
+        params.stall_penalty_s,
+    );
+    let l = node_loss(node, model, remaining_up, 0.0, st.total_s, &u);
+    NodeCost {
+        t: st.total_s,
+        w: st.start_s,
+        l,
+        e: st.total_s + l,
+    }
+}
+
+/// Unplanned recovery after node loss: re-prefill the context `c` on node `j`,
+/// `c / p_j + sigma` (issue text), plus `O_r` so it equals `U` at the failure time; pass
+/// `recompute_overhead_s = 0` for the bare form. Generated tokens were streamed and are not
+/// lost; the KV cache is.
+pub fn unplanned_recovery_s(
+    context_tokens: f64,
+    prefill_tok_s: f64,
+    stall_penalty_s: f64,
+    recompute_overhead_s: f64,
+) -> f64 {
+    secs(context_tokens, prefill_tok_s) + nonneg(stall_penalty_s) + nonneg(recompute_overhead_s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fallbacks_pick_other_best() {
+        let mut f = Fallbacks::default();
+        f.push(0, 100.0);
+        f.push(1, 300.0);
+        f.push(2, 200.0);
+        assert_eq!(f.for_node(1, 1.0), 200.0);
+        assert_eq!(f.for_node(0, 1.0), 300.0);
+        let mut g = Fallbacks::default();
+        g.push(5, 10.0);
+        assert_eq!(g.for_node(5, 7.0), 7.0);
+    }
+
+    #[test]
+    fn u_is_capped_and_starts_after_w() {
+        let u = UnplannedLoss::new(1000.0, 2.0, 10.0, 50.0, 100.0, 0.5, 1.0);
+        assert!((u.at(0.0) - 11.5).abs() < 1e-12);
+        assert!((u.at(2.0) - 11.5).abs() < 1e-12);
+        assert!((u.at(3.0) - 11.6).abs() < 1e-12);
+        assert!((u.at(100.0) - 12.0).abs() < 1e-12);
+    }
+}

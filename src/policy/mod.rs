@@ -1,0 +1,33 @@
+//! Hazard-aware placement and pre-emptive migration of LLM requests on unreliable nodes.
+//!
+//! One expected-cost function, two decisions (design note "The algorithm"):
+//!
+//! * [`cost`]: `E_i(r) = T_i + L_i`, with `L_i` the expected unplanned loss, a 16-cell sum over
+//!   the node's conditional survival curve;
+//! * placement `i* = argmin E_i` and hazard-motivated migration, both behind the [`Policy`]
+//!   trait ([`policies`]), next to the hazard-blind baselines and the oracle;
+//! * [`migration`]: planned move cost `C_planned = min(transfer, recompute)`, the crossover
+//!   `c*`, the overlapped variant, the trigger and its guards;
+//! * [`survival`]: the curve interface the policy consumes ([`ConditionalSurvival`]);
+//! * [`model`]: the per-decision views (allocation-free for a simulator);
+//! * [`presets`]: model KV sizes, hardware rates and link tiers, with sources;
+//! * [`analysis`]: the `trigger` and `crossover` tables.
+//!
+//! No input panics and nothing on the hot paths allocates. Comparisons are written as
+//! `!(x > y)` on purpose where NaN must take the safe branch.
+
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+pub mod analysis;
+pub mod cost;
+pub mod migration;
+pub mod model;
+pub mod policies;
+pub mod presets;
+pub mod survival;
+
+pub use cost::{NodeCost, RiskModel};
+pub use migration::{Crossover, MoveMethod};
+pub use model::{ClusterView, Foresight, NodeIdx, NodeView, Params, RequestView};
+pub use policies::{build, Explanation, Outcome, Policy, PolicyKind, StandardPolicy};
+pub use survival::{ConditionalSurvival, Exponential, StepCurve, Weibull};

@@ -1,0 +1,240 @@
+//! The inputs of a decision: per-node state, the request, and the policy's constants.
+//!
+//! Everything here is borrowed or `Copy`, so a discrete-event simulator can keep one
+//! `Vec<NodeView>` for the whole run, update its fields in place on each event and hand the
+//! policy a [`ClusterView`] without allocating.
+
+use serde::{Deserialize, Serialize};
+
+use super::survival::ConditionalSurvival;
+
+/// Index of a node in [`ClusterView::nodes`].
+pub type NodeIdx = usize;
+
+/// What the policy sees of one node at decision time.
+#[derive(Clone, Copy)]
+pub struct NodeView<'a> {
+    /// The node is up (reachable and serving).
+    pub up: bool,
+    /// Current uptime `a_i`: seconds since the node's current up-session began.
+    pub age_s: f64,
+    /// Concurrency slots (maximum requests decoding at once).
+    pub slots: u32,
+    /// Slots in use.
+    pub slots_used: u32,
+    /// KV-cache capacity in tokens.
+    pub kv_capacity_tokens: u64,
+    /// KV-cache tokens in use.
+    pub kv_used_tokens: u64,
+    /// Estimated wait before a newly admitted request starts (seconds; the simulator's estimate).
+    pub queue_wait_s: f64,
+    /// Decode rate `d_i`, tokens per second per request.
+    pub decode_tok_s: f64,
+    /// Prefill rate `p_i`, tokens per second.
+    pub prefill_tok_s: f64,
+    /// Network bandwidth `B_i`, bytes per second.
+    pub bandwidth_bytes_s: f64,
+    /// The node's session survival curve; queried as `S_i(t | a_i)`.
+    pub survival: &'a dyn ConditionalSurvival,
+    /// Maximum-likelihood exponential hazard of the node, per second (failures / exposure).
+    /// Only the `memoryless` policy reads it.
+    pub exp_rate_per_s: f64,
+}
+
+impl<'a> NodeView<'a> {
+    /// An idle, up node with age 0, one slot, unbounded KV capacity, no queue, unit rates and
+    /// the given curve; set the remaining fields with struct-update syntax.
+    pub fn new(survival: &'a dyn ConditionalSurvival) -> NodeView<'a> {
+        NodeView {
+            up: true,
+            age_s: 0.0,
+            slots: 1,
+            slots_used: 0,
+            kv_capacity_tokens: u64::MAX,
+            kv_used_tokens: 0,
+            queue_wait_s: 0.0,
+            decode_tok_s: 1.0,
+            prefill_tok_s: 1.0,
+            bandwidth_bytes_s: 1.0,
+            survival,
+            exp_rate_per_s: 0.0,
+        }
+    }
+
+    /// Feasible for a request needing `kv_need` tokens of KV: up, a free slot, and room.
+    #[inline]
+    pub fn can_admit(&self, kv_need: u64) -> bool {
+        self.up
+            && self.slots_used < self.slots
+            && self.kv_used_tokens.saturating_add(kv_need) <= self.kv_capacity_tokens
+    }
+
+    /// Fraction of slots in use (1 when the node has no slots).
+    #[inline]
+    pub fn load(&self) -> f64 {
+        if self.slots == 0 {
+            1.0
+        } else {
+            f64::from(self.slots_used) / f64::from(self.slots)
+        }
+    }
+
+    /// Fraction of KV capacity in use (1 when capacity is 0).
+    #[inline]
+    pub fn kv_load(&self) -> f64 {
+        if self.kv_capacity_tokens == 0 {
+            1.0
+        } else {
+            self.kv_used_tokens as f64 / self.kv_capacity_tokens as f64
+        }
+    }
+}
+
+impl std::fmt::Debug for NodeView<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("NodeView")
+            .field("up", &self.up)
+            .field("age_s", &self.age_s)
+            .field("slots", &self.slots)
+            .field("slots_used", &self.slots_used)
+            .field("kv_capacity_tokens", &self.kv_capacity_tokens)
+            .field("kv_used_tokens", &self.kv_used_tokens)
+            .field("queue_wait_s", &self.queue_wait_s)
+            .field("decode_tok_s", &self.decode_tok_s)
+            .field("prefill_tok_s", &self.prefill_tok_s)
+            .field("bandwidth_bytes_s", &self.bandwidth_bytes_s)
+            .field("exp_rate_per_s", &self.exp_rate_per_s)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Ground truth the replay can reveal to the `oracle` policy (and to no other).
+pub trait Foresight {
+    /// The true remaining length `R_i` of node `node`'s current up-session, seconds; `None`
+    /// when unknown (the oracle then treats the node as never failing).
+    fn remaining_up(&self, node: NodeIdx) -> Option<f64>;
+}
+
+/// The cluster as one decision sees it.
+#[derive(Clone, Copy)]
+pub struct ClusterView<'a> {
+    /// Per-node state, indexed by [`NodeIdx`].
+    pub nodes: &'a [NodeView<'a>],
+    /// True remaining sessions, for the oracle only.
+    pub foresight: Option<&'a dyn Foresight>,
+}
+
+impl<'a> ClusterView<'a> {
+    /// A view over `nodes` without foresight.
+    pub fn new(nodes: &'a [NodeView<'a>]) -> ClusterView<'a> {
+        ClusterView {
+            nodes,
+            foresight: None,
+        }
+    }
+
+    /// The same view with foresight for the oracle.
+    pub fn with_foresight(self, foresight: &'a dyn Foresight) -> ClusterView<'a> {
+        ClusterView {
+            foresight: Some(foresight),
+            ..self
+        }
+    }
+}
+
+/// What the policy sees of one request.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct RequestView {
+    /// Request id (echoed in explanations).
+    pub id: u64,
+    /// Prompt length `P_r`, tokens.
+    pub prompt_tokens: u64,
+    /// Tokens generated so far (`done`); streamed to the client, never lost.
+    pub done_tokens: u64,
+    /// Noisy estimate `L^_r` of the total output length, tokens.
+    pub est_output_tokens: u64,
+    /// The node holding the request's KV cache, if any.
+    pub node: Option<NodeIdx>,
+    /// Tokens of the context already prefilled (KV resident) on `node`.
+    pub resident_tokens: u64,
+    /// Planned migrations the request has made so far.
+    pub planned_hops: u32,
+}
+
+impl RequestView {
+    /// A fresh request: nothing generated, on no node.
+    pub fn new(id: u64, prompt_tokens: u64, est_output_tokens: u64) -> RequestView {
+        RequestView {
+            id,
+            prompt_tokens,
+            done_tokens: 0,
+            est_output_tokens,
+            node: None,
+            resident_tokens: 0,
+            planned_hops: 0,
+        }
+    }
+
+    /// Context `c = P_r + done`, tokens.
+    #[inline]
+    pub fn context(&self) -> u64 {
+        self.prompt_tokens.saturating_add(self.done_tokens)
+    }
+
+    /// Estimated remaining output `max(L^_r - done, 0)`, tokens.
+    #[inline]
+    pub fn remaining_est(&self) -> u64 {
+        self.est_output_tokens.saturating_sub(self.done_tokens)
+    }
+
+    /// KV tokens a node must have free to admit the request: the final context
+    /// `c + remaining_est`, so that an admitted request never runs out of KV.
+    #[inline]
+    pub fn kv_need(&self) -> u64 {
+        self.context().saturating_add(self.remaining_est())
+    }
+}
+
+/// The policy's constants.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Params {
+    /// Model constant `kv_bytes`: bytes of KV cache per token (see [`super::presets`]).
+    pub kv_bytes_per_token: f64,
+    /// `O_t`: fixed overhead of a KV transfer, seconds.
+    pub transfer_overhead_s: f64,
+    /// `O_r`: fixed overhead of a recompute (re-prefill), seconds.
+    pub recompute_overhead_s: f64,
+    /// `sigma`: stall penalty of an unplanned loss (detection + client-visible stall), seconds.
+    pub stall_penalty_s: f64,
+    /// Hysteresis `h`, seconds: migrate only if `risk_gain > h` and `dT < h`.
+    pub hysteresis_s: f64,
+    /// At most this many planned moves per request.
+    pub max_hops: u32,
+    /// Never move a request with less than this much work left (`T_i`), seconds.
+    pub min_remaining_s: f64,
+    /// How often the simulator should call `check_migration` per running request, seconds.
+    pub check_interval_s: f64,
+    /// Overlapped migration: the destination prefills while the source keeps decoding
+    /// (see [`super::migration::overlapped_move`]).
+    pub overlap: bool,
+}
+
+impl Default for Params {
+    /// Llama-2-7B KV size (512 KiB/token); `O_t = 0.2 s`, `O_r = 0.1 s` (assumed, pending the
+    /// hardware measurement); `sigma = 2 s` (a heartbeat-timeout-sized stall); `h = 1 s`;
+    /// 2 hops; 5 s minimum remaining; 5 s check interval; no overlap.
+    fn default() -> Params {
+        Params {
+            kv_bytes_per_token: super::presets::LLAMA2_7B.kv_bytes_per_token,
+            transfer_overhead_s: 0.2,
+            recompute_overhead_s: 0.1,
+            stall_penalty_s: 2.0,
+            hysteresis_s: 1.0,
+            max_hops: 2,
+            min_remaining_s: 5.0,
+            check_interval_s: 5.0,
+            overlap: false,
+        }
+    }
+}

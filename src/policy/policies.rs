@@ -1,0 +1,891 @@
+//! The [`Policy`] trait and the policies behind it, all on one code path ([`StandardPolicy`]).
+//!
+//! | name | placement | pre-emptive migration |
+//! |---|---|---|
+//! | `hazard` | `argmin E_i` with each node's curve | hazard trigger (`risk_gain > h`, `dT < h`) |
+//! | `hazard-nomigrate` | as `hazard` | none |
+//! | `memoryless` | `argmin E_i`, curves replaced by the node's ML exponential | as `hazard`, same replacement |
+//! | `fastest` | `argmin T_i` (hazard-blind; recovers only after failures) | none |
+//! | `least-loaded` | lowest slot load (then KV load, queue wait) | none |
+//! | `random` | uniform over feasible nodes (seeded SplitMix64) | none |
+//! | `uptime` | node up the longest | none |
+//! | `oracle` | `argmin E_i` with `L_i = U_i(R_i)` if `R_i < T_i` else 0 | moves before a known failure when that beats recovery |
+//!
+//! Every decision fills an [`Explanation`] supplied by the caller (reused across calls, so no
+//! allocation once its candidate buffer has grown).
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+use super::cost::{
+    node_loss, node_loss_lower_bound, placement_cost, service_time, Fallbacks, NodeCost, RiskModel,
+    UnplannedLoss,
+};
+use super::migration::{
+    assess_move, check_guards, source_state, trigger_fires, Blocked, MoveAssessment, MoveMethod,
+};
+use super::model::{ClusterView, NodeIdx, NodeView, Params, RequestView};
+
+/// The policies, by name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyKind {
+    /// `hazard`: placement by `E_i`, hazard-motivated pre-emptive migration.
+    Hazard,
+    /// `hazard-nomigrate`: placement by `E_i` only.
+    HazardNomigrate,
+    /// `memoryless`: `hazard` with each node's curve replaced by its ML exponential.
+    Memoryless,
+    /// `fastest`: `argmin T_i`.
+    Fastest,
+    /// `least-loaded`: lowest load.
+    LeastLoaded,
+    /// `random`: uniform over feasible nodes.
+    Random,
+    /// `uptime`: the node up the longest.
+    Uptime,
+    /// `oracle`: knows each node's true remaining session.
+    Oracle,
+}
+
+impl PolicyKind {
+    /// Every policy, in a stable order.
+    pub const ALL: [PolicyKind; 8] = [
+        PolicyKind::Hazard,
+        PolicyKind::HazardNomigrate,
+        PolicyKind::Memoryless,
+        PolicyKind::Fastest,
+        PolicyKind::LeastLoaded,
+        PolicyKind::Random,
+        PolicyKind::Uptime,
+        PolicyKind::Oracle,
+    ];
+
+    /// The policy's name as used on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            PolicyKind::Hazard => "hazard",
+            PolicyKind::HazardNomigrate => "hazard-nomigrate",
+            PolicyKind::Memoryless => "memoryless",
+            PolicyKind::Fastest => "fastest",
+            PolicyKind::LeastLoaded => "least-loaded",
+            PolicyKind::Random => "random",
+            PolicyKind::Uptime => "uptime",
+            PolicyKind::Oracle => "oracle",
+        }
+    }
+
+    /// True for the policies that make planned (pre-emptive) moves.
+    pub fn migrates(&self) -> bool {
+        matches!(
+            self,
+            PolicyKind::Hazard | PolicyKind::Memoryless | PolicyKind::Oracle
+        )
+    }
+
+    /// The failure model the policy prices `L` with (hazard-blind policies report `L` under
+    /// the nodes' curves in their explanations, for comparison).
+    pub fn risk_model(&self) -> RiskModel {
+        match self {
+            PolicyKind::Memoryless => RiskModel::Memoryless,
+            PolicyKind::Oracle => RiskModel::Oracle,
+            _ => RiskModel::Hazard,
+        }
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// An unknown policy name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnknownPolicy(pub String);
+
+impl fmt::Display for UnknownPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "unknown policy `{}` (expected one of:", self.0)?;
+        for k in PolicyKind::ALL {
+            write!(f, " {}", k.name())?;
+        }
+        write!(f, ")")
+    }
+}
+
+impl std::error::Error for UnknownPolicy {}
+
+impl FromStr for PolicyKind {
+    type Err = UnknownPolicy;
+    fn from_str(s: &str) -> Result<PolicyKind, UnknownPolicy> {
+        PolicyKind::ALL
+            .into_iter()
+            .find(|k| k.name().eq_ignore_ascii_case(s.trim()))
+            .ok_or_else(|| UnknownPolicy(s.to_string()))
+    }
+}
+
+/// Which decision an [`Explanation`] describes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Decision {
+    /// Placement of a new or recovering request.
+    Place,
+    /// Pre-emptive migration check of a running request.
+    Migrate,
+}
+
+/// What a decision concluded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outcome {
+    /// Placed on `chosen`.
+    Placed,
+    /// No node is up with a free slot and KV room.
+    NoFeasibleNode,
+    /// Move to `chosen`.
+    Migrate,
+    /// Candidates were priced and none passed the trigger.
+    Stay,
+    /// No candidate destination (none up with room).
+    NoCandidate,
+    /// Guard: the request already made `max_hops` planned moves.
+    MaxHops,
+    /// Guard: less than `min_remaining_s` of work left.
+    MinRemaining,
+    /// The policy never migrates.
+    MigrationDisabled,
+    /// The source index is out of range or the source is down (an unplanned loss, not a move).
+    InvalidSource,
+}
+
+/// One candidate as priced by a decision.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct CandidateCost {
+    /// Candidate node.
+    pub node: NodeIdx,
+    /// `T` on the candidate, seconds.
+    pub t: f64,
+    /// `L` on the candidate (migration: residual risk `l_j`), seconds; NaN when pruned.
+    pub l: f64,
+    /// `E = T + L` (placement) or the policy's score, seconds.
+    pub e: f64,
+    /// `C` of moving there (migration only; NaN for placement).
+    pub c_planned: f64,
+    /// `risk_gain` (migration only).
+    pub risk_gain: f64,
+    /// `dT` (migration only).
+    pub dt: f64,
+}
+
+/// Why a decision came out as it did: the numbers behind it.
+///
+/// Placement: `t`, `l`, `e` are the chosen node's `T`, `L`, `E` (under the policy's own risk
+/// model; hazard-blind policies report them under the node curves). Migration: `t`, `l`, `e`
+/// describe the source; the `*_j`, `c_*`, `risk_gain`, `dt` fields describe `target`, the
+/// chosen destination or, when none fires, the candidate with the largest `risk_gain`.
+/// Inapplicable numbers are NaN (JSON `null`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Explanation {
+    /// The deciding policy.
+    pub policy: PolicyKind,
+    /// Placement or migration.
+    pub decision: Decision,
+    /// The conclusion.
+    pub outcome: Outcome,
+    /// Request id.
+    pub request: u64,
+    /// Source node (migration).
+    pub from: Option<NodeIdx>,
+    /// The node placed on or moved to.
+    pub chosen: Option<NodeIdx>,
+    /// `T` (chosen node, or the source for migration), seconds.
+    pub t: f64,
+    /// `L`, seconds.
+    pub l: f64,
+    /// `E = T + L`, seconds.
+    pub e: f64,
+    /// Migration: the destination described below.
+    pub target: Option<NodeIdx>,
+    /// `T_j`, seconds.
+    pub t_j: f64,
+    /// Residual risk `l_j` of the move, seconds.
+    pub l_j: f64,
+    /// Transfer cost of what moves at cutover, seconds.
+    pub c_transfer: f64,
+    /// Recompute cost of what moves at cutover, seconds.
+    pub c_recompute: f64,
+    /// `C_planned` (with overlap: the visible catch-up cost), seconds.
+    pub c_planned: f64,
+    /// The method paying `c_planned`.
+    pub method: Option<MoveMethod>,
+    /// Overlap window `W`, seconds (0 without overlap).
+    pub window_s: f64,
+    /// `risk_gain = L_i - (C + l_j)`, seconds.
+    pub risk_gain: f64,
+    /// `dT = (T_j + C) - T_i`, seconds.
+    pub dt: f64,
+    /// Hysteresis `h` applied, seconds.
+    pub hysteresis_s: f64,
+    /// Nodes looked at.
+    pub considered: u32,
+    /// Of which feasible.
+    pub feasible: u32,
+    /// Candidates priced (only when `record_candidates`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<CandidateCost>,
+    /// Record every candidate in `candidates` (diagnostics; disables pruning).
+    #[serde(skip)]
+    pub record_candidates: bool,
+}
+
+impl Default for Explanation {
+    fn default() -> Explanation {
+        Explanation {
+            policy: PolicyKind::Hazard,
+            decision: Decision::Place,
+            outcome: Outcome::NoFeasibleNode,
+            request: 0,
+            from: None,
+            chosen: None,
+            t: f64::NAN,
+            l: f64::NAN,
+            e: f64::NAN,
+            target: None,
+            t_j: f64::NAN,
+            l_j: f64::NAN,
+            c_transfer: f64::NAN,
+            c_recompute: f64::NAN,
+            c_planned: f64::NAN,
+            method: None,
+            window_s: f64::NAN,
+            risk_gain: f64::NAN,
+            dt: f64::NAN,
+            hysteresis_s: f64::NAN,
+            considered: 0,
+            feasible: 0,
+            candidates: Vec::new(),
+            record_candidates: false,
+        }
+    }
+}
+
+impl Explanation {
+    /// An empty explanation that records every candidate.
+    pub fn recording() -> Explanation {
+        Explanation {
+            record_candidates: true,
+            ..Explanation::default()
+        }
+    }
+
+    /// Resets every field for a new decision, keeping the candidate buffer's capacity and the
+    /// `record_candidates` switch.
+    pub fn reset(&mut self, policy: PolicyKind, decision: Decision, request: u64) {
+        let mut candidates = std::mem::take(&mut self.candidates);
+        candidates.clear();
+        let record = self.record_candidates;
+        *self = Explanation {
+            policy,
+            decision,
+            request,
+            candidates,
+            record_candidates: record,
+            ..Explanation::default()
+        };
+    }
+
+    fn set_node_cost(&mut self, c: &NodeCost) {
+        self.t = c.t;
+        self.l = c.l;
+        self.e = c.e;
+    }
+}
+
+/// A scheduling policy. One trait for every policy; the simulator calls `place` for each new
+/// or recovering request and `check_migration` every `Params::check_interval_s` for each
+/// running request.
+pub trait Policy: Send {
+    /// Which policy this is.
+    fn kind(&self) -> PolicyKind;
+
+    /// Chooses a node for `req`, or `None` when no node is feasible (up, a free slot, KV room
+    /// for [`RequestView::kv_need`]). Fills `out`.
+    fn place(
+        &mut self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        out: &mut Explanation,
+    ) -> Option<NodeIdx>;
+
+    /// Decides whether the request running on `from` should make a planned move now, and
+    /// where. Fills `out`.
+    fn check_migration(
+        &mut self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        from: NodeIdx,
+        out: &mut Explanation,
+    ) -> Option<NodeIdx>;
+}
+
+/// SplitMix64 (Steele, Lea and Flood 2014): a tiny, portable, seedable generator for the
+/// `random` policy.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SplitMix64 {
+    state: u64,
+}
+
+impl SplitMix64 {
+    /// A generator from `seed`.
+    pub fn new(seed: u64) -> SplitMix64 {
+        SplitMix64 { state: seed }
+    }
+
+    /// The next 64 random bits.
+    pub fn next_u64(&mut self) -> u64 {
+        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.state;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `0..n` (multiply-shift; `n = 0` gives 0).
+    pub fn below(&mut self, n: u64) -> u64 {
+        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
+    }
+}
+
+/// Every policy of [`PolicyKind`], one implementation.
+#[derive(Debug, Clone)]
+pub struct StandardPolicy {
+    kind: PolicyKind,
+    params: Params,
+    rng: SplitMix64,
+}
+
+/// A boxed policy of kind `kind` (`seed` only matters for `random`).
+pub fn build(kind: PolicyKind, params: Params, seed: u64) -> Box<dyn Policy> {
+    Box::new(StandardPolicy::new(kind, params, seed))
+}
+
+#[inline]
+fn remaining_up(view: &ClusterView<'_>, model: RiskModel, idx: NodeIdx) -> Option<f64> {
+    match (model, view.foresight) {
+        (RiskModel::Oracle, Some(f)) => f.remaining_up(idx),
+        _ => None,
+    }
+}
+
+#[inline]
+fn nan_as_inf(x: f64) -> f64 {
+    if x.is_nan() {
+        f64::INFINITY
+    } else {
+        x
+    }
+}
+
+impl StandardPolicy {
+    /// A policy of kind `kind` with constants `params`; `seed` seeds `random`.
+    pub fn new(kind: PolicyKind, params: Params, seed: u64) -> StandardPolicy {
+        StandardPolicy {
+            kind,
+            params,
+            rng: SplitMix64::new(seed),
+        }
+    }
+
+    /// The policy's constants.
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// Mutable access to the constants (e.g. to sweep `h` during a replay).
+    pub fn params_mut(&mut self) -> &mut Params {
+        &mut self.params
+    }
+
+    fn cost_of(
+        &self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        fb: &Fallbacks,
+        idx: NodeIdx,
+        node: &NodeView<'_>,
+        model: RiskModel,
+    ) -> NodeCost {
+        placement_cost(
+            node,
+            idx,
+            req,
+            fb.for_node(idx, node.prefill_tok_s),
+            &self.params,
+            model,
+            remaining_up(view, model, idx),
+        )
+    }
+
+    /// `argmin E_i` over feasible nodes. Unless recording candidates, a node is dropped as soon
+    /// as a lower bound of its `E` reaches the best `E` so far (exact: ties keep the earlier
+    /// node): first `T_i` (`L >= 0`), then `T_i + (1 - S(T_i | a_i)) U_i(0)`.
+    fn argmin_e(
+        &self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        fb: &Fallbacks,
+        model: RiskModel,
+        out: &mut Explanation,
+    ) -> Option<(NodeIdx, NodeCost)> {
+        let need = req.kv_need();
+        let c = req.context() as f64;
+        let rem = req.remaining_est() as f64;
+        let params = &self.params;
+        let prune = !out.record_candidates;
+        let mut best: Option<(NodeIdx, NodeCost)> = None;
+        let mut best_e = f64::INFINITY;
+        for (i, node) in view.nodes.iter().enumerate() {
+            if !node.can_admit(need) {
+                continue;
+            }
+            let resident = if req.node == Some(i) {
+                req.resident_tokens as f64
+            } else {
+                0.0
+            };
+            let st = service_time(
+                node.queue_wait_s,
+                c - resident,
+                node.prefill_tok_s,
+                rem,
+                node.decode_tok_s,
+            );
+            let searching = prune && best.is_some();
+            if searching && !(st.total_s < best_e) {
+                continue;
+            }
+            let u = UnplannedLoss::new(
+                c,
+                st.start_s,
+                node.decode_tok_s,
+                rem,
+                fb.for_node(i, node.prefill_tok_s),
+                params.recompute_overhead_s,
+                params.stall_penalty_s,
+            );
+            let r = remaining_up(view, model, i);
+            if searching
+                && !(st.total_s + node_loss_lower_bound(node, model, r, 0.0, st.total_s, &u)
+                    < best_e)
+            {
+                continue;
+            }
+            let l = node_loss(node, model, r, 0.0, st.total_s, &u);
+            let cost = NodeCost {
+                t: st.total_s,
+                w: st.start_s,
+                l,
+                e: st.total_s + l,
+            };
+            if out.record_candidates {
+                out.candidates.push(CandidateCost {
+                    node: i,
+                    t: cost.t,
+                    l: cost.l,
+                    e: cost.e,
+                    c_planned: f64::NAN,
+                    risk_gain: f64::NAN,
+                    dt: f64::NAN,
+                });
+            }
+            let e = nan_as_inf(cost.e);
+            if best.is_none() || e < best_e {
+                best = Some((i, cost));
+                best_e = e;
+            }
+        }
+        best
+    }
+
+    /// `argmin score` over feasible nodes for the hazard-blind policies.
+    fn argmin_by(
+        &self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        out: &mut Explanation,
+        score: impl Fn(&NodeView<'_>) -> (f64, f64, f64),
+    ) -> Option<NodeIdx> {
+        let need = req.kv_need();
+        let mut best: Option<(NodeIdx, (f64, f64, f64))> = None;
+        for (i, node) in view.nodes.iter().enumerate() {
+            if !node.can_admit(need) {
+                continue;
+            }
+            let s = score(node);
+            let s = (nan_as_inf(s.0), nan_as_inf(s.1), nan_as_inf(s.2));
+            if out.record_candidates {
+                out.candidates.push(CandidateCost {
+                    node: i,
+                    t: f64::NAN,
+                    l: f64::NAN,
+                    e: s.0,
+                    c_planned: f64::NAN,
+                    risk_gain: f64::NAN,
+                    dt: f64::NAN,
+                });
+            }
+            let better = match best {
+                None => true,
+                Some((_, b)) => s.partial_cmp(&b) == Some(std::cmp::Ordering::Less),
+            };
+            if better {
+                best = Some((i, s));
+            }
+        }
+        best.map(|(i, _)| i)
+    }
+
+    /// The hazard trigger (`hazard`, `memoryless`): guards first, then every candidate `j`
+    /// priced by [`assess_move`]; the move goes to the candidate with the largest `risk_gain`
+    /// among those with `risk_gain > h` and `dT < h`.
+    #[allow(clippy::too_many_arguments)]
+    fn hazard_migration(
+        &mut self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        from: NodeIdx,
+        src: &NodeView<'_>,
+        fb: &Fallbacks,
+        model: RiskModel,
+        out: &mut Explanation,
+    ) -> Option<NodeIdx> {
+        let params = self.params;
+        let h = params.hysteresis_s;
+        out.hysteresis_s = h;
+        let r_src = remaining_up(view, model, from);
+        let source = source_state(
+            src,
+            req,
+            fb.for_node(from, src.prefill_tok_s),
+            &params,
+            model,
+            r_src,
+        );
+        out.set_node_cost(&source.cost);
+        if let Err(b) = check_guards(req.planned_hops, source.cost.t, &params) {
+            out.outcome = match b {
+                Blocked::MaxHops => Outcome::MaxHops,
+                Blocked::MinRemaining => Outcome::MinRemaining,
+            };
+            return None;
+        }
+        let need = req.kv_need();
+        let exhaustive = out.record_candidates;
+        // The best candidate that fires (largest risk_gain among those passing the trigger),
+        // and the candidate with the largest risk_gain overall, reported when none fires.
+        let mut fire: Option<(NodeIdx, MoveAssessment)> = None;
+        let mut report: Option<(NodeIdx, MoveAssessment, f64)> = None;
+        for (j, dst) in view.nodes.iter().enumerate() {
+            if j == from || !dst.can_admit(need) {
+                continue;
+            }
+            let a = assess_move(
+                src,
+                &source,
+                dst,
+                fb.for_node(j, dst.prefill_tok_s),
+                &params,
+                model,
+                r_src,
+                remaining_up(view, model, j),
+                if exhaustive {
+                    None
+                } else {
+                    Some((h, fire.map_or(f64::NEG_INFINITY, |(_, a)| a.risk_gain)))
+                },
+            );
+            if out.record_candidates {
+                out.candidates.push(CandidateCost {
+                    node: j,
+                    t: a.t_j,
+                    l: a.l_j,
+                    e: a.t_j + a.l_j,
+                    c_planned: a.mv.cost_s,
+                    risk_gain: a.risk_gain,
+                    dt: a.dt,
+                });
+            }
+            let rg = if a.risk_gain.is_nan() {
+                f64::NEG_INFINITY
+            } else {
+                a.risk_gain
+            };
+            if report.is_none_or(|(_, _, best)| rg > best) {
+                report = Some((j, a, rg));
+            }
+            if !a.pruned
+                && trigger_fires(a.risk_gain, a.dt, h)
+                && fire.is_none_or(|(_, best)| a.risk_gain > best.risk_gain)
+            {
+                fire = Some((j, a));
+            }
+        }
+        match (fire, report) {
+            (Some((j, a)), _) => {
+                fill_move(out, j, &a);
+                out.outcome = Outcome::Migrate;
+                out.chosen = Some(j);
+                Some(j)
+            }
+            (None, Some((j, a, _))) => {
+                fill_move(out, j, &a);
+                out.outcome = Outcome::Stay;
+                None
+            }
+            (None, None) => {
+                out.outcome = Outcome::NoCandidate;
+                None
+            }
+        }
+    }
+
+    /// The oracle's move: only when the source's true remaining session `R_i < T_i` (a known
+    /// failure before completion), to the candidate minimising `C + T_j + L_j` (with `L_j`
+    /// from the destination's true `R_j`), iff that beats staying, `T_i + U_i(R_i)`. Transfer
+    /// counts only if it finishes before the source dies (`O_t + c kv/B <= R_i`); otherwise
+    /// the move is a recompute. No hysteresis or `min_remaining` (an upper bound is not
+    /// noise-limited); `max_hops` applies. Overlap is not modelled for the oracle.
+    fn oracle_migration(
+        &mut self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        from: NodeIdx,
+        src: &NodeView<'_>,
+        fb: &Fallbacks,
+        out: &mut Explanation,
+    ) -> Option<NodeIdx> {
+        let params = Params {
+            overlap: false,
+            ..self.params
+        };
+        out.hysteresis_s = 0.0;
+        let model = RiskModel::Oracle;
+        let r_src = remaining_up(view, model, from);
+        let source = source_state(
+            src,
+            req,
+            fb.for_node(from, src.prefill_tok_s),
+            &params,
+            model,
+            r_src,
+        );
+        out.set_node_cost(&source.cost);
+        if req.planned_hops >= params.max_hops {
+            out.outcome = Outcome::MaxHops;
+            return None;
+        }
+        let r = match r_src {
+            Some(r) if r < source.cost.t => r,
+            _ => {
+                out.outcome = Outcome::Stay;
+                return None;
+            }
+        };
+        let need = req.kv_need();
+        let mut best: Option<(NodeIdx, f64, MoveAssessment)> = None;
+        for (j, dst) in view.nodes.iter().enumerate() {
+            if j == from || !dst.can_admit(need) {
+                continue;
+            }
+            let mut a = assess_move(
+                src,
+                &source,
+                dst,
+                fb.for_node(j, dst.prefill_tok_s),
+                &params,
+                model,
+                r_src,
+                remaining_up(view, model, j),
+                None,
+            );
+            if a.mv.method == MoveMethod::Transfer && a.mv.transfer_s > r {
+                let c = a.mv.recompute_s;
+                a.mv.cost_s = c;
+                a.mv.method = MoveMethod::Recompute;
+                a.risk_gain = source.cost.l - (c + a.l_j);
+                a.dt = a.t_j + c - source.cost.t;
+            }
+            // gain of moving = (T_i + L_i) - (C + T_j + L_j) = risk_gain - dT.
+            let gain = a.risk_gain - a.dt;
+            if out.record_candidates {
+                out.candidates.push(CandidateCost {
+                    node: j,
+                    t: a.t_j,
+                    l: a.l_j,
+                    e: a.t_j + a.l_j,
+                    c_planned: a.mv.cost_s,
+                    risk_gain: a.risk_gain,
+                    dt: a.dt,
+                });
+            }
+            if !gain.is_nan() && best.is_none_or(|(_, g, _)| gain > g) {
+                best = Some((j, gain, a));
+            }
+        }
+        match best {
+            None => {
+                out.outcome = Outcome::NoCandidate;
+                None
+            }
+            Some((j, gain, a)) => {
+                fill_move(out, j, &a);
+                if gain > 0.0 {
+                    out.outcome = Outcome::Migrate;
+                    out.chosen = Some(j);
+                    Some(j)
+                } else {
+                    out.outcome = Outcome::Stay;
+                    None
+                }
+            }
+        }
+    }
+}
+
+fn fill_move(out: &mut Explanation, j: NodeIdx, a: &MoveAssessment) {
+    out.target = Some(j);
+    out.t_j = a.t_j;
+    out.l_j = a.l_j;
+    out.c_transfer = a.mv.transfer_s;
+    out.c_recompute = a.mv.recompute_s;
+    out.c_planned = a.mv.cost_s;
+    out.method = Some(a.mv.method);
+    out.window_s = a.mv.window_s;
+    out.risk_gain = a.risk_gain;
+    out.dt = a.dt;
+}
+
+impl Policy for StandardPolicy {
+    fn kind(&self) -> PolicyKind {
+        self.kind
+    }
+
+    fn place(
+        &mut self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        out: &mut Explanation,
+    ) -> Option<NodeIdx> {
+        out.reset(self.kind, Decision::Place, req.id);
+        out.from = req.node;
+        let need = req.kv_need();
+        let mut fb = Fallbacks::default();
+        let mut feasible: u32 = 0;
+        for (i, n) in view.nodes.iter().enumerate() {
+            if n.can_admit(need) {
+                fb.push(i, n.prefill_tok_s);
+                feasible += 1;
+            }
+        }
+        out.considered = u32::try_from(view.nodes.len()).unwrap_or(u32::MAX);
+        out.feasible = feasible;
+        if feasible == 0 {
+            out.outcome = Outcome::NoFeasibleNode;
+            return None;
+        }
+        let model = self.kind.risk_model();
+        let (choice, cost) = match self.kind {
+            PolicyKind::Hazard
+            | PolicyKind::HazardNomigrate
+            | PolicyKind::Memoryless
+            | PolicyKind::Oracle => match self.argmin_e(view, req, &fb, model, out) {
+                Some((i, c)) => (Some(i), Some(c)),
+                None => (None, None),
+            },
+            PolicyKind::Fastest => {
+                let c = req.context() as f64;
+                let rem = req.remaining_est() as f64;
+                let pick = self.argmin_by(view, req, out, |n| {
+                    let st = service_time(n.queue_wait_s, c, n.prefill_tok_s, rem, n.decode_tok_s);
+                    (st.total_s, 0.0, 0.0)
+                });
+                (pick, None)
+            }
+            PolicyKind::LeastLoaded => {
+                let pick =
+                    self.argmin_by(view, req, out, |n| (n.load(), n.kv_load(), n.queue_wait_s));
+                (pick, None)
+            }
+            PolicyKind::Uptime => {
+                let pick = self.argmin_by(view, req, out, |n| (-n.age_s, 0.0, 0.0));
+                (pick, None)
+            }
+            PolicyKind::Random => {
+                let k = self.rng.below(u64::from(feasible));
+                let pick = view
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| n.can_admit(need))
+                    .nth(usize::try_from(k).unwrap_or(0))
+                    .map(|(i, _)| i);
+                (pick, None)
+            }
+        };
+        let Some(i) = choice else {
+            out.outcome = Outcome::NoFeasibleNode;
+            return None;
+        };
+        let cost = match cost {
+            Some(c) => c,
+            None => self.cost_of(view, req, &fb, i, &view.nodes[i], RiskModel::Hazard),
+        };
+        out.set_node_cost(&cost);
+        out.chosen = Some(i);
+        out.outcome = Outcome::Placed;
+        Some(i)
+    }
+
+    fn check_migration(
+        &mut self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        from: NodeIdx,
+        out: &mut Explanation,
+    ) -> Option<NodeIdx> {
+        out.reset(self.kind, Decision::Migrate, req.id);
+        out.from = Some(from);
+        out.considered = u32::try_from(view.nodes.len()).unwrap_or(u32::MAX);
+        if !self.kind.migrates() {
+            out.outcome = Outcome::MigrationDisabled;
+            return None;
+        }
+        let src = match view.nodes.get(from) {
+            Some(n) if n.up => *n,
+            _ => {
+                out.outcome = Outcome::InvalidSource;
+                return None;
+            }
+        };
+        let need = req.kv_need();
+        let mut fb = Fallbacks::default();
+        let mut feasible: u32 = 0;
+        for (j, n) in view.nodes.iter().enumerate() {
+            if j == from {
+                fb.push(j, n.prefill_tok_s);
+            } else if n.can_admit(need) {
+                fb.push(j, n.prefill_tok_s);
+                feasible += 1;
+            }
+        }
+        out.feasible = feasible;
+        match self.kind {
+            PolicyKind::Oracle => self.oracle_migration(view, req, from, &src, &fb, out),
+            kind => self.hazard_migration(view, req, from, &src, &fb, kind.risk_model(), out),
+        }
+    }
+}

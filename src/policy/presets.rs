@@ -1,0 +1,225 @@
+//! Model, hardware and link presets, with their sources.
+//!
+//! KV bytes per token (fp16) are `2 (K and V) * layers * kv_heads * head_dim * 2 bytes`, from
+//! each model's Hugging Face `config.json` (`num_hidden_layers`, `num_key_value_heads` — equal to
+//! `num_attention_heads` when absent — and `hidden_size / num_attention_heads`).
+//!
+//! Hardware rates are single-request llama.cpp `llama-bench` figures (prompt processing `pp512`
+//! as the prefill rate, text generation as the per-request decode rate). They are inputs to a
+//! model, not measurements of this project; the design note defers the real constants to a
+//! hardware measurement.
+
+use serde::Serialize;
+
+/// A model's KV-cache footprint.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct ModelPreset {
+    /// Short name.
+    pub name: &'static str,
+    /// Transformer layers.
+    pub layers: u32,
+    /// Key/value heads (GQA groups).
+    pub kv_heads: u32,
+    /// Head dimension.
+    pub head_dim: u32,
+    /// Bytes of fp16 KV cache per token: `2 * layers * kv_heads * head_dim * 2`.
+    pub kv_bytes_per_token: f64,
+}
+
+const fn kv_fp16(layers: u32, kv_heads: u32, head_dim: u32) -> f64 {
+    (2 * layers as u64 * kv_heads as u64 * head_dim as u64 * 2) as f64
+}
+
+/// Llama-2-7B: 32 layers, 32 KV heads (no GQA), head dim 128 → 512 KiB/token.
+/// Source: <https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json>.
+pub const LLAMA2_7B: ModelPreset = ModelPreset {
+    name: "llama-2-7b",
+    layers: 32,
+    kv_heads: 32,
+    head_dim: 128,
+    kv_bytes_per_token: kv_fp16(32, 32, 128),
+};
+
+/// Llama-2-13B: 40 layers, 40 KV heads, head dim 128 → 800 KiB/token.
+/// Source: <https://huggingface.co/meta-llama/Llama-2-13b-hf/blob/main/config.json>.
+pub const LLAMA2_13B: ModelPreset = ModelPreset {
+    name: "llama-2-13b",
+    layers: 40,
+    kv_heads: 40,
+    head_dim: 128,
+    kv_bytes_per_token: kv_fp16(40, 40, 128),
+};
+
+/// Llama-3-8B: 32 layers, 8 KV heads (GQA), head dim 128 → 128 KiB/token.
+/// Source: <https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json>.
+pub const LLAMA3_8B: ModelPreset = ModelPreset {
+    name: "llama-3-8b",
+    layers: 32,
+    kv_heads: 8,
+    head_dim: 128,
+    kv_bytes_per_token: kv_fp16(32, 8, 128),
+};
+
+/// Llama-2-70B and Llama-3-70B: 80 layers, 8 KV heads (GQA), head dim 128 → 320 KiB/token.
+/// Sources: <https://huggingface.co/meta-llama/Llama-2-70b-hf/blob/main/config.json>,
+/// <https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json>.
+pub const LLAMA_70B: ModelPreset = ModelPreset {
+    name: "llama-70b",
+    layers: 80,
+    kv_heads: 8,
+    head_dim: 128,
+    kv_bytes_per_token: kv_fp16(80, 8, 128),
+};
+
+/// All model presets.
+pub const MODELS: [ModelPreset; 4] = [LLAMA2_7B, LLAMA2_13B, LLAMA3_8B, LLAMA_70B];
+
+/// A model preset by name (case-insensitive).
+pub fn model(name: &str) -> Option<ModelPreset> {
+    MODELS
+        .into_iter()
+        .find(|m| m.name.eq_ignore_ascii_case(name))
+}
+
+/// Per-request serving rates of one device running one model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct HardwarePreset {
+    /// Short name.
+    pub name: &'static str,
+    /// Model and quantisation the figures were measured with.
+    pub measured_with: &'static str,
+    /// Prefill rate `p`, tokens/s.
+    pub prefill_tok_s: f64,
+    /// Per-request decode rate `d`, tokens/s.
+    pub decode_tok_s: f64,
+}
+
+/// NVIDIA RTX 4090, llama.cpp, LLaMA-7B F16: prompt ~11,048 tok/s, generation ~61 tok/s
+/// (figures as specified for this project). For comparison, XiongjieDai's llama.cpp benchmark
+/// (Dec 2023 build) measured 7,245 / 60.9 tok/s for LLaMA-7B F16 on the same card:
+/// <https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference>.
+pub const RTX4090_7B_F16: HardwarePreset = HardwarePreset {
+    name: "rtx4090",
+    measured_with: "llama-7b f16, llama.cpp",
+    prefill_tok_s: 11_048.0,
+    decode_tok_s: 61.0,
+};
+
+/// Apple M1 Max, llama.cpp Metal, Llama-3-8B Q4: prompt ~500 tok/s, generation ~46 tok/s
+/// (figures as specified for this project). XiongjieDai's benchmark (May 2024) measured
+/// 408 / 35.7 tok/s (pp512 / tg512) for 8B Q4_K_M on the 32-core 64 GB M1 Max:
+/// <https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference>.
+pub const M1_MAX_8B_Q4: HardwarePreset = HardwarePreset {
+    name: "m1-max",
+    measured_with: "llama-3-8b q4, llama.cpp metal",
+    prefill_tok_s: 500.0,
+    decode_tok_s: 46.0,
+};
+
+/// NVIDIA A100 PCIe 80 GB, llama.cpp CUDA, Llama-3-8B F16: pp512 7,741 tok/s, tg512
+/// 54.8 tok/s. Source: XiongjieDai, GPU-Benchmarks-on-LLM-Inference, "NVIDIA Professional
+/// GPUs" table (May 2024): <https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference>.
+pub const A100_8B_F16: HardwarePreset = HardwarePreset {
+    name: "a100",
+    measured_with: "llama-3-8b f16, llama.cpp",
+    prefill_tok_s: 7_741.34,
+    decode_tok_s: 54.84,
+};
+
+/// NVIDIA H100 PCIe 80 GB, llama.cpp CUDA, Llama-3-8B F16: pp512 10,816 tok/s, tg512
+/// 68.0 tok/s. Source: as [`A100_8B_F16`].
+pub const H100_8B_F16: HardwarePreset = HardwarePreset {
+    name: "h100",
+    measured_with: "llama-3-8b f16, llama.cpp",
+    prefill_tok_s: 10_815.51,
+    decode_tok_s: 68.03,
+};
+
+/// The design note's WAN peer: 250 tok/s prefill (design note "The algorithm", trigger
+/// example: "≈ 18 s at 4.5 k tokens, 250 tok/s"), 20 tok/s decode (assumed). A laptop-class
+/// node; XiongjieDai measured 213 / 13.8 tok/s for Llama-2-7B F16 on a 24-core M1 Max.
+pub const DESIGN_WAN_PEER: HardwarePreset = HardwarePreset {
+    name: "wan-peer",
+    measured_with: "design note example",
+    prefill_tok_s: 250.0,
+    decode_tok_s: 20.0,
+};
+
+/// All hardware presets.
+pub const HARDWARE: [HardwarePreset; 5] = [
+    DESIGN_WAN_PEER,
+    M1_MAX_8B_Q4,
+    A100_8B_F16,
+    H100_8B_F16,
+    RTX4090_7B_F16,
+];
+
+/// A hardware preset by name (case-insensitive).
+pub fn hardware(name: &str) -> Option<HardwarePreset> {
+    HARDWARE
+        .into_iter()
+        .find(|h| h.name.eq_ignore_ascii_case(name))
+}
+
+/// A network link tier.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct LinkPreset {
+    /// Short name.
+    pub name: &'static str,
+    /// Bandwidth, bytes/s.
+    pub bandwidth_bytes_s: f64,
+}
+
+/// 100 Mb/s WAN uplink: 12.5 MB/s.
+pub const WAN_100M: LinkPreset = LinkPreset {
+    name: "wan-100mbps",
+    bandwidth_bytes_s: 12.5e6,
+};
+
+/// 1 Gigabit Ethernet: 125 MB/s.
+pub const GBE_1: LinkPreset = LinkPreset {
+    name: "1gbe",
+    bandwidth_bytes_s: 125e6,
+};
+
+/// 10 Gigabit Ethernet: 1.25 GB/s.
+pub const GBE_10: LinkPreset = LinkPreset {
+    name: "10gbe",
+    bandwidth_bytes_s: 1.25e9,
+};
+
+/// 100 Gb/s RDMA (InfiniBand EDR / RoCE): 12.5 GB/s.
+pub const RDMA_100G: LinkPreset = LinkPreset {
+    name: "rdma-100gbps",
+    bandwidth_bytes_s: 12.5e9,
+};
+
+/// NVLink, ~300 GB/s per direction (A100 NVLink 3: 600 GB/s total bidirectional, NVIDIA A100
+/// datasheet, <https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf>).
+pub const NVLINK: LinkPreset = LinkPreset {
+    name: "nvlink",
+    bandwidth_bytes_s: 300e9,
+};
+
+/// The crossover table's bandwidth tiers, slowest first.
+pub const LINKS: [LinkPreset; 5] = [WAN_100M, GBE_1, GBE_10, RDMA_100G, NVLINK];
+
+/// A link preset by name (case-insensitive).
+pub fn link(name: &str) -> Option<LinkPreset> {
+    LINKS
+        .into_iter()
+        .find(|l| l.name.eq_ignore_ascii_case(name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kv_sizes_match_the_issue() {
+        assert_eq!(LLAMA2_7B.kv_bytes_per_token, 512.0 * 1024.0);
+        assert_eq!(LLAMA2_13B.kv_bytes_per_token, 800.0 * 1024.0);
+        assert_eq!(LLAMA3_8B.kv_bytes_per_token, 128.0 * 1024.0);
+        assert_eq!(LLAMA_70B.kv_bytes_per_token, 320.0 * 1024.0);
+    }
+}

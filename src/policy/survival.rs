@@ -1,0 +1,493 @@
+//! The survival-curve abstraction the policy consumes.
+//!
+//! The policy needs one thing from a node's availability model: the conditional survival
+//! `S(t | a) = S(a + t) / S(a)` of a node that has been up for `a` seconds (design note "The
+//! problem", section Hazard). [`ConditionalSurvival`] is that interface; the Kaplan-Meier fits of
+//! the survival module are adapted to it elsewhere. This module ships three closed-form or
+//! tabulated implementations: [`Exponential`], [`Weibull`] and [`StepCurve`].
+//!
+//! Every method is total: negative or NaN times are treated as 0 and no input panics.
+
+/// Number of cells of the Riemann sum that approximates the expected unplanned loss `L_i`.
+pub const CELLS: usize = 16;
+
+/// Number of grid points (`CELLS + 1`) at which [`ConditionalSurvival::conditional_grid`]
+/// evaluates the curve.
+pub const GRID_POINTS: usize = CELLS + 1;
+
+/// A node's up-session survival function, queried conditionally on the node's current uptime.
+pub trait ConditionalSurvival: Send + Sync {
+    /// Unconditional survival `S(t) = P(session > t)` for `t >= 0`: non-increasing, `S(0) = 1`.
+    fn survival(&self, t: f64) -> f64;
+
+    /// Conditional survival `S(t | age) = S(age + t) / S(age)`: the probability that a node up
+    /// for `age` seconds is still up `t` seconds from now.
+    ///
+    /// Safe value: when `S(age) = 0` (the node has outlived the curve's support) the default
+    /// answers 0 for every `t > 0` (pessimistic: the curve says the node should already be gone);
+    /// implementations with a better-informed tail override this. `t <= 0` gives 1.
+    fn conditional(&self, age: f64, t: f64) -> f64 {
+        if t.is_nan() || t <= 0.0 {
+            return 1.0;
+        }
+        let sa = self.survival(nonneg(age));
+        if sa > 0.0 {
+            clamp01(self.survival(nonneg(age) + t) / sa)
+        } else {
+            0.0
+        }
+    }
+
+    /// Writes `S(k * step | age)` for `k = 0..=16` into `out` (so `out[0] = 1`).
+    ///
+    /// This is the only curve call on the policy's hot path (one per `E_i`); implementations
+    /// override it to share work between the 17 points (one `exp` and a running product for
+    /// [`Exponential`], one binary search and a forward walk for [`StepCurve`]). The default
+    /// evaluates `S(age)` once and divides, falling back to [`Self::conditional`] when it is 0.
+    fn conditional_grid(&self, age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
+        let age = nonneg(age);
+        let step = nonneg(step);
+        let sa = self.survival(age);
+        out[0] = 1.0;
+        if sa > 0.0 {
+            let inv = 1.0 / sa;
+            for (k, o) in out.iter_mut().enumerate().skip(1) {
+                *o = clamp01(self.survival(age + k as f64 * step) * inv);
+            }
+        } else {
+            for (k, o) in out.iter_mut().enumerate().skip(1) {
+                *o = self.conditional(age, k as f64 * step);
+            }
+        }
+    }
+}
+
+impl<T: ConditionalSurvival + ?Sized> ConditionalSurvival for &T {
+    fn survival(&self, t: f64) -> f64 {
+        (**self).survival(t)
+    }
+    fn conditional(&self, age: f64, t: f64) -> f64 {
+        (**self).conditional(age, t)
+    }
+    fn conditional_grid(&self, age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
+        (**self).conditional_grid(age, step, out)
+    }
+}
+
+/// Maps NaN and negative values to 0.
+#[inline]
+pub(crate) fn nonneg(x: f64) -> f64 {
+    if x > 0.0 {
+        x
+    } else {
+        0.0
+    }
+}
+
+/// Clamps into [0, 1], mapping NaN to 0.
+#[inline]
+pub(crate) fn clamp01(x: f64) -> f64 {
+    if x >= 1.0 {
+        1.0
+    } else if x > 0.0 {
+        x
+    } else {
+        0.0
+    }
+}
+
+/// Exponential sessions (constant hazard `1 / mean`): `S(t) = exp(-t / mean)`.
+///
+/// Memoryless: `S(t | a) = exp(-t / mean)` whatever the age. A non-positive or NaN `mean` means
+/// the node fails at once (`S(t) = 0` for `t > 0`); an infinite mean means it never fails.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Exponential {
+    /// Mean session length in seconds.
+    pub mean: f64,
+}
+
+impl Exponential {
+    /// The exponential with hazard `rate` per second (mean `1 / rate`; rate 0 never fails).
+    pub fn from_rate(rate: f64) -> Exponential {
+        let mean = if rate > 0.0 {
+            1.0 / rate
+        } else if rate == 0.0 {
+            f64::INFINITY
+        } else {
+            0.0
+        };
+        Exponential { mean }
+    }
+
+    /// The hazard rate `1 / mean` per second (infinite for a non-positive or NaN mean).
+    pub fn rate(&self) -> f64 {
+        if self.mean > 0.0 {
+            1.0 / self.mean
+        } else {
+            f64::INFINITY
+        }
+    }
+}
+
+impl ConditionalSurvival for Exponential {
+    fn survival(&self, t: f64) -> f64 {
+        if t.is_nan() || t <= 0.0 {
+            return 1.0;
+        }
+        clamp01((-t * self.rate()).exp())
+    }
+
+    fn conditional(&self, _age: f64, t: f64) -> f64 {
+        self.survival(t)
+    }
+
+    fn conditional_grid(&self, _age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
+        let q = self.survival(nonneg(step));
+        let mut s = 1.0;
+        for o in out.iter_mut() {
+            *o = s;
+            s *= q;
+        }
+    }
+}
+
+/// Weibull sessions: `S(t) = exp(-(t / scale)^shape)`.
+///
+/// `shape < 1` is a decreasing hazard (laptops and volunteer desktops: the longer idle, the
+/// safer), `shape > 1` an increasing one (spot instances reclaimed around a typical age),
+/// `shape = 1` the exponential. The conditional is evaluated in cumulative-hazard form,
+/// `S(t | a) = exp(H(a) - H(a + t))` with `H(x) = (x / scale)^shape`, which stays accurate at
+/// ages where `S(a)` itself underflows. Non-finite or non-positive parameters give `S = 1`
+/// (no failure information); use [`Weibull::new`] to reject them instead.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weibull {
+    /// Shape `k > 0`.
+    pub shape: f64,
+    /// Scale `lambda > 0`, seconds.
+    pub scale: f64,
+}
+
+impl Weibull {
+    /// A Weibull curve, or `None` unless both parameters are finite and positive.
+    pub fn new(shape: f64, scale: f64) -> Option<Weibull> {
+        (shape.is_finite() && shape > 0.0 && scale.is_finite() && scale > 0.0)
+            .then_some(Weibull { shape, scale })
+    }
+
+    fn valid(&self) -> bool {
+        self.shape.is_finite() && self.shape > 0.0 && self.scale.is_finite() && self.scale > 0.0
+    }
+
+    /// Cumulative hazard `H(x) = (x / scale)^shape` (0 for invalid parameters).
+    #[inline]
+    pub fn cumulative_hazard(&self, x: f64) -> f64 {
+        if !self.valid() {
+            return 0.0;
+        }
+        let z = nonneg(x) / self.scale;
+        let k = self.shape;
+        if k == 1.0 {
+            z
+        } else if k == 2.0 {
+            z * z
+        } else if k == 0.5 {
+            z.sqrt()
+        } else {
+            z.powf(k)
+        }
+    }
+
+    /// Density `f(t) = (k / lambda) (t / lambda)^(k-1) exp(-(t / lambda)^k)` (0 if invalid).
+    pub fn density(&self, t: f64) -> f64 {
+        if !self.valid() || t.is_nan() || t < 0.0 {
+            return 0.0;
+        }
+        let z = t / self.scale;
+        (self.shape / self.scale) * z.powf(self.shape - 1.0) * (-z.powf(self.shape)).exp()
+    }
+}
+
+impl ConditionalSurvival for Weibull {
+    fn survival(&self, t: f64) -> f64 {
+        clamp01((-self.cumulative_hazard(t)).exp())
+    }
+
+    fn conditional(&self, age: f64, t: f64) -> f64 {
+        if t.is_nan() || t <= 0.0 {
+            return 1.0;
+        }
+        let a = nonneg(age);
+        clamp01((self.cumulative_hazard(a) - self.cumulative_hazard(a + t)).exp())
+    }
+
+    fn conditional_grid(&self, age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
+        let a = nonneg(age);
+        let step = nonneg(step);
+        let h0 = self.cumulative_hazard(a);
+        out[0] = 1.0;
+        for (k, o) in out.iter_mut().enumerate().skip(1) {
+            *o = clamp01((h0 - self.cumulative_hazard(a + k as f64 * step)).exp());
+        }
+    }
+}
+
+/// Why a [`StepCurve`] could not be built.
+#[derive(Debug, Clone, PartialEq)]
+pub enum CurveError {
+    /// `times` and `survival` differ in length.
+    LengthMismatch {
+        /// Number of times.
+        times: usize,
+        /// Number of survival values.
+        survival: usize,
+    },
+    /// A time is negative or not finite, or times are not strictly increasing (index given).
+    BadTime(usize),
+    /// A survival value is outside [0, 1] or larger than its predecessor (index given).
+    BadSurvival(usize),
+    /// The tail rate is negative or not finite.
+    BadTailRate,
+}
+
+impl std::fmt::Display for CurveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            CurveError::LengthMismatch { times, survival } => {
+                write!(f, "{times} times but {survival} survival values")
+            }
+            CurveError::BadTime(i) => {
+                write!(f, "time {i} is negative, not finite or not increasing")
+            }
+            CurveError::BadSurvival(i) => {
+                write!(f, "survival {i} is outside [0, 1] or increases")
+            }
+            CurveError::BadTailRate => write!(f, "tail rate must be finite and non-negative"),
+        }
+    }
+}
+
+impl std::error::Error for CurveError {}
+
+/// A right-continuous step survival function (e.g. a Kaplan-Meier estimate).
+///
+/// `S(t) = 1` for `t < times[0]`, `S(t) = survival[i]` for `times[i] <= t < times[i + 1]`.
+/// After the last point the curve is flat, unless a tail hazard `rate` is given, in which case
+/// `S(t) = survival[n-1] * exp(-rate (t - times[n-1]))`. For ages at or beyond the last point
+/// (and for ages where the curve has already reached 0) the conditional is the tail's:
+/// `S(t | a) = exp(-rate t)`, or 1 without a tail (flat: no observed hazard there).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepCurve {
+    times: Vec<f64>,
+    survival: Vec<f64>,
+    tail_rate: f64,
+}
+
+impl StepCurve {
+    /// A step curve from jump times (seconds, strictly increasing, finite, `>= 0`), the survival
+    /// value from each time on (non-increasing, in [0, 1]) and an optional exponential tail
+    /// hazard per second.
+    pub fn new(
+        times: Vec<f64>,
+        survival: Vec<f64>,
+        tail_rate: Option<f64>,
+    ) -> Result<StepCurve, CurveError> {
+        if times.len() != survival.len() {
+            return Err(CurveError::LengthMismatch {
+                times: times.len(),
+                survival: survival.len(),
+            });
+        }
+        let mut prev_t = f64::NEG_INFINITY;
+        let mut prev_s = 1.0;
+        for (i, (&t, &s)) in times.iter().zip(&survival).enumerate() {
+            if !(t.is_finite() && t >= 0.0 && t > prev_t) {
+                return Err(CurveError::BadTime(i));
+            }
+            if !((0.0..=1.0).contains(&s) && s <= prev_s) {
+                return Err(CurveError::BadSurvival(i));
+            }
+            prev_t = t;
+            prev_s = s;
+        }
+        let tail_rate = match tail_rate {
+            None => 0.0,
+            Some(r) if r.is_finite() && r >= 0.0 => r,
+            Some(_) => return Err(CurveError::BadTailRate),
+        };
+        Ok(StepCurve {
+            times,
+            survival,
+            tail_rate,
+        })
+    }
+
+    /// Jump times, seconds.
+    pub fn times(&self) -> &[f64] {
+        &self.times
+    }
+
+    /// Survival value from each jump time on.
+    pub fn values(&self) -> &[f64] {
+        &self.survival
+    }
+
+    /// Exponential tail hazard per second after the last point (0 = flat).
+    pub fn tail_rate(&self) -> f64 {
+        self.tail_rate
+    }
+
+    /// Index of the first jump time strictly greater than `t` (so the value at `t` is
+    /// `survival[idx - 1]`, or 1 when `idx = 0`).
+    #[inline]
+    fn upper(&self, t: f64) -> usize {
+        self.times.partition_point(|&x| x <= t)
+    }
+
+    #[inline]
+    fn value_at(&self, idx: usize, t: f64) -> f64 {
+        let n = self.times.len();
+        if idx == 0 {
+            1.0
+        } else if idx < n || self.tail_rate == 0.0 {
+            self.survival[idx - 1]
+        } else {
+            self.survival[n - 1] * (-self.tail_rate * (t - self.times[n - 1])).exp()
+        }
+    }
+
+    /// True when the curve carries no information at `age`: at or past the last point, or
+    /// already at 0.
+    #[inline]
+    fn past_support(&self, idx: usize) -> bool {
+        let n = self.times.len();
+        idx >= n || (idx > 0 && self.survival[idx - 1] <= 0.0)
+    }
+}
+
+impl ConditionalSurvival for StepCurve {
+    fn survival(&self, t: f64) -> f64 {
+        let t = nonneg(t);
+        self.value_at(self.upper(t), t)
+    }
+
+    fn conditional(&self, age: f64, t: f64) -> f64 {
+        if t.is_nan() || t <= 0.0 {
+            return 1.0;
+        }
+        let a = nonneg(age);
+        let ia = self.upper(a);
+        if self.past_support(ia) {
+            return clamp01((-self.tail_rate * t).exp());
+        }
+        let sa = self.value_at(ia, a);
+        let x = a + t;
+        clamp01(self.value_at(self.upper(x), x) / sa)
+    }
+
+    fn conditional_grid(&self, age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
+        let a = nonneg(age);
+        let step = nonneg(step);
+        let ia = self.upper(a);
+        out[0] = 1.0;
+        if self.past_support(ia) {
+            let q = (-self.tail_rate * step).exp();
+            let mut s = 1.0;
+            for o in out.iter_mut().skip(1) {
+                s *= q;
+                *o = clamp01(s);
+            }
+            return;
+        }
+        let inv = 1.0 / self.value_at(ia, a);
+        let n = self.times.len();
+        let mut idx = ia;
+        for (k, o) in out.iter_mut().enumerate().skip(1) {
+            let x = a + k as f64 * step;
+            // Walk forward a few points, then fall back to a binary search on the rest.
+            let mut hops = 0;
+            while idx < n && self.times[idx] <= x && hops < 8 {
+                idx += 1;
+                hops += 1;
+            }
+            if idx < n && self.times[idx] <= x {
+                idx += self.times[idx..].partition_point(|&y| y <= x);
+            }
+            *o = clamp01(self.value_at(idx, x) * inv);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exponential_grid_matches_pointwise() {
+        let e = Exponential { mean: 100.0 };
+        let mut g = [0.0; GRID_POINTS];
+        e.conditional_grid(50.0, 3.0, &mut g);
+        for (k, v) in g.iter().enumerate() {
+            assert!((v - (-(k as f64) * 3.0 / 100.0).exp()).abs() < 1e-12);
+        }
+    }
+
+    #[test]
+    fn weibull_grid_matches_ratio() {
+        let w = Weibull {
+            shape: 0.7,
+            scale: 1000.0,
+        };
+        let mut g = [0.0; GRID_POINTS];
+        w.conditional_grid(200.0, 10.0, &mut g);
+        for (k, v) in g.iter().enumerate() {
+            let r = w.survival(200.0 + 10.0 * k as f64) / w.survival(200.0);
+            assert!((v - r).abs() < 1e-12, "{k}: {v} vs {r}");
+        }
+    }
+
+    #[test]
+    fn step_curve_is_right_continuous_with_tail() {
+        let c = StepCurve::new(vec![10.0, 20.0], vec![0.5, 0.25], Some(0.1)).unwrap();
+        assert_eq!(c.survival(9.999), 1.0);
+        assert_eq!(c.survival(10.0), 0.5);
+        assert_eq!(c.survival(19.0), 0.5);
+        assert_eq!(c.survival(20.0), 0.25);
+        assert!((c.survival(30.0) - 0.25 * (-1.0f64).exp()).abs() < 1e-12);
+        assert!((c.conditional(25.0, 5.0) - (-0.5f64).exp()).abs() < 1e-12);
+        assert!((c.conditional(5.0, 10.0) - 0.5).abs() < 1e-12);
+        let flat = StepCurve::new(vec![10.0], vec![0.0], None).unwrap();
+        assert_eq!(flat.conditional(50.0, 100.0), 1.0);
+    }
+
+    #[test]
+    fn step_grid_matches_pointwise() {
+        let times: Vec<f64> = (1..=300).map(|i| i as f64 * 7.0).collect();
+        let surv: Vec<f64> = (1..=300).map(|i| 1.0 - i as f64 / 301.0).collect();
+        let c = StepCurve::new(times, surv, Some(0.001)).unwrap();
+        let mut g = [0.0; GRID_POINTS];
+        for &(age, step) in &[
+            (0.0, 1.0),
+            (3.5, 50.0),
+            (600.0, 0.3),
+            (2090.0, 5.0),
+            (5000.0, 9.0),
+        ] {
+            c.conditional_grid(age, step, &mut g);
+            for (k, v) in g.iter().enumerate() {
+                let want = c.conditional(age, k as f64 * step);
+                assert!(
+                    (v - want).abs() < 1e-12,
+                    "age {age} step {step} k {k}: {v} vs {want}"
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn step_curve_rejects_bad_input() {
+        assert!(StepCurve::new(vec![1.0], vec![], None).is_err());
+        assert!(StepCurve::new(vec![2.0, 1.0], vec![0.9, 0.8], None).is_err());
+        assert!(StepCurve::new(vec![1.0, 2.0], vec![0.8, 0.9], None).is_err());
+        assert!(StepCurve::new(vec![1.0], vec![0.8], Some(-1.0)).is_err());
+    }
+}

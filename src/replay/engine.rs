@@ -1,0 +1,1484 @@
+//! The discrete-event simulation of one run: one policy over one window of the availability
+//! trace, one seed.
+//!
+//! # Serving model
+//!
+//! * **Admission.** A node holds at most `slots` requests whose KV need fits its capacity. A
+//!   request's KV need is its final context `P_r + L_r` (prompt plus every generated token),
+//!   reserved whole when it starts on a node, so capacity is never exceeded. Policies see the
+//!   estimate-based need [`RequestView::kv_need`] and, as `kv_used_tokens`, the sum of those
+//!   scheduler-side reservations; the true lengths stay in the engine.
+//! * **Placement** ([`Policy::place`]) runs in two passes. Pass 1 shows the true cluster: a
+//!   node with a free slot and room is feasible. If the policy picks one whose FIFO queue is
+//!   empty and the true need fits, the request starts there; otherwise it joins that node's
+//!   FIFO queue. If nothing is feasible, pass 2 shows every up node as free with `queue_wait_s`
+//!   set to the estimated wait, and the request joins the FIFO queue of the node the policy
+//!   picks. If no up node can ever hold it, it waits in the global pending queue, retried in
+//!   order whenever a node comes up, and is dropped (`window-end`) if the window ends first.
+//!   Nodes whose capacity is below the request's true need are shown with capacity 0 for that
+//!   request (the only use of `L_r` in a view; it reveals nothing about availability).
+//! * **Service.** A started request prefills its context `c = P_r + done` at `p_i`
+//!   (`c / p_i` seconds), then decodes its remaining tokens at
+//!   `d_i / (1 + f (k - 1))` tokens/s each, `k` the requests decoding on the node and `f` the
+//!   batch slowdown factor. TTFT is the end of the first prefill that completes; tokens stream
+//!   to the client as they are generated and are never lost.
+//! * **Unplanned loss.** When a node's session ends, every request holding it loses its KV: the
+//!   generated tokens it streamed are kept (partial tokens are lost), it counts one
+//!   interruption and is re-placed at once through the policy; its next prefill re-prefills the
+//!   whole context and costs `O_r + c / p_j + sigma` ([`unplanned_recovery_s`], equal to the
+//!   policy's `U_j` at the failure). Requests queued on the node are re-placed (no cost).
+//! * **Planned moves.** Every `check_interval_s` each decoding request (not already moving) is
+//!   offered to [`Policy::check_migration`]. A move to `j` needs a free slot and room on `j`
+//!   (else it is refused). Without overlap the request stops for the explanation's
+//!   `C_planned`: a transfer keeps the source's slot until the move ends (the KV is read from
+//!   it; if the source dies meanwhile the move fails as an unplanned loss), a recompute frees it
+//!   at once. With overlap (`window_s > 0`, see [`crate::policy::migration::overlapped_move`])
+//!   the destination slot is reserved and the source keeps decoding for the window `W`; at
+//!   cutover the `g` tokens generated meanwhile are caught up in
+//!   `C_planned(g) = min(O_t + g kv / B, O_r + g / p_j)` during which the request makes no
+//!   progress. A destination lost during the window cancels the move; a source lost during it
+//!   is an unplanned loss.
+//! * **Ages and foresight.** A node's age is `now - start` of its current session, the start
+//!   coming from the trace even when it precedes the window. Only the `oracle` gets a
+//!   [`Foresight`], answering the true remaining time of each node's current session.
+//!
+//! Time is integer microseconds; the queue is ordered by `(time, seq)`; all randomness comes
+//! from [`crate::rng`] streams derived from (seed, window, request index). The same inputs and
+//! seed give bit-identical records.
+
+use std::collections::VecDeque;
+
+use serde::Serialize;
+
+use crate::policy::cost::{secs, unplanned_recovery_s};
+use crate::policy::migration::planned_cost;
+use crate::policy::{
+    self, ClusterView, Explanation, Foresight, MoveMethod, NodeIdx, NodeView, Params, Policy,
+    PolicyKind, RequestView,
+};
+
+use super::input::{
+    prepare_jobs, run_stream_seed, secs_to_us, validate_params, Cluster, Job, ReplayConfig,
+    ReplayError, Session, Window, Workload, US_PER_S,
+};
+use super::metrics::{DropReason, RequestRecord, RunMetrics, RunSummary};
+use super::queue::{Event, EventQueue};
+
+/// Salt of the `random` policy's seed.
+const SALT_POLICY: u64 = 0x706f_6c69_6379_0001;
+
+/// No node.
+const NONE: u32 = u32::MAX;
+
+/// One run of the grid.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSpec {
+    /// Policy to build ([`simulate`]; [`simulate_with`] takes the policy's own kind).
+    pub policy: PolicyKind,
+    /// Window index (seeds the run's streams).
+    pub window_index: usize,
+    /// The window.
+    pub window: Window,
+    /// Seed.
+    pub seed: u64,
+    /// Parameter-point index.
+    pub param_index: usize,
+    /// Parameter-point label (empty for a single point).
+    pub param_label: String,
+    /// Policy constants for this run.
+    pub params: Params,
+}
+
+impl RunSpec {
+    /// A run of `policy` over `window` (index 0) with `seed` and `params`.
+    pub fn new(policy: PolicyKind, window: Window, seed: u64, params: Params) -> RunSpec {
+        RunSpec {
+            policy,
+            window_index: 0,
+            window,
+            seed,
+            param_index: 0,
+            param_label: String::new(),
+            params,
+        }
+    }
+
+    /// The seed of the `random` policy: derived from (seed, window) only, so that parameter
+    /// points of a grid are paired.
+    pub fn policy_seed(&self) -> u64 {
+        run_stream_seed(self.seed, self.window_index as u64) ^ SALT_POLICY
+    }
+}
+
+/// Counters of one run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RunStats {
+    /// Events popped from the queue (including stale ones).
+    pub events: u64,
+    /// Of which stale (superseded phase ends and cutovers).
+    pub stale_events: u64,
+    /// Calls to [`Policy::place`].
+    pub placements: u64,
+    /// Calls to [`Policy::check_migration`].
+    pub migration_checks: u64,
+    /// Planned moves the policy asked for that the destination could not take.
+    pub moves_refused: u64,
+    /// Node sessions that ended inside the window.
+    pub node_failures: u64,
+    /// Requests that entered the global pending queue (counted each time).
+    pub pending_entries: u64,
+}
+
+/// One logged policy decision ([`ReplayConfig::decision_log`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoggedDecision {
+    /// Time on the trace clock, us.
+    pub time_us: i64,
+    /// Placement pass 2 (the queueing view) rather than the true view.
+    pub queueing: bool,
+    /// The policy's explanation, every candidate recorded.
+    pub explanation: Explanation,
+}
+
+/// The result of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutput {
+    /// Policy.
+    pub policy: PolicyKind,
+    /// Window index.
+    pub window: usize,
+    /// Seed.
+    pub seed: u64,
+    /// Parameter-point index.
+    pub param: usize,
+    /// Parameter-point label.
+    pub param_label: String,
+    /// Window length, seconds.
+    pub window_length_s: f64,
+    /// One record per request, in request-index (arrival) order.
+    pub records: Vec<RequestRecord>,
+    /// Counters.
+    pub stats: RunStats,
+    /// The first [`ReplayConfig::decision_log`] decisions.
+    pub decisions: Vec<LoggedDecision>,
+}
+
+impl RunOutput {
+    /// The run's metrics ([`RunSummary::from_records`]).
+    pub fn summary(&self) -> RunSummary {
+        RunSummary::from_records(&self.records, self.window_length_s)
+    }
+
+    /// The run's metrics with its key, for [`super::metrics::aggregate`].
+    pub fn metrics(&self) -> RunMetrics {
+        RunMetrics {
+            policy: self.policy,
+            window: self.window,
+            seed: self.seed,
+            param: self.param,
+            param_label: self.param_label.clone(),
+            summary: self.summary(),
+        }
+    }
+}
+
+/// Runs `spec.policy` (built with [`policy::build`] and [`RunSpec::policy_seed`]) over the
+/// window. Validates every input first.
+pub fn simulate(
+    cluster: &Cluster,
+    workload: &Workload,
+    cfg: &ReplayConfig,
+    spec: &RunSpec,
+) -> Result<RunOutput, ReplayError> {
+    let mut p = policy::build(spec.policy, spec.params, spec.policy_seed());
+    simulate_with(cluster, workload, cfg, spec, p.as_mut())
+}
+
+/// Runs a caller-supplied policy (its [`Policy::kind`] decides whether it gets foresight and
+/// migration checks; `spec.params` gives the engine's constants: check interval, `sigma`,
+/// `O_r`, `O_t`, `kv_bytes`).
+pub fn simulate_with(
+    cluster: &Cluster,
+    workload: &Workload,
+    cfg: &ReplayConfig,
+    spec: &RunSpec,
+    policy: &mut dyn Policy,
+) -> Result<RunOutput, ReplayError> {
+    cluster.validate()?;
+    cfg.validate()?;
+    validate_params(&spec.params)?;
+    simulate_unchecked(cluster, workload, cfg, spec, policy)
+}
+
+/// [`simulate_with`] without validating the cluster and configuration (the grid validates once).
+pub(crate) fn simulate_unchecked(
+    cluster: &Cluster,
+    workload: &Workload,
+    cfg: &ReplayConfig,
+    spec: &RunSpec,
+    policy: &mut dyn Policy,
+) -> Result<RunOutput, ReplayError> {
+    let end = spec.window.end_us()?;
+    let stream = run_stream_seed(spec.seed, spec.window_index as u64);
+    let jobs = prepare_jobs(workload, spec.window.length_us, cfg, stream)?;
+    let mut sim = Sim::new(cluster, cfg, spec, jobs, end, policy.kind());
+    sim.run(policy)?;
+    Ok(RunOutput {
+        policy: policy.kind(),
+        window: spec.window_index,
+        seed: spec.seed,
+        param: spec.param_index,
+        param_label: spec.param_label.clone(),
+        window_length_s: spec.window.length_s(),
+        records: sim.records(),
+        stats: sim.stats,
+        decisions: std::mem::take(&mut sim.decisions),
+    })
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    NotArrived,
+    Pending,
+    Queued,
+    Prefill,
+    Decode,
+    Moving,
+    Done,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Aux {
+    None,
+    /// Source slot held during a planned transfer.
+    Source,
+    /// Destination slot reserved during an overlapped move's window.
+    Dest,
+}
+
+#[derive(Debug, Clone)]
+struct Req {
+    prompt: u64,
+    output: u64,
+    est: u64,
+    need: u64,
+    arrival: i64,
+    deadline_s: f64,
+    phase: Phase,
+    node: u32,
+    aux: u32,
+    aux_kind: Aux,
+    epoch: u32,
+    mv_epoch: u32,
+    phase_start: i64,
+    phase_end: i64,
+    done: f64,
+    rate: f64,
+    recovering: bool,
+    sched_primary: u64,
+    sched_aux: u64,
+    queued_work: f64,
+    mv_done0: u64,
+    first_node: u32,
+    last_node: u32,
+    stints: u32,
+    ttft: Option<i64>,
+    finish: Option<i64>,
+    rec_unplanned: u64,
+    rec_planned: u64,
+    kv_bytes: f64,
+    interruptions: u32,
+    planned: u32,
+}
+
+impl Req {
+    #[inline]
+    fn done_tokens(&self) -> u64 {
+        // `done` is in [0, output]; the cast floors.
+        self.done as u64
+    }
+}
+
+#[derive(Debug, Clone)]
+struct NodeState {
+    up: bool,
+    /// Index of the current session (up) or the next one (down).
+    sess: usize,
+    session_start: i64,
+    slots_used: u32,
+    kv_true: u64,
+    kv_sched: u64,
+    decoding: u32,
+    residents: Vec<u32>,
+    fifo: VecDeque<u32>,
+    queued_work_s: f64,
+}
+
+/// The oracle's view of the future: each node's current session end from the trace.
+struct TraceForesight<'s> {
+    ends: &'s [i64],
+    now: i64,
+}
+
+impl Foresight for TraceForesight<'_> {
+    /// `R_i = (end of the current session - now)` seconds; `None` for a session open at the end
+    /// of the trace; 0 for a node that is down.
+    fn remaining_up(&self, node: NodeIdx) -> Option<f64> {
+        let e = *self.ends.get(node)?;
+        if e == Session::OPEN_END {
+            None
+        } else {
+            Some(e.saturating_sub(self.now).max(0) as f64 / US_PER_S)
+        }
+    }
+}
+
+struct Sim<'a> {
+    cluster: &'a Cluster,
+    cfg: &'a ReplayConfig,
+    params: Params,
+    oracle: bool,
+    now: i64,
+    start: i64,
+    end: i64,
+    tick_us: i64,
+    views: Vec<NodeView<'a>>,
+    scratch_views: Vec<NodeView<'a>>,
+    ends: Vec<i64>,
+    nodes: Vec<NodeState>,
+    reqs: Vec<Req>,
+    jobs: Vec<Job>,
+    queue: EventQueue,
+    pending: VecDeque<u32>,
+    pending_spare: VecDeque<u32>,
+    lost: Vec<u32>,
+    requeue: Vec<u32>,
+    checks: Vec<u32>,
+    expl: Explanation,
+    decisions: Vec<LoggedDecision>,
+    stats: RunStats,
+    views_time: i64,
+    views_dirty: bool,
+    min_cap: u64,
+}
+
+fn invariant(time_us: i64, what: impl Into<String>) -> ReplayError {
+    ReplayError::Invariant {
+        time_us,
+        what: what.into(),
+    }
+}
+
+impl<'a> Sim<'a> {
+    fn new(
+        cluster: &'a Cluster,
+        cfg: &'a ReplayConfig,
+        spec: &RunSpec,
+        jobs: Vec<Job>,
+        end: i64,
+        kind: PolicyKind,
+    ) -> Sim<'a> {
+        let start = spec.window.start_us;
+        let p_max = cluster.max_prefill();
+        let d_max = cluster.max_decode();
+        let reqs: Vec<Req> = jobs
+            .iter()
+            .map(|j| Req {
+                prompt: j.prompt_tokens,
+                output: j.output_tokens,
+                est: j.est_output_tokens,
+                need: j.prompt_tokens.saturating_add(j.output_tokens),
+                arrival: start + j.arrival_us,
+                deadline_s: cfg.slo_factor
+                    * (secs(j.prompt_tokens as f64, p_max) + secs(j.output_tokens as f64, d_max)),
+                phase: Phase::NotArrived,
+                node: NONE,
+                aux: NONE,
+                aux_kind: Aux::None,
+                epoch: 0,
+                mv_epoch: 0,
+                phase_start: 0,
+                phase_end: 0,
+                done: 0.0,
+                rate: 0.0,
+                recovering: false,
+                sched_primary: 0,
+                sched_aux: 0,
+                queued_work: 0.0,
+                mv_done0: 0,
+                first_node: NONE,
+                last_node: NONE,
+                stints: 0,
+                ttft: None,
+                finish: None,
+                rec_unplanned: 0,
+                rec_planned: 0,
+                kv_bytes: 0.0,
+                interruptions: 0,
+                planned: 0,
+            })
+            .collect();
+        let n = cluster.nodes.len();
+        let mut queue = EventQueue::with_capacity(2 * n + 64 + reqs.len().min(1 << 16));
+        let mut nodes = Vec::with_capacity(n);
+        let mut ends = Vec::with_capacity(n);
+        let mut views = Vec::with_capacity(n);
+        for (i, node) in cluster.nodes.iter().enumerate() {
+            let k = node.session_index_after(start);
+            let s = node.sessions.get(k).copied();
+            let up = s.is_some_and(|s| s.start_us <= start);
+            let slots = node.spec.slots;
+            nodes.push(NodeState {
+                up,
+                sess: k,
+                session_start: if up {
+                    s.map_or(start, |s| s.start_us)
+                } else {
+                    0
+                },
+                slots_used: 0,
+                kv_true: 0,
+                kv_sched: 0,
+                decoding: 0,
+                residents: Vec::with_capacity(slots.min(4096) as usize + 1),
+                fifo: VecDeque::with_capacity(8),
+                queued_work_s: 0.0,
+            });
+            ends.push(if up {
+                s.map_or(i64::MIN, |s| s.end_us)
+            } else {
+                i64::MIN
+            });
+            if let Some(s) = s {
+                let t = if up { s.end_us } else { s.start_us };
+                let ev = if up {
+                    Event::NodeDown(i as u32)
+                } else {
+                    Event::NodeUp(i as u32)
+                };
+                if t < end {
+                    queue.push(t, ev);
+                }
+            }
+            views.push(NodeView {
+                up,
+                age_s: 0.0,
+                slots,
+                slots_used: 0,
+                kv_capacity_tokens: node.spec.kv_capacity_tokens,
+                kv_used_tokens: 0,
+                queue_wait_s: 0.0,
+                decode_tok_s: node.spec.decode_tok_s,
+                prefill_tok_s: node.spec.prefill_tok_s,
+                bandwidth_bytes_s: node.spec.bandwidth_bytes_s,
+                survival: &*node.survival,
+                exp_rate_per_s: node.exp_rate_per_s,
+            });
+        }
+        if let Some(j) = jobs.first() {
+            queue.push(start + j.arrival_us, Event::Arrival(0));
+        }
+        let params = spec.params;
+        let tick_us = if kind.migrates() && params.check_interval_s > 0.0 {
+            secs_to_us(params.check_interval_s).max(1)
+        } else {
+            0
+        };
+        if tick_us > 0 && start.saturating_add(tick_us) < end {
+            queue.push(start + tick_us, Event::Tick);
+        }
+        let min_cap = cluster
+            .nodes
+            .iter()
+            .map(|n| n.spec.kv_capacity_tokens)
+            .min()
+            .unwrap_or(0);
+        let mut expl = if cfg.decision_log > 0 {
+            Explanation::recording()
+        } else {
+            Explanation::default()
+        };
+        expl.candidates
+            .reserve(if cfg.decision_log > 0 { n } else { 0 });
+        Sim {
+            cluster,
+            cfg,
+            params,
+            oracle: kind == PolicyKind::Oracle,
+            now: start,
+            start,
+            end,
+            tick_us,
+            scratch_views: views.clone(),
+            views,
+            ends,
+            nodes,
+            reqs,
+            jobs,
+            queue,
+            pending: VecDeque::with_capacity(16),
+            pending_spare: VecDeque::with_capacity(16),
+            lost: Vec::with_capacity(64),
+            requeue: Vec::with_capacity(64),
+            checks: Vec::with_capacity(256),
+            expl,
+            decisions: Vec::with_capacity(cfg.decision_log.min(1 << 16)),
+            stats: RunStats::default(),
+            views_time: i64::MIN,
+            views_dirty: true,
+            min_cap,
+        }
+    }
+
+    #[inline]
+    fn schedule(&mut self, t: i64, ev: Event) {
+        if t < self.end {
+            self.queue.push(t, ev);
+        }
+    }
+
+    fn run(&mut self, policy: &mut dyn Policy) -> Result<(), ReplayError> {
+        while let Some(ev) = self.queue.pop() {
+            if ev.time >= self.end {
+                break;
+            }
+            self.now = ev.time;
+            self.stats.events += 1;
+            match ev.event {
+                Event::Arrival(r) => self.on_arrival(policy, r)?,
+                Event::PhaseEnd { req, epoch } => {
+                    if self.reqs[req as usize].epoch == epoch {
+                        self.on_phase_end(req)?;
+                    } else {
+                        self.stats.stale_events += 1;
+                    }
+                }
+                Event::Cutover { req, epoch } => self.on_cutover(req, epoch),
+                Event::NodeDown(n) => self.on_node_down(policy, n)?,
+                Event::NodeUp(n) => self.on_node_up(policy, n)?,
+                Event::Tick => self.on_tick(policy)?,
+            }
+            if self.cfg.validate {
+                self.check()?;
+            }
+        }
+        self.now = self.end;
+        Ok(())
+    }
+
+    // ----- views -------------------------------------------------------------------------
+
+    /// Effective per-request decode rate on node `i` for a request joining `k` decoders.
+    #[inline]
+    fn decode_rate(&self, i: usize, decoding_others: u32) -> f64 {
+        self.cluster.nodes[i].spec.decode_tok_s
+            / (1.0 + self.cfg.batch_slowdown * f64::from(decoding_others))
+    }
+
+    /// Estimated seconds until request `r` (holding node `i`) frees its slot there, from the
+    /// estimate `L^_r` (never the true length).
+    fn est_remaining(&self, r: u32, i: usize) -> f64 {
+        let q = &self.reqs[r as usize];
+        let now = self.now;
+        if q.aux == i as u32 && q.aux_kind == Aux::Source {
+            return (q.phase_end - now).max(0) as f64 / US_PER_S;
+        }
+        match q.phase {
+            Phase::Decode => {
+                let done = q.done + q.rate * (now - q.phase_start) as f64 / US_PER_S;
+                (q.est as f64 - done).max(0.0) / q.rate
+            }
+            _ => {
+                let rem = (q.est as f64 - q.done).max(0.0);
+                (q.phase_end - now).max(0) as f64 / US_PER_S
+                    + rem / self.decode_rate(i, self.nodes[i].decoding)
+            }
+        }
+    }
+
+    /// Estimated wait before a request joining node `i`'s queue starts:
+    /// `(time until the first slot frees) + (queued work) / slots`.
+    fn wait_estimate(&self, i: usize) -> f64 {
+        let st = &self.nodes[i];
+        let slots = self.cluster.nodes[i].spec.slots;
+        if !st.up || slots == 0 {
+            return 0.0;
+        }
+        let first_free = if st.slots_used < slots {
+            0.0
+        } else {
+            st.residents
+                .iter()
+                .map(|&r| self.est_remaining(r, i))
+                .fold(f64::INFINITY, f64::min)
+        };
+        let first_free = if first_free.is_finite() {
+            first_free
+        } else {
+            0.0
+        };
+        first_free + st.queued_work_s.max(0.0) / f64::from(slots)
+    }
+
+    fn refresh_views(&mut self) {
+        if !self.views_dirty && self.views_time == self.now {
+            return;
+        }
+        for i in 0..self.nodes.len() {
+            let wait = {
+                let st = &self.nodes[i];
+                if st.fifo.is_empty() && st.slots_used < self.cluster.nodes[i].spec.slots {
+                    0.0
+                } else {
+                    self.wait_estimate(i)
+                }
+            };
+            let rate = self.decode_rate(i, self.nodes[i].decoding);
+            let st = &self.nodes[i];
+            let v = &mut self.views[i];
+            v.up = st.up;
+            v.age_s = if st.up {
+                (self.now - st.session_start) as f64 / US_PER_S
+            } else {
+                0.0
+            };
+            v.slots_used = st.slots_used;
+            v.kv_used_tokens = st.kv_sched;
+            v.decode_tok_s = rate;
+            v.queue_wait_s = wait;
+        }
+        self.views_time = self.now;
+        self.views_dirty = false;
+    }
+
+    fn log_decision(&mut self, queueing: bool) {
+        if self.decisions.len() < self.cfg.decision_log {
+            self.decisions.push(LoggedDecision {
+                time_us: self.now,
+                queueing,
+                explanation: self.expl.clone(),
+            });
+            if self.decisions.len() == self.cfg.decision_log {
+                self.expl.record_candidates = false;
+            }
+        }
+    }
+
+    // ----- placement ---------------------------------------------------------------------
+
+    fn on_arrival(&mut self, policy: &mut dyn Policy, r: u32) -> Result<(), ReplayError> {
+        let next = r as usize + 1;
+        if let Some(j) = self.jobs.get(next) {
+            let t = self.start + j.arrival_us;
+            self.schedule(t, Event::Arrival(next as u32));
+        }
+        let q = &mut self.reqs[r as usize];
+        if q.phase != Phase::NotArrived {
+            return Err(invariant(self.now, format!("request {r} arrived twice")));
+        }
+        q.phase = Phase::Pending;
+        self.place(policy, r);
+        Ok(())
+    }
+
+    /// True when node `i` exists, is up and could ever hold request `r` (slots and capacity).
+    fn can_ever_hold(&self, i: usize, r: u32) -> bool {
+        match (self.nodes.get(i), self.cluster.nodes.get(i)) {
+            (Some(st), Some(n)) => {
+                st.up && n.spec.slots > 0 && n.spec.kv_capacity_tokens >= self.reqs[r as usize].need
+            }
+            _ => false,
+        }
+    }
+
+    /// True when request `r` can start on node `i` now (a free slot, true need fits).
+    fn can_start(&self, r: u32, i: usize) -> bool {
+        let st = &self.nodes[i];
+        let spec = &self.cluster.nodes[i].spec;
+        st.up
+            && st.slots_used < spec.slots
+            && st
+                .kv_true
+                .checked_add(self.reqs[r as usize].need)
+                .is_some_and(|x| x <= spec.kv_capacity_tokens)
+    }
+
+    fn place_view_request(&self, r: u32) -> RequestView {
+        let q = &self.reqs[r as usize];
+        RequestView {
+            id: u64::from(r),
+            prompt_tokens: q.prompt,
+            done_tokens: q.done_tokens(),
+            est_output_tokens: q.est,
+            node: None,
+            resident_tokens: 0,
+            planned_hops: q.planned,
+        }
+    }
+
+    fn place(&mut self, policy: &mut dyn Policy, r: u32) {
+        self.refresh_views();
+        let rv = self.place_view_request(r);
+        let need = self.reqs[r as usize].need;
+        self.stats.placements += 1;
+        // Pass 1: the true view (nodes too small for the request's true need masked).
+        let mask = need > self.min_cap;
+        if mask {
+            self.scratch_views.clear();
+            self.scratch_views.extend(self.views.iter().map(|v| {
+                let mut v = *v;
+                if v.kv_capacity_tokens < need {
+                    v.kv_capacity_tokens = 0;
+                }
+                v
+            }));
+        }
+        let choice = {
+            let nodes: &[NodeView<'_>] = if mask {
+                &self.scratch_views
+            } else {
+                &self.views
+            };
+            let fs = TraceForesight {
+                ends: &self.ends,
+                now: self.now,
+            };
+            let mut view = ClusterView::new(nodes);
+            if self.oracle {
+                view = view.with_foresight(&fs);
+            }
+            policy.place(&view, &rv, &mut self.expl)
+        };
+        self.log_decision(false);
+        if let Some(i) = choice.filter(|&i| self.can_ever_hold(i, r)) {
+            self.admit_or_enqueue(r, i);
+            return;
+        }
+        // Pass 2: queueing view.
+        let any = (0..self.nodes.len()).any(|i| self.can_ever_hold(i, r));
+        if !any {
+            self.make_pending(r);
+            return;
+        }
+        self.scratch_views.clear();
+        for i in 0..self.nodes.len() {
+            let mut v = self.views[i];
+            if v.up {
+                v.slots_used = 0;
+                v.kv_used_tokens = 0;
+                v.queue_wait_s = self.wait_estimate(i);
+            }
+            if v.kv_capacity_tokens < need {
+                v.kv_capacity_tokens = 0;
+            }
+            self.scratch_views.push(v);
+        }
+        let choice = {
+            let fs = TraceForesight {
+                ends: &self.ends,
+                now: self.now,
+            };
+            let mut view = ClusterView::new(&self.scratch_views);
+            if self.oracle {
+                view = view.with_foresight(&fs);
+            }
+            policy.place(&view, &rv, &mut self.expl)
+        };
+        self.log_decision(true);
+        match choice.filter(|&i| self.can_ever_hold(i, r)) {
+            Some(i) => self.admit_or_enqueue(r, i),
+            None => self.make_pending(r),
+        }
+    }
+
+    fn make_pending(&mut self, r: u32) {
+        let q = &mut self.reqs[r as usize];
+        q.phase = Phase::Pending;
+        q.node = NONE;
+        self.pending.push_back(r);
+        self.stats.pending_entries += 1;
+    }
+
+    fn admit_or_enqueue(&mut self, r: u32, i: usize) {
+        if self.nodes[i].fifo.is_empty() && self.can_start(r, i) {
+            self.start_on(r, i);
+            return;
+        }
+        let work = {
+            let q = &self.reqs[r as usize];
+            let spec = &self.cluster.nodes[i].spec;
+            let ctx = q.prompt.saturating_add(q.done_tokens()) as f64;
+            secs(ctx, spec.prefill_tok_s)
+                + secs((q.est as f64 - q.done).max(0.0), spec.decode_tok_s)
+        };
+        let q = &mut self.reqs[r as usize];
+        q.phase = Phase::Queued;
+        q.node = i as u32;
+        q.queued_work = work;
+        let st = &mut self.nodes[i];
+        st.queued_work_s += work;
+        st.fifo.push_back(r);
+        self.views_dirty = true;
+    }
+
+    /// Starts requests from node `i`'s FIFO queue while its head fits.
+    fn drain_fifo(&mut self, i: usize) {
+        while let Some(&h) = self.nodes[i].fifo.front() {
+            if !self.can_start(h, i) {
+                break;
+            }
+            self.nodes[i].fifo.pop_front();
+            let w = self.reqs[h as usize].queued_work;
+            let st = &mut self.nodes[i];
+            st.queued_work_s = if st.fifo.is_empty() {
+                0.0
+            } else {
+                st.queued_work_s - w
+            };
+            self.start_on(h, i);
+        }
+    }
+
+    /// Scheduler-side KV reservation of request `r`: `P_r + max(L^_r, done)`.
+    fn sched_need(&self, r: u32) -> u64 {
+        let q = &self.reqs[r as usize];
+        q.prompt.saturating_add(q.est.max(q.done_tokens()))
+    }
+
+    fn acquire(&mut self, r: u32, i: usize) -> u64 {
+        let sched = self.sched_need(r);
+        let need = self.reqs[r as usize].need;
+        let st = &mut self.nodes[i];
+        st.slots_used += 1;
+        st.kv_true = st.kv_true.saturating_add(need);
+        st.kv_sched = st.kv_sched.saturating_add(sched);
+        st.residents.push(r);
+        self.views_dirty = true;
+        sched
+    }
+
+    fn release(&mut self, r: u32, i: usize, sched: u64) {
+        let need = self.reqs[r as usize].need;
+        let st = &mut self.nodes[i];
+        st.slots_used = st.slots_used.saturating_sub(1);
+        st.kv_true = st.kv_true.saturating_sub(need);
+        st.kv_sched = st.kv_sched.saturating_sub(sched);
+        if let Some(p) = st.residents.iter().position(|&x| x == r) {
+            st.residents.swap_remove(p);
+        }
+        self.views_dirty = true;
+    }
+
+    fn release_primary(&mut self, r: u32) {
+        let (i, sched) = {
+            let q = &self.reqs[r as usize];
+            (q.node, q.sched_primary)
+        };
+        if i != NONE {
+            self.release(r, i as usize, sched);
+        }
+        let q = &mut self.reqs[r as usize];
+        q.node = NONE;
+        q.sched_primary = 0;
+    }
+
+    fn release_aux(&mut self, r: u32) {
+        let (i, sched, kind) = {
+            let q = &self.reqs[r as usize];
+            (q.aux, q.sched_aux, q.aux_kind)
+        };
+        if i != NONE && kind != Aux::None {
+            self.release(r, i as usize, sched);
+        }
+        let q = &mut self.reqs[r as usize];
+        q.aux = NONE;
+        q.aux_kind = Aux::None;
+        q.sched_aux = 0;
+    }
+
+    /// Starts request `r` on node `i`: slot and KV acquired, (re-)prefill of the whole context.
+    fn start_on(&mut self, r: u32, i: usize) {
+        let sched = self.acquire(r, i);
+        let spec = self.cluster.nodes[i].spec;
+        let params = self.params;
+        let now = self.now;
+        let q = &mut self.reqs[r as usize];
+        q.sched_primary = sched;
+        q.node = i as u32;
+        q.phase = Phase::Prefill;
+        q.stints += 1;
+        if q.first_node == NONE {
+            q.first_node = i as u32;
+        }
+        q.last_node = i as u32;
+        let ctx = q.prompt.saturating_add(q.done_tokens());
+        let dur = if q.recovering {
+            q.rec_unplanned = q.rec_unplanned.saturating_add(ctx);
+            q.recovering = false;
+            unplanned_recovery_s(
+                ctx as f64,
+                spec.prefill_tok_s,
+                params.stall_penalty_s,
+                params.recompute_overhead_s,
+            )
+        } else {
+            secs(ctx as f64, spec.prefill_tok_s)
+        };
+        q.epoch = q.epoch.wrapping_add(1);
+        q.phase_start = now;
+        q.phase_end = now.saturating_add(secs_to_us(dur));
+        let (t, epoch) = (q.phase_end, q.epoch);
+        self.schedule(t, Event::PhaseEnd { req: r, epoch });
+    }
+
+    // ----- service -----------------------------------------------------------------------
+
+    /// Brings a decoding request's progress up to `now`.
+    #[inline]
+    fn settle(&mut self, r: u32) {
+        let now = self.now;
+        let q = &mut self.reqs[r as usize];
+        if q.phase == Phase::Decode {
+            let d = q.done + q.rate * (now - q.phase_start) as f64 / US_PER_S;
+            q.done = d.min(q.output as f64);
+            q.phase_start = now;
+        }
+    }
+
+    /// (Re)schedules the end of a decoding request's decode at its current rate.
+    fn schedule_decode_end(&mut self, r: u32) {
+        let now = self.now;
+        let q = &mut self.reqs[r as usize];
+        q.phase_start = now;
+        q.epoch = q.epoch.wrapping_add(1);
+        let rem = (q.output as f64 - q.done).max(0.0);
+        q.phase_end = now.saturating_add(secs_to_us(secs(rem, q.rate)));
+        let (t, epoch) = (q.phase_end, q.epoch);
+        self.schedule(t, Event::PhaseEnd { req: r, epoch });
+    }
+
+    /// After the number of decoders on node `i` changed: new rate for all of them.
+    fn rerate(&mut self, i: usize) {
+        if self.cfg.batch_slowdown == 0.0 {
+            return;
+        }
+        let k = self.nodes[i].decoding;
+        let rate = self.decode_rate(i, k.saturating_sub(1));
+        let mut idx = 0;
+        while idx < self.nodes[i].residents.len() {
+            let r = self.nodes[i].residents[idx];
+            idx += 1;
+            let q = &self.reqs[r as usize];
+            if q.node == i as u32 && q.phase == Phase::Decode && q.rate != rate {
+                self.settle(r);
+                self.reqs[r as usize].rate = rate;
+                self.schedule_decode_end(r);
+            }
+        }
+    }
+
+    fn begin_decode(&mut self, r: u32) {
+        let i = self.reqs[r as usize].node as usize;
+        let k = self.nodes[i].decoding;
+        self.nodes[i].decoding = k + 1;
+        let rate = self.decode_rate(i, k);
+        let q = &mut self.reqs[r as usize];
+        q.phase = Phase::Decode;
+        q.rate = rate;
+        self.schedule_decode_end(r);
+        self.rerate(i);
+        self.views_dirty = true;
+    }
+
+    /// A decoding request stops decoding on its node (completion, move, loss).
+    fn leave_decode(&mut self, r: u32) {
+        let i = self.reqs[r as usize].node as usize;
+        if self.reqs[r as usize].phase == Phase::Decode && i < self.nodes.len() {
+            self.settle(r);
+            self.nodes[i].decoding = self.nodes[i].decoding.saturating_sub(1);
+            self.reqs[r as usize].phase = Phase::Prefill; // transient; caller sets the next phase
+            self.views_dirty = true;
+            if self.nodes[i].up {
+                self.rerate(i);
+            }
+        }
+    }
+
+    fn on_phase_end(&mut self, r: u32) -> Result<(), ReplayError> {
+        match self.reqs[r as usize].phase {
+            Phase::Prefill => {
+                let now = self.now;
+                let q = &mut self.reqs[r as usize];
+                if q.ttft.is_none() {
+                    q.ttft = Some(now - q.arrival);
+                }
+                if q.done_tokens() >= q.output {
+                    self.complete(r)
+                } else {
+                    self.begin_decode(r);
+                    Ok(())
+                }
+            }
+            Phase::Decode => self.complete(r),
+            Phase::Moving => {
+                if self.reqs[r as usize].aux_kind == Aux::Source {
+                    let src = self.reqs[r as usize].aux as usize;
+                    self.release_aux(r);
+                    self.drain_fifo(src);
+                }
+                self.begin_decode(r);
+                Ok(())
+            }
+            p => Err(invariant(
+                self.now,
+                format!("phase end of request {r} in phase {p:?}"),
+            )),
+        }
+    }
+
+    fn complete(&mut self, r: u32) -> Result<(), ReplayError> {
+        if self.reqs[r as usize].phase == Phase::Done {
+            return Err(invariant(self.now, format!("request {r} completed twice")));
+        }
+        self.leave_decode(r);
+        let i = self.reqs[r as usize].node as usize;
+        let aux = self.reqs[r as usize].aux;
+        self.release_aux(r);
+        self.release_primary(r);
+        let now = self.now;
+        let q = &mut self.reqs[r as usize];
+        q.done = q.output as f64;
+        q.phase = Phase::Done;
+        q.finish = Some(now);
+        q.mv_epoch = q.mv_epoch.wrapping_add(1);
+        if i < self.nodes.len() {
+            self.drain_fifo(i);
+        }
+        if aux != NONE {
+            self.drain_fifo(aux as usize);
+        }
+        Ok(())
+    }
+
+    // ----- availability ------------------------------------------------------------------
+
+    /// Unplanned loss of request `r`'s KV: streamed tokens kept, slots released, marked for
+    /// recovery.
+    fn lose(&mut self, r: u32) {
+        self.leave_decode(r);
+        self.release_aux(r);
+        self.release_primary(r);
+        let q = &mut self.reqs[r as usize];
+        q.done = q.done.floor();
+        q.interruptions += 1;
+        q.epoch = q.epoch.wrapping_add(1);
+        q.mv_epoch = q.mv_epoch.wrapping_add(1);
+        q.recovering = true;
+        q.phase = Phase::Pending;
+    }
+
+    fn on_node_down(&mut self, policy: &mut dyn Policy, n: u32) -> Result<(), ReplayError> {
+        let i = n as usize;
+        if !self.nodes[i].up {
+            return Err(invariant(self.now, format!("node {n} went down twice")));
+        }
+        self.stats.node_failures += 1;
+        self.nodes[i].up = false;
+        self.ends[i] = i64::MIN;
+        self.views_dirty = true;
+        let mut lost = std::mem::take(&mut self.lost);
+        let mut requeue = std::mem::take(&mut self.requeue);
+        lost.clear();
+        requeue.clear();
+        // Requests holding the node.
+        while let Some(&r) = self.nodes[i].residents.last() {
+            let (node, aux, kind) = {
+                let q = &self.reqs[r as usize];
+                (q.node, q.aux, q.aux_kind)
+            };
+            if node == n || (aux == n && kind == Aux::Source) {
+                self.lose(r);
+                lost.push(r);
+            } else if aux == n && kind == Aux::Dest {
+                self.release_aux(r);
+                let q = &mut self.reqs[r as usize];
+                q.mv_epoch = q.mv_epoch.wrapping_add(1);
+            } else {
+                return Err(invariant(
+                    self.now,
+                    format!("request {r} listed on node {n} without holding it"),
+                ));
+            }
+        }
+        // Requests queued on the node.
+        while let Some(r) = self.nodes[i].fifo.pop_front() {
+            let q = &mut self.reqs[r as usize];
+            q.phase = Phase::Pending;
+            q.node = NONE;
+            requeue.push(r);
+        }
+        self.nodes[i].queued_work_s = 0.0;
+        // Next session.
+        self.nodes[i].sess += 1;
+        if let Some(s) = self.cluster.nodes[i].sessions.get(self.nodes[i].sess) {
+            let t = s.start_us;
+            self.schedule(t, Event::NodeUp(n));
+        }
+        // Other nodes may have freed slots (released sources or reservations).
+        for m in 0..self.nodes.len() {
+            if m != i && self.nodes[m].up && !self.nodes[m].fifo.is_empty() {
+                self.drain_fifo(m);
+            }
+        }
+        for &r in &lost {
+            self.place(policy, r);
+        }
+        for &r in &requeue {
+            self.place(policy, r);
+        }
+        self.lost = lost;
+        self.requeue = requeue;
+        Ok(())
+    }
+
+    fn on_node_up(&mut self, policy: &mut dyn Policy, n: u32) -> Result<(), ReplayError> {
+        let i = n as usize;
+        if self.nodes[i].up {
+            return Err(invariant(self.now, format!("node {n} came up twice")));
+        }
+        let s = match self.cluster.nodes[i].sessions.get(self.nodes[i].sess) {
+            Some(s) => *s,
+            None => return Err(invariant(self.now, format!("node {n} up without session"))),
+        };
+        let st = &mut self.nodes[i];
+        st.up = true;
+        st.session_start = s.start_us;
+        self.ends[i] = s.end_us;
+        self.views_dirty = true;
+        if s.end_us != Session::OPEN_END {
+            self.schedule(s.end_us, Event::NodeDown(n));
+        }
+        // Retry the pending queue, in order.
+        std::mem::swap(&mut self.pending, &mut self.pending_spare);
+        while let Some(r) = self.pending_spare.pop_front() {
+            self.place(policy, r);
+        }
+        Ok(())
+    }
+
+    // ----- planned migration -------------------------------------------------------------
+
+    fn on_tick(&mut self, policy: &mut dyn Policy) -> Result<(), ReplayError> {
+        let t = self.now.saturating_add(self.tick_us);
+        self.schedule(t, Event::Tick);
+        let mut checks = std::mem::take(&mut self.checks);
+        checks.clear();
+        for (i, st) in self.nodes.iter().enumerate() {
+            if !st.up {
+                continue;
+            }
+            for &r in &st.residents {
+                let q = &self.reqs[r as usize];
+                if q.node == i as u32 && q.phase == Phase::Decode && q.aux_kind == Aux::None {
+                    checks.push(r);
+                }
+            }
+        }
+        for &r in &checks {
+            let q = &self.reqs[r as usize];
+            if q.phase == Phase::Decode && q.aux_kind == Aux::None && q.node != NONE {
+                self.check_one(policy, r);
+            }
+        }
+        self.checks = checks;
+        Ok(())
+    }
+
+    fn check_one(&mut self, policy: &mut dyn Policy, r: u32) {
+        self.refresh_views();
+        let now = self.now;
+        let (rv, from) = {
+            let q = &self.reqs[r as usize];
+            let done = (q.done + q.rate * (now - q.phase_start) as f64 / US_PER_S)
+                .min(q.output as f64) as u64;
+            let ctx = q.prompt.saturating_add(done);
+            (
+                RequestView {
+                    id: u64::from(r),
+                    prompt_tokens: q.prompt,
+                    done_tokens: done,
+                    est_output_tokens: q.est,
+                    node: Some(q.node as usize),
+                    resident_tokens: ctx,
+                    planned_hops: q.planned,
+                },
+                q.node as usize,
+            )
+        };
+        self.stats.migration_checks += 1;
+        let choice = {
+            let fs = TraceForesight {
+                ends: &self.ends,
+                now,
+            };
+            let mut view = ClusterView::new(&self.views);
+            if self.oracle {
+                view = view.with_foresight(&fs);
+            }
+            policy.check_migration(&view, &rv, from, &mut self.expl)
+        };
+        self.log_decision(false);
+        if let Some(j) = choice {
+            self.execute_move(r, from, j);
+        }
+    }
+
+    fn execute_move(&mut self, r: u32, i: usize, j: usize) {
+        let c_planned = self.expl.c_planned;
+        let method = self.expl.method.unwrap_or(MoveMethod::Recompute);
+        let window = self.expl.window_s;
+        if j == i
+            || j >= self.nodes.len()
+            || !self.can_start(r, j)
+            || !(c_planned >= 0.0 && c_planned.is_finite())
+        {
+            self.stats.moves_refused += 1;
+            return;
+        }
+        self.settle(r);
+        let kv = self.params.kv_bytes_per_token;
+        let ctx = {
+            let q = &self.reqs[r as usize];
+            q.prompt.saturating_add(q.done_tokens())
+        };
+        if window > 0.0 && window.is_finite() {
+            // Overlapped: reserve the destination, keep decoding on the source for W.
+            let bulk = self.move_cost(ctx, i, j);
+            let sched = self.acquire(r, j);
+            let now = self.now;
+            let q = &mut self.reqs[r as usize];
+            q.aux = j as u32;
+            q.aux_kind = Aux::Dest;
+            q.sched_aux = sched;
+            match bulk.method {
+                MoveMethod::Transfer => q.kv_bytes += ctx as f64 * kv,
+                MoveMethod::Recompute => q.rec_planned = q.rec_planned.saturating_add(ctx),
+            }
+            q.mv_done0 = q.done_tokens();
+            q.mv_epoch = q.mv_epoch.wrapping_add(1);
+            let epoch = q.mv_epoch;
+            self.schedule(
+                now.saturating_add(secs_to_us(window)),
+                Event::Cutover { req: r, epoch },
+            );
+            return;
+        }
+        self.leave_decode(r);
+        {
+            let q = &mut self.reqs[r as usize];
+            match method {
+                MoveMethod::Transfer => q.kv_bytes += ctx as f64 * kv,
+                MoveMethod::Recompute => q.rec_planned = q.rec_planned.saturating_add(ctx),
+            }
+        }
+        self.cut_over(r, i, j, method, c_planned, false);
+    }
+
+    /// `C_planned` of moving `tokens` from `i` to `j` with the policy's constants.
+    fn move_cost(&self, tokens: u64, i: usize, j: usize) -> crate::policy::migration::PlannedCost {
+        let p = &self.params;
+        planned_cost(
+            tokens as f64,
+            p.kv_bytes_per_token,
+            self.cluster.nodes[i].spec.bandwidth_bytes_s,
+            self.cluster.nodes[j].spec.bandwidth_bytes_s,
+            self.cluster.nodes[j].spec.prefill_tok_s,
+            p.transfer_overhead_s,
+            p.recompute_overhead_s,
+        )
+    }
+
+    /// The request leaves source `i` for destination `j` and pauses `cost_s` seconds; a
+    /// transfer keeps the source's slot until then. `reserved`: `j` is already held as the
+    /// overlapped move's destination.
+    fn cut_over(
+        &mut self,
+        r: u32,
+        i: usize,
+        j: usize,
+        method: MoveMethod,
+        cost_s: f64,
+        reserved: bool,
+    ) {
+        let dest_sched = if reserved {
+            let s = self.reqs[r as usize].sched_aux;
+            let q = &mut self.reqs[r as usize];
+            q.aux = NONE;
+            q.aux_kind = Aux::None;
+            q.sched_aux = 0;
+            s
+        } else {
+            self.acquire(r, j)
+        };
+        match method {
+            MoveMethod::Transfer => {
+                let q = &mut self.reqs[r as usize];
+                q.aux = i as u32;
+                q.aux_kind = Aux::Source;
+                q.sched_aux = q.sched_primary;
+            }
+            MoveMethod::Recompute => {
+                self.release_primary(r);
+            }
+        }
+        let now = self.now;
+        let q = &mut self.reqs[r as usize];
+        q.node = j as u32;
+        q.sched_primary = dest_sched;
+        q.planned += 1;
+        q.stints += 1;
+        q.last_node = j as u32;
+        q.phase = Phase::Moving;
+        q.epoch = q.epoch.wrapping_add(1);
+        q.phase_start = now;
+        q.phase_end = now.saturating_add(secs_to_us(cost_s));
+        let (t, epoch) = (q.phase_end, q.epoch);
+        self.schedule(t, Event::PhaseEnd { req: r, epoch });
+        self.views_dirty = true;
+        if method == MoveMethod::Recompute {
+            self.drain_fifo(i);
+        }
+    }
+
+    fn on_cutover(&mut self, r: u32, epoch: u32) {
+        let q = &self.reqs[r as usize];
+        if q.mv_epoch != epoch || q.phase != Phase::Decode || q.aux_kind != Aux::Dest {
+            self.stats.stale_events += 1;
+            return;
+        }
+        let (i, j) = (q.node as usize, q.aux as usize);
+        self.settle(r);
+        let g = self.reqs[r as usize]
+            .done_tokens()
+            .saturating_sub(self.reqs[r as usize].mv_done0);
+        let catch = self.move_cost(g, i, j);
+        self.leave_decode(r);
+        {
+            let kv = self.params.kv_bytes_per_token;
+            let q = &mut self.reqs[r as usize];
+            match catch.method {
+                MoveMethod::Transfer => q.kv_bytes += g as f64 * kv,
+                MoveMethod::Recompute => q.rec_planned = q.rec_planned.saturating_add(g),
+            }
+        }
+        self.cut_over(r, i, j, catch.method, catch.cost_s, true);
+    }
+
+    // ----- validation and output ---------------------------------------------------------
+
+    fn check(&self) -> Result<(), ReplayError> {
+        let t = self.now;
+        for (i, st) in self.nodes.iter().enumerate() {
+            let spec = &self.cluster.nodes[i].spec;
+            if st.slots_used > spec.slots {
+                return Err(invariant(t, format!("node {i}: slots exceeded")));
+            }
+            if st.kv_true > spec.kv_capacity_tokens {
+                return Err(invariant(t, format!("node {i}: KV capacity exceeded")));
+            }
+            if st.residents.len() != st.slots_used as usize {
+                return Err(invariant(t, format!("node {i}: slot count mismatch")));
+            }
+            if !st.up && (st.slots_used != 0 || !st.fifo.is_empty() || st.kv_true != 0) {
+                return Err(invariant(t, format!("node {i}: down but holding requests")));
+            }
+            let mut kv = 0u64;
+            let mut sched = 0u64;
+            let mut decoding = 0u32;
+            for &r in &st.residents {
+                let q = &self.reqs[r as usize];
+                kv += q.need;
+                if q.node == i as u32 {
+                    sched += q.sched_primary;
+                    if !matches!(q.phase, Phase::Prefill | Phase::Decode | Phase::Moving) {
+                        return Err(invariant(
+                            t,
+                            format!("request {r} on node {i} in {:?}", q.phase),
+                        ));
+                    }
+                    if q.phase == Phase::Decode {
+                        decoding += 1;
+                    }
+                } else if q.aux == i as u32 && q.aux_kind != Aux::None {
+                    sched += q.sched_aux;
+                } else {
+                    return Err(invariant(t, format!("request {r} listed on node {i}")));
+                }
+            }
+            if kv != st.kv_true || sched != st.kv_sched || decoding != st.decoding {
+                return Err(invariant(t, format!("node {i}: ledger mismatch")));
+            }
+            for &r in &st.fifo {
+                let q = &self.reqs[r as usize];
+                if q.phase != Phase::Queued || q.node != i as u32 {
+                    return Err(invariant(
+                        t,
+                        format!("request {r} queued on node {i} wrongly"),
+                    ));
+                }
+            }
+        }
+        for (r, q) in self.reqs.iter().enumerate() {
+            if matches!(q.phase, Phase::Prefill | Phase::Decode | Phase::Moving) {
+                let up = self.nodes.get(q.node as usize).is_some_and(|s| s.up);
+                let listed = up && self.nodes[q.node as usize].residents.contains(&(r as u32));
+                if !listed {
+                    return Err(invariant(
+                        t,
+                        format!("request {r} runs on a down or foreign node"),
+                    ));
+                }
+            }
+            if !(q.done >= 0.0 && q.done <= q.output as f64) {
+                return Err(invariant(t, format!("request {r}: progress out of range")));
+            }
+        }
+        Ok(())
+    }
+
+    fn records(&mut self) -> Vec<RequestRecord> {
+        let start = self.start;
+        let mut out = Vec::with_capacity(self.reqs.len());
+        for r in 0..self.reqs.len() {
+            self.settle(r as u32);
+            let j = &self.jobs[r];
+            let q = &self.reqs[r];
+            let completion_s = q.finish.map(|f| (f - q.arrival) as f64 / US_PER_S);
+            let slo_met = completion_s.is_some_and(|c| c <= q.deadline_s);
+            out.push(RequestRecord {
+                request: r as u64,
+                id: j.id,
+                copy: j.copy,
+                arrival_s: (q.arrival - start) as f64 / US_PER_S,
+                prompt_tokens: q.prompt,
+                output_tokens: q.output,
+                est_output_tokens: q.est,
+                first_node: (q.first_node != NONE).then_some(q.first_node),
+                final_node: (q.last_node != NONE).then_some(q.last_node),
+                nodes_visited: q.stints,
+                ttft_s: q.ttft.map(|t| t as f64 / US_PER_S),
+                completion_s,
+                generated_tokens: q.done_tokens(),
+                recomputed_unplanned_tokens: q.rec_unplanned,
+                recomputed_planned_tokens: q.rec_planned,
+                kv_bytes_moved: q.kv_bytes,
+                interruptions: q.interruptions,
+                planned_migrations: q.planned,
+                slo_deadline_s: q.deadline_s,
+                slo_met,
+                dropped: (q.phase != Phase::Done).then_some(DropReason::WindowEnd),
+            });
+        }
+        out
+    }
+}

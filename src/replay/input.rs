@@ -1,0 +1,668 @@
+//! The replay's inputs as plain Rust structs: node timelines and specs, the workload, the
+//! window and the run configuration. Nothing here touches the store; a loader builds these
+//! values (sessions from the availability trace, curves from the survival fits) and hands them
+//! to [`super::engine::simulate`].
+//!
+//! Time is integer microseconds throughout (`*_us`), on the trace's own clock for sessions and
+//! windows and relative to the window start for request arrivals.
+
+use std::fmt;
+use std::str::FromStr;
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::{ConditionalSurvival, Params};
+use crate::rng::Rng;
+
+/// Microseconds per second.
+pub const US_PER_S: f64 = 1e6;
+
+/// Converts a duration in seconds to whole microseconds, rounding up (so that any positive work
+/// takes at least 1 us), except that a value within a relative `1e-9` of a whole microsecond is
+/// rounded to it (so that `1.234 s` is 1,234,000 us despite floating-point noise).
+/// Non-positive and NaN durations give 0; durations beyond about 36,000 years (including
+/// infinity) saturate at [`FOREVER_US`].
+#[inline]
+pub fn secs_to_us(s: f64) -> i64 {
+    if !(s > 0.0) {
+        return 0;
+    }
+    let x = s * US_PER_S;
+    if x >= FOREVER_US as f64 {
+        return FOREVER_US;
+    }
+    let r = x.round();
+    let us = if (x - r).abs() <= 1e-9 * r.max(1.0) {
+        r
+    } else {
+        x.ceil()
+    };
+    (us as i64).max(1)
+}
+
+/// A duration that never elapses within any window (`2^60` us, about 36,000 years).
+pub const FOREVER_US: i64 = 1 << 60;
+
+/// Why the inputs were rejected (or, in validation mode, which invariant broke).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ReplayError {
+    /// A node's session list is malformed.
+    #[error("node {node} (`{name}`): session {index}: {reason}")]
+    BadSession {
+        /// Node index.
+        node: usize,
+        /// Node name.
+        name: String,
+        /// Session index.
+        index: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// A node's spec or rates are malformed.
+    #[error("node {node} (`{name}`): {reason}")]
+    BadNode {
+        /// Node index.
+        node: usize,
+        /// Node name.
+        name: String,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// The cluster has no node.
+    #[error("the cluster has no node")]
+    NoNodes,
+    /// A workload request is malformed.
+    #[error("request {index} (id {id}): {reason}")]
+    BadRequest {
+        /// Position in the workload.
+        index: usize,
+        /// Request id.
+        id: u64,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// The window is empty or overflows the clock.
+    #[error("window [{start_us}, +{length_us}) us is empty or overflows")]
+    BadWindow {
+        /// Window start, us.
+        start_us: i64,
+        /// Window length, us.
+        length_us: i64,
+    },
+    /// A configuration value is out of range.
+    #[error("configuration: {0}")]
+    BadConfig(String),
+    /// An output-length estimator spec could not be parsed.
+    #[error("unknown estimator `{0}` (expected exact, lognormal[:SIGMA] or bucket)")]
+    UnknownEstimator(String),
+    /// Validation mode: an engine invariant was violated (a bug, never an input problem).
+    #[error("invariant violated at t={time_us} us: {what}")]
+    Invariant {
+        /// Simulation time of the violation, trace clock, us.
+        time_us: i64,
+        /// Which invariant.
+        what: String,
+    },
+}
+
+/// One up-session of a node: the node is up on `[start_us, end_us)` (trace clock, us).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Session {
+    /// First microsecond the node is up.
+    pub start_us: i64,
+    /// First microsecond the node is down again; [`Session::OPEN_END`] when the session is
+    /// still running at the end of the trace (censored).
+    pub end_us: i64,
+}
+
+impl Session {
+    /// End of a session still running when the trace ends (the oracle then has no foresight
+    /// for it: [`crate::policy::Foresight::remaining_up`] answers `None`).
+    pub const OPEN_END: i64 = i64::MAX;
+
+    /// A session `[start_us, end_us)`.
+    pub fn new(start_us: i64, end_us: i64) -> Session {
+        Session { start_us, end_us }
+    }
+
+    /// True when the node is up at `t` under this session.
+    #[inline]
+    pub fn contains(&self, t: i64) -> bool {
+        self.start_us <= t && t < self.end_us
+    }
+}
+
+/// A node's serving hardware.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct NodeSpec {
+    /// Concurrency slots: at most this many requests hold the node at once.
+    pub slots: u32,
+    /// KV-cache capacity, tokens.
+    pub kv_capacity_tokens: u64,
+    /// Prefill rate `p_i`, tokens/s.
+    pub prefill_tok_s: f64,
+    /// Decode rate `d_i` of one request running alone, tokens/s.
+    pub decode_tok_s: f64,
+    /// Network bandwidth `B_i`, bytes/s (planned KV transfers).
+    pub bandwidth_bytes_s: f64,
+}
+
+impl Default for NodeSpec {
+    /// 8 slots, 200,000 KV tokens, 2,000 tok/s prefill, 30 tok/s decode, 1.25 GB/s (10 Gbit/s).
+    fn default() -> NodeSpec {
+        NodeSpec {
+            slots: 8,
+            kv_capacity_tokens: 200_000,
+            prefill_tok_s: 2_000.0,
+            decode_tok_s: 30.0,
+            bandwidth_bytes_s: 1.25e9,
+        }
+    }
+}
+
+/// One node: hardware, availability timeline and the availability model the policies see.
+#[derive(Clone)]
+pub struct Node {
+    /// Display name (echoed nowhere by the engine; records carry the node index).
+    pub name: String,
+    /// Hardware.
+    pub spec: NodeSpec,
+    /// Up-sessions from the availability trace, sorted by start, non-overlapping
+    /// (`end <= next start`; touching sessions are a down and an up at the same instant).
+    pub sessions: Vec<Session>,
+    /// Conditional survival curve of the node's sessions (fitted elsewhere; the engine fits
+    /// nothing). Policies query `S(t | a)` with `a` the node's current age.
+    pub survival: Arc<dyn ConditionalSurvival>,
+    /// Maximum-likelihood exponential failure rate per second (read by `memoryless` only).
+    pub exp_rate_per_s: f64,
+}
+
+impl fmt::Debug for Node {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Node")
+            .field("name", &self.name)
+            .field("spec", &self.spec)
+            .field("sessions", &self.sessions.len())
+            .field("exp_rate_per_s", &self.exp_rate_per_s)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Node {
+    /// The session containing `t`, if the node is up at `t` (binary search).
+    pub fn session_at(&self, t: i64) -> Option<&Session> {
+        let k = self.sessions.partition_point(|s| s.end_us <= t);
+        self.sessions.get(k).filter(|s| s.start_us <= t)
+    }
+
+    /// Index of the first session that ends after `t` (the current one if up at `t`, else the
+    /// next one); `sessions.len()` when none.
+    #[inline]
+    pub fn session_index_after(&self, t: i64) -> usize {
+        self.sessions.partition_point(|s| s.end_us <= t)
+    }
+}
+
+/// The nodes of a replay.
+#[derive(Debug, Clone, Default)]
+pub struct Cluster {
+    /// Nodes, indexed by [`crate::policy::NodeIdx`].
+    pub nodes: Vec<Node>,
+}
+
+fn finite_pos(x: f64) -> bool {
+    x.is_finite() && x > 0.0
+}
+
+impl Cluster {
+    /// A cluster over `nodes`.
+    pub fn new(nodes: Vec<Node>) -> Cluster {
+        Cluster { nodes }
+    }
+
+    /// Checks every node: at least one node; positive finite prefill and decode rates;
+    /// non-negative bandwidth and exponential rate; sessions with `start < end`, sorted and
+    /// non-overlapping.
+    pub fn validate(&self) -> Result<(), ReplayError> {
+        if self.nodes.is_empty() {
+            return Err(ReplayError::NoNodes);
+        }
+        if u32::try_from(self.nodes.len()).is_err() {
+            return Err(ReplayError::BadConfig("more than 2^32 nodes".into()));
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            let bad = |reason| ReplayError::BadNode {
+                node: i,
+                name: n.name.clone(),
+                reason,
+            };
+            if !finite_pos(n.spec.prefill_tok_s) {
+                return Err(bad("prefill rate must be finite and positive"));
+            }
+            if !finite_pos(n.spec.decode_tok_s) {
+                return Err(bad("decode rate must be finite and positive"));
+            }
+            if !(n.spec.bandwidth_bytes_s >= 0.0) {
+                return Err(bad("bandwidth must be non-negative"));
+            }
+            if !(n.exp_rate_per_s >= 0.0) {
+                return Err(bad("exponential rate must be non-negative"));
+            }
+            let mut prev_end = i64::MIN;
+            for (k, s) in n.sessions.iter().enumerate() {
+                let bad = |reason| ReplayError::BadSession {
+                    node: i,
+                    name: n.name.clone(),
+                    index: k,
+                    reason,
+                };
+                if s.start_us >= s.end_us {
+                    return Err(bad("start must be before end"));
+                }
+                if s.start_us < prev_end {
+                    return Err(bad("sessions must be sorted and must not overlap"));
+                }
+                prev_end = s.end_us;
+            }
+        }
+        Ok(())
+    }
+
+    /// `p_max`: the highest prefill rate of any node, tokens/s.
+    pub fn max_prefill(&self) -> f64 {
+        self.nodes
+            .iter()
+            .map(|n| n.spec.prefill_tok_s)
+            .fold(0.0, f64::max)
+    }
+
+    /// `d_max`: the highest decode rate of any node, tokens/s.
+    pub fn max_decode(&self) -> f64 {
+        self.nodes
+            .iter()
+            .map(|n| n.spec.decode_tok_s)
+            .fold(0.0, f64::max)
+    }
+}
+
+/// One request of the workload.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    /// Workload id (echoed in the records).
+    pub id: u64,
+    /// Arrival offset from the window start, us (before rate scaling).
+    pub arrival_us: i64,
+    /// Prompt length `P_r`, tokens.
+    pub prompt_tokens: u64,
+    /// True output length, tokens (hidden from policies, which see the estimate `L^_r`).
+    pub output_tokens: u64,
+}
+
+/// The requests to replay, in any order (the engine sorts them by arrival, stably).
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Workload {
+    /// Requests.
+    pub requests: Vec<Request>,
+}
+
+impl Workload {
+    /// A workload of `requests`.
+    pub fn new(requests: Vec<Request>) -> Workload {
+        Workload { requests }
+    }
+
+    /// Checks every request: non-negative arrival offset.
+    pub fn validate(&self) -> Result<(), ReplayError> {
+        for (index, r) in self.requests.iter().enumerate() {
+            if r.arrival_us < 0 {
+                return Err(ReplayError::BadRequest {
+                    index,
+                    id: r.id,
+                    reason: "arrival offset must be non-negative",
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A window `[start_us, start_us + length_us)` of the availability trace.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Window {
+    /// Window start on the trace clock, us.
+    pub start_us: i64,
+    /// Window length, us.
+    pub length_us: i64,
+}
+
+impl Window {
+    /// The window `[start_us, start_us + length_us)`.
+    pub fn new(start_us: i64, length_us: i64) -> Window {
+        Window {
+            start_us,
+            length_us,
+        }
+    }
+
+    /// The window's end (exclusive), or an error when empty or overflowing.
+    pub fn end_us(&self) -> Result<i64, ReplayError> {
+        match self.start_us.checked_add(self.length_us) {
+            Some(e) if self.length_us > 0 && e < FOREVER_US => Ok(e),
+            _ => Err(ReplayError::BadWindow {
+                start_us: self.start_us,
+                length_us: self.length_us,
+            }),
+        }
+    }
+
+    /// Length in seconds.
+    pub fn length_s(&self) -> f64 {
+        self.length_us as f64 / US_PER_S
+    }
+}
+
+/// How the output-length estimate `L^_r` the policies see is made from the true length `L_r`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case", tag = "kind")]
+pub enum Estimator {
+    /// `L^_r = L_r`.
+    Exact,
+    /// Multiplicative log-normal noise, median-unbiased:
+    /// `L^_r = round(L_r * exp(sigma * Z))`, `Z ~ N(0, 1)` drawn from the request's own stream
+    /// (seeded by run seed, window and request index, so every policy sees the same estimate).
+    Lognormal {
+        /// `sigma` of the log-noise (default 0.5).
+        sigma: f64,
+    },
+    /// The mean output length of the workload's requests in the same prompt-length bucket,
+    /// buckets being powers of two of the prompt: bucket `b = floor(log2 P_r) + 1` (0 for an
+    /// empty prompt), `L^_r = round(mean{L_s : b(P_s) = b})` over the whole workload.
+    Bucket,
+}
+
+impl Estimator {
+    /// Default `sigma` of [`Estimator::Lognormal`].
+    pub const DEFAULT_SIGMA: f64 = 0.5;
+}
+
+impl Default for Estimator {
+    /// [`Estimator::Exact`].
+    fn default() -> Estimator {
+        Estimator::Exact
+    }
+}
+
+impl fmt::Display for Estimator {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Estimator::Exact => f.write_str("exact"),
+            Estimator::Lognormal { sigma } => write!(f, "lognormal:{sigma}"),
+            Estimator::Bucket => f.write_str("bucket"),
+        }
+    }
+}
+
+impl FromStr for Estimator {
+    type Err = ReplayError;
+    /// `exact`, `lognormal` (sigma 0.5), `lognormal:SIGMA` (finite, non-negative) or `bucket`.
+    fn from_str(s: &str) -> Result<Estimator, ReplayError> {
+        let t = s.trim().to_ascii_lowercase();
+        let unknown = || ReplayError::UnknownEstimator(s.to_string());
+        match t.as_str() {
+            "exact" => Ok(Estimator::Exact),
+            "bucket" => Ok(Estimator::Bucket),
+            "lognormal" => Ok(Estimator::Lognormal {
+                sigma: Estimator::DEFAULT_SIGMA,
+            }),
+            _ => {
+                let rest = t.strip_prefix("lognormal:").ok_or_else(unknown)?;
+                let sigma: f64 = rest.trim().parse().map_err(|_| unknown())?;
+                if sigma.is_finite() && sigma >= 0.0 {
+                    Ok(Estimator::Lognormal { sigma })
+                } else {
+                    Err(unknown())
+                }
+            }
+        }
+    }
+}
+
+/// Everything about a replay except the cluster, the workload, the window, the policy and the
+/// seed.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ReplayConfig {
+    /// The policy constants (a run may override them from a parameter grid).
+    pub params: Params,
+    /// How `L^_r` is made.
+    pub estimator: Estimator,
+    /// SLO: a request meets it iff it completes within
+    /// `slo_factor * (P_r / p_max + L_r / d_max)` of its arrival (default 5).
+    pub slo_factor: f64,
+    /// Batch slowdown factor `f`: with `k` requests decoding on a node, each decodes at
+    /// `d_i / (1 + f (k - 1))` tokens/s (default 0: no slowdown).
+    pub batch_slowdown: f64,
+    /// Arrival-rate scale: arrival offsets are multiplied by `1 / rate_scale` (default 1).
+    pub rate_scale: f64,
+    /// Repeat the workload back to back until the window is full (default false).
+    pub loop_workload: bool,
+    /// Validation mode: check the engine's invariants after every event and fail with
+    /// [`ReplayError::Invariant`] (slow; for tests).
+    pub validate: bool,
+    /// Keep the first `decision_log` policy decisions (with every candidate priced) in
+    /// [`super::engine::RunOutput::decisions`] (default 0).
+    pub decision_log: usize,
+}
+
+impl Default for ReplayConfig {
+    /// Default [`Params`], exact estimates, `slo_factor = 5`, no batch slowdown, rate scale 1,
+    /// no looping, no validation, no decision log.
+    fn default() -> ReplayConfig {
+        ReplayConfig {
+            params: Params::default(),
+            estimator: Estimator::Exact,
+            slo_factor: 5.0,
+            batch_slowdown: 0.0,
+            rate_scale: 1.0,
+            loop_workload: false,
+            validate: false,
+            decision_log: 0,
+        }
+    }
+}
+
+impl ReplayConfig {
+    /// Checks the ranges: `slo_factor` finite and positive, `batch_slowdown` finite and
+    /// non-negative, `rate_scale` finite and positive, lognormal `sigma` finite and
+    /// non-negative, `check_interval_s` not NaN and non-negative (0 disables migration checks).
+    pub fn validate(&self) -> Result<(), ReplayError> {
+        if !finite_pos(self.slo_factor) {
+            return Err(ReplayError::BadConfig(
+                "slo_factor must be finite and positive".into(),
+            ));
+        }
+        if !(self.batch_slowdown.is_finite() && self.batch_slowdown >= 0.0) {
+            return Err(ReplayError::BadConfig(
+                "batch_slowdown must be finite and non-negative".into(),
+            ));
+        }
+        if !finite_pos(self.rate_scale) {
+            return Err(ReplayError::BadConfig(
+                "rate_scale must be finite and positive".into(),
+            ));
+        }
+        if let Estimator::Lognormal { sigma } = self.estimator {
+            if !(sigma.is_finite() && sigma >= 0.0) {
+                return Err(ReplayError::BadConfig(
+                    "lognormal sigma must be finite and non-negative".into(),
+                ));
+            }
+        }
+        validate_params(&self.params)
+    }
+}
+
+/// Checks the few [`Params`] fields the engine itself relies on.
+pub(crate) fn validate_params(p: &Params) -> Result<(), ReplayError> {
+    if !(p.check_interval_s >= 0.0) {
+        return Err(ReplayError::BadConfig(
+            "check_interval_s must be non-negative (0 disables migration checks)".into(),
+        ));
+    }
+    if !(p.kv_bytes_per_token >= 0.0) {
+        return Err(ReplayError::BadConfig(
+            "kv_bytes_per_token must be non-negative".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// One request as the engine replays it: a workload request placed in the window (after rate
+/// scaling and looping), with its estimate.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Job {
+    /// Index in the run (unique; arrival order).
+    pub index: u32,
+    /// Workload id.
+    pub id: u64,
+    /// Loop copy (0 for the first pass over the workload).
+    pub copy: u32,
+    /// Arrival offset from the window start, us (scaled).
+    pub arrival_us: i64,
+    /// `P_r`, tokens.
+    pub prompt_tokens: u64,
+    /// `L_r`, tokens.
+    pub output_tokens: u64,
+    /// `L^_r`, tokens.
+    pub est_output_tokens: u64,
+}
+
+/// Salt of the estimator streams (see [`run_stream_seed`]).
+pub(crate) const SALT_ESTIMATE: u64 = 0x6573_7469_6d61_7465;
+
+/// The seed of a run's streams: `splitmix(seed) ^ splitmix(window + salt)`, so that different
+/// (seed, window) pairs give unrelated streams. Each request's stream is then
+/// `Rng::stream(run_stream_seed(seed, window) ^ salt, request index)`.
+pub fn run_stream_seed(seed: u64, window: u64) -> u64 {
+    let mut a = Rng::new(seed);
+    let mut b = Rng::new(window.wrapping_add(0x5EED_0FA1_1D0E_5EED));
+    a.next_u64() ^ b.next_u64().rotate_left(17)
+}
+
+/// Bucket of a prompt length for [`Estimator::Bucket`]: `floor(log2 P) + 1`, 0 for `P = 0`.
+#[inline]
+pub fn prompt_bucket(prompt_tokens: u64) -> usize {
+    (64 - prompt_tokens.leading_zeros()) as usize
+}
+
+/// Expands `workload` into the jobs of one run: arrival offsets scaled by `1 / rate_scale`
+/// (rounded to the microsecond), looped when `loop_workload` with period
+/// `span + span / (n - 1)` (`span` the last scaled arrival; at least 1 s) so that the gap
+/// between copies is one mean inter-arrival time, kept if they arrive before `length_us`, sorted
+/// stably by (arrival, copy, workload position), and given their estimates.
+pub fn prepare_jobs(
+    workload: &Workload,
+    length_us: i64,
+    cfg: &ReplayConfig,
+    stream_seed: u64,
+) -> Result<Vec<Job>, ReplayError> {
+    workload.validate()?;
+    let n = workload.requests.len();
+    let scale = cfg.rate_scale;
+    let scaled: Vec<i64> = workload
+        .requests
+        .iter()
+        .map(|r| {
+            let x = (r.arrival_us as f64 / scale).round();
+            if x >= FOREVER_US as f64 {
+                FOREVER_US
+            } else {
+                x as i64
+            }
+        })
+        .collect();
+    // (arrival, copy, position)
+    let mut order: Vec<(i64, u32, u32)> = Vec::with_capacity(n);
+    if n > 0 {
+        let span = scaled.iter().copied().max().unwrap_or(0);
+        let period = if n > 1 {
+            span.saturating_add(span / (n as i64 - 1))
+        } else {
+            span
+        }
+        .max(1_000_000);
+        let mut copy: u32 = 0;
+        loop {
+            let offset = i64::from(copy).saturating_mul(period);
+            if offset >= length_us {
+                break;
+            }
+            for (pos, &a) in scaled.iter().enumerate() {
+                let t = a.saturating_add(offset);
+                if t < length_us {
+                    order.push((t, copy, pos as u32));
+                }
+            }
+            if !cfg.loop_workload || copy == u32::MAX {
+                break;
+            }
+            copy += 1;
+        }
+    }
+    order.sort_unstable();
+    if u32::try_from(order.len()).is_err() {
+        return Err(ReplayError::BadConfig(
+            "more than 2^32 requests in one run".into(),
+        ));
+    }
+    // Bucket means over the workload.
+    let mut buckets = [(0.0f64, 0u64); 65];
+    if cfg.estimator == Estimator::Bucket {
+        for r in &workload.requests {
+            let b = &mut buckets[prompt_bucket(r.prompt_tokens)];
+            b.0 += r.output_tokens as f64;
+            b.1 += 1;
+        }
+    }
+    let mut jobs = Vec::with_capacity(order.len());
+    for (index, &(arrival_us, copy, pos)) in order.iter().enumerate() {
+        let r = &workload.requests[pos as usize];
+        let est = match cfg.estimator {
+            Estimator::Exact => r.output_tokens,
+            Estimator::Lognormal { sigma } => {
+                let mut rng = Rng::stream(stream_seed ^ SALT_ESTIMATE, index as u64);
+                let x = r.output_tokens as f64 * (sigma * rng.normal()).exp();
+                to_tokens(x)
+            }
+            Estimator::Bucket => {
+                let (sum, count) = buckets[prompt_bucket(r.prompt_tokens)];
+                if count > 0 {
+                    to_tokens(sum / count as f64)
+                } else {
+                    r.output_tokens
+                }
+            }
+        };
+        jobs.push(Job {
+            index: index as u32,
+            id: r.id,
+            copy,
+            arrival_us,
+            prompt_tokens: r.prompt_tokens,
+            output_tokens: r.output_tokens,
+            est_output_tokens: est,
+        });
+    }
+    Ok(jobs)
+}
+
+fn to_tokens(x: f64) -> u64 {
+    if x >= u64::MAX as f64 {
+        u64::MAX
+    } else if x > 0.0 {
+        x.round() as u64
+    } else {
+        0
+    }
+}

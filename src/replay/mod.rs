@@ -1,0 +1,39 @@
+//! Replay: an LLM request workload served by nodes whose up/down behaviour comes from a real
+//! availability trace, under each scheduling policy of [`crate::policy`], scored per request
+//! and per policy.
+//!
+//! * [`input`]: the plain-struct inputs (node timelines and specs with their survival curves,
+//!   requests, window, [`ReplayConfig`]) and the output-length estimators;
+//! * [`queue`]: the `(time, seq)`-ordered event queue (integer microseconds);
+//! * [`engine`]: the discrete-event simulation of one run ([`simulate`]), its serving model
+//!   and failure/migration semantics;
+//! * [`metrics`]: per-request [`RequestRecord`]s, per-run and per-policy summaries, bootstrap
+//!   CIs over windows and the fraction of the fastest-to-oracle gap closed;
+//! * [`run`]: the policies x windows x seeds x parameters grid on rayon ([`run_grid`]);
+//! * [`synthetic`]: Weibull up/down timelines and Poisson workloads for tests and benchmarks.
+//!
+//! Determinism: same inputs and seed give bit-identical records, whatever the thread count.
+
+//!
+//! Comparisons are written `!(x > y)` on purpose where NaN must take the safe branch.
+
+#![warn(missing_docs)]
+#![allow(clippy::neg_cmp_op_on_partial_ord)]
+
+pub mod engine;
+pub mod input;
+pub mod metrics;
+pub mod queue;
+pub mod run;
+pub mod synthetic;
+
+pub use engine::{simulate, simulate_with, LoggedDecision, RunOutput, RunSpec, RunStats};
+pub use input::{
+    Cluster, Estimator, Job, Node, NodeSpec, ReplayConfig, ReplayError, Request, Session, Window,
+    Workload,
+};
+pub use metrics::{
+    aggregate, AggregateOptions, DropReason, PolicySummary, RequestRecord, RunMetrics, RunSummary,
+};
+pub use run::{run_grid, run_grid_metrics, summarize, Grid, ParamPoint};
+pub use synthetic::{PoissonWorkload, SyntheticCluster};

@@ -1,0 +1,194 @@
+//! The experiment grid: policies x windows x seeds x parameter points, run in parallel with
+//! rayon. Every run is independent and owns its random streams (derived from its seed, window
+//! and request indices), and results are sorted by (policy, window, seed, parameter point), so
+//! the output is identical whatever the thread count.
+
+use rayon::prelude::*;
+use serde::Serialize;
+
+use crate::policy::{self, Params, PolicyKind};
+
+use super::engine::{simulate_unchecked, RunOutput, RunSpec};
+use super::input::{validate_params, Cluster, ReplayConfig, ReplayError, Window, Workload};
+use super::metrics::{aggregate, AggregateOptions, PolicySummary, RunMetrics};
+
+/// One point of a parameter grid (e.g. one hysteresis `h`).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ParamPoint {
+    /// Label reported with the results (e.g. `h=2`).
+    pub label: String,
+    /// The policy constants at this point.
+    pub params: Params,
+}
+
+impl ParamPoint {
+    /// One point per hysteresis value `h`, labelled `h=<value>`, other constants from `base`.
+    pub fn hysteresis_sweep(base: Params, hs: &[f64]) -> Vec<ParamPoint> {
+        hs.iter()
+            .map(|&h| ParamPoint {
+                label: format!("h={h}"),
+                params: Params {
+                    hysteresis_s: h,
+                    ..base
+                },
+            })
+            .collect()
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Grid {
+    /// Policies.
+    pub policies: Vec<PolicyKind>,
+    /// Windows of the trace (their index seeds the runs).
+    pub windows: Vec<Window>,
+    /// Seeds.
+    pub seeds: Vec<u64>,
+    /// Parameter points; empty means the single point [`ReplayConfig::params`] (label "").
+    pub params: Vec<ParamPoint>,
+}
+
+impl Grid {
+    /// A grid without a parameter sweep.
+    pub fn new(policies: Vec<PolicyKind>, windows: Vec<Window>, seeds: Vec<u64>) -> Grid {
+        Grid {
+            policies,
+            windows,
+            seeds,
+            params: Vec::new(),
+        }
+    }
+
+    /// The same grid over the parameter points `points`.
+    pub fn with_params(self, points: Vec<ParamPoint>) -> Grid {
+        Grid {
+            params: points,
+            ..self
+        }
+    }
+
+    /// Every run, in (policy, window, seed, parameter point) order.
+    pub fn specs(&self, cfg: &ReplayConfig) -> Vec<RunSpec> {
+        let single = [ParamPoint {
+            label: String::new(),
+            params: cfg.params,
+        }];
+        let points: &[ParamPoint] = if self.params.is_empty() {
+            &single
+        } else {
+            &self.params
+        };
+        let mut out = Vec::with_capacity(
+            self.policies.len() * self.windows.len() * self.seeds.len() * points.len(),
+        );
+        for &policy in &self.policies {
+            for (window_index, &window) in self.windows.iter().enumerate() {
+                for &seed in &self.seeds {
+                    for (param_index, p) in points.iter().enumerate() {
+                        out.push(RunSpec {
+                            policy,
+                            window_index,
+                            window,
+                            seed,
+                            param_index,
+                            param_label: p.label.clone(),
+                            params: p.params,
+                        });
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+fn rank(k: PolicyKind) -> usize {
+    PolicyKind::ALL
+        .iter()
+        .position(|&x| x == k)
+        .unwrap_or(usize::MAX)
+}
+
+/// Runs the grid on the current rayon pool and returns every run's output sorted by
+/// (policy in [`PolicyKind::ALL`] order, window, seed, parameter point). Inputs are validated
+/// once; the first error in that order is returned.
+pub fn run_grid(
+    cluster: &Cluster,
+    workload: &Workload,
+    cfg: &ReplayConfig,
+    grid: &Grid,
+) -> Result<Vec<RunOutput>, ReplayError> {
+    cluster.validate()?;
+    cfg.validate()?;
+    workload.validate()?;
+    let specs = grid.specs(cfg);
+    for s in &specs {
+        validate_params(&s.params)?;
+        s.window.end_us()?;
+    }
+    let results: Vec<Result<RunOutput, ReplayError>> = specs
+        .par_iter()
+        .map(|s| {
+            let mut p = policy::build(s.policy, s.params, s.policy_seed());
+            simulate_unchecked(cluster, workload, cfg, s, p.as_mut())
+        })
+        .collect();
+    let mut out = Vec::with_capacity(results.len());
+    for r in results {
+        out.push(r?);
+    }
+    out.sort_by(|a, b| {
+        (rank(a.policy), a.window, a.seed, a.param).cmp(&(
+            rank(b.policy),
+            b.window,
+            b.seed,
+            b.param,
+        ))
+    });
+    Ok(out)
+}
+
+/// [`run_grid`] keeping only each run's metrics (the records are summarised inside the worker
+/// and dropped, for grids too large to hold every record).
+pub fn run_grid_metrics(
+    cluster: &Cluster,
+    workload: &Workload,
+    cfg: &ReplayConfig,
+    grid: &Grid,
+) -> Result<Vec<RunMetrics>, ReplayError> {
+    cluster.validate()?;
+    cfg.validate()?;
+    workload.validate()?;
+    let specs = grid.specs(cfg);
+    for s in &specs {
+        validate_params(&s.params)?;
+        s.window.end_us()?;
+    }
+    let results: Vec<Result<RunMetrics, ReplayError>> = specs
+        .par_iter()
+        .map(|s| {
+            let mut p = policy::build(s.policy, s.params, s.policy_seed());
+            simulate_unchecked(cluster, workload, cfg, s, p.as_mut()).map(|o| o.metrics())
+        })
+        .collect();
+    let mut out = Vec::with_capacity(results.len());
+    for r in results {
+        out.push(r?);
+    }
+    out.sort_by(|a, b| {
+        (rank(a.policy), a.window, a.seed, a.param).cmp(&(
+            rank(b.policy),
+            b.window,
+            b.seed,
+            b.param,
+        ))
+    });
+    Ok(out)
+}
+
+/// Per-policy aggregates of finished runs ([`aggregate`]).
+pub fn summarize(runs: &[RunOutput], opts: &AggregateOptions) -> Vec<PolicySummary> {
+    let metrics: Vec<RunMetrics> = runs.iter().map(RunOutput::metrics).collect();
+    aggregate(&metrics, opts)
+}

@@ -1,0 +1,420 @@
+//! Survival analysis of node up-sessions for hazard-aware scheduling.
+//!
+//! * [`km`]: Kaplan–Meier product-limit estimator (right censoring, left truncation, ties,
+//!   integer weights) with lifelines-0.30.3 conventions, conditional survival, and a grouped
+//!   fast path that fits one curve per node from a single counting sort.
+//! * [`shrinkage`]: per-node curves that borrow strength from the pooled fleet curve
+//!   (beta-process prior, gamma-frailty empirical Bayes, cross-validated selection).
+//! * [`parametric`]: censored, left-truncated maximum-likelihood exponential and Weibull fits
+//!   and a likelihood-ratio test of "constant hazard".
+//! * [`validate`]: out-of-time validation (fit before a split time, score the sessions live at
+//!   it: IPCW integrated Brier score, Harrell's C, calibration) of all estimators side by side.
+//! * [`priors`]: the versioned JSON export of the pooled and per-node curves that the replay
+//!   and a serving system load.
+//!
+//! Every fitted curve implements [`SurvivalCurve`], so the scheduler can ask
+//! S(t | a) = S(a + t) / S(a) of any of them.
+//!
+//! Time convention: durations and entry times share one clock (the session age);
+//! an entry time is the age at which observation began (left truncation, delayed entry).
+
+#![warn(missing_docs)]
+
+pub mod km;
+pub mod parametric;
+pub mod priors;
+pub mod shrinkage;
+pub mod validate;
+
+use thiserror::Error;
+
+/// Two-sided 95 % standard-normal quantile Φ⁻¹(0.975), as used by lifelines (`scipy.stats.norm.ppf`).
+pub const Z_95: f64 = 1.959963984540054;
+
+/// Errors raised on invalid survival input.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum SurvivalError {
+    /// No observation (or every weight is zero).
+    #[error("empty input: no observations")]
+    Empty,
+    /// Two parallel input columns have different lengths.
+    #[error("length mismatch: `{what}` has {got} values, expected {expected}")]
+    LengthMismatch {
+        /// Name of the offending column.
+        what: &'static str,
+        /// Length of `durations`.
+        expected: usize,
+        /// Length of the offending column.
+        got: usize,
+    },
+    /// A duration is NaN.
+    #[error("duration at index {index} is NaN")]
+    NanDuration {
+        /// Row index.
+        index: usize,
+    },
+    /// A duration or entry time is ±∞ (or an entry time is NaN).
+    #[error("{what} at index {index} is not finite ({value})")]
+    NonFinite {
+        /// `"duration"` or `"entry"`.
+        what: &'static str,
+        /// Row index.
+        index: usize,
+        /// The offending value.
+        value: f64,
+    },
+    /// Entry (delayed-entry age) later than the exit age.
+    #[error("entry {entry} > duration {duration} at index {index}")]
+    EntryAfterDuration {
+        /// Row index.
+        index: usize,
+        /// Entry time.
+        entry: f64,
+        /// Duration (exit time on the same clock).
+        duration: f64,
+    },
+    /// A group id is not below the declared number of groups.
+    #[error("group id {group} at index {index} is out of range (number of groups {n_groups})")]
+    GroupOutOfRange {
+        /// Row index.
+        index: usize,
+        /// The offending group id.
+        group: u32,
+        /// Declared number of groups.
+        n_groups: usize,
+    },
+    /// A value outside the domain of a model (e.g. a non-positive event time for a Weibull fit).
+    #[error("invalid value at index {index}: {reason}")]
+    InvalidValue {
+        /// Row index.
+        index: usize,
+        /// What is wrong.
+        reason: &'static str,
+    },
+    /// The data contain no event, so the requested estimate does not exist.
+    #[error("no events observed: {0}")]
+    NoEvents(&'static str),
+    /// An option or argument is out of its domain.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+/// Borrowed survival data: one row per subject (session).
+///
+/// `durations[i]` is the exit age, `events[i]` is `true` for an observed event (failure) and
+/// `false` for right censoring, `entry[i]` (optional) the age at which observation began
+/// (left truncation; `entry[i] <= durations[i]`), `weights[i]` (optional) an integer
+/// replication count (weight `w` is identical to `w` copies of the row; weight 0 drops the row).
+#[derive(Debug, Clone, Copy)]
+pub struct SurvivalData<'a> {
+    /// Exit ages T_i.
+    pub durations: &'a [f64],
+    /// Event indicators δ_i (true = event observed, false = censored).
+    pub events: &'a [bool],
+    /// Optional entry ages e_i (delayed entry).
+    pub entry: Option<&'a [f64]>,
+    /// Optional integer case weights w_i.
+    pub weights: Option<&'a [u32]>,
+}
+
+impl<'a> SurvivalData<'a> {
+    /// Right-censored data without entry times or weights.
+    pub fn new(durations: &'a [f64], events: &'a [bool]) -> Self {
+        SurvivalData {
+            durations,
+            events,
+            entry: None,
+            weights: None,
+        }
+    }
+
+    /// Adds entry (left-truncation) times.
+    pub fn with_entry(mut self, entry: &'a [f64]) -> Self {
+        self.entry = Some(entry);
+        self
+    }
+
+    /// Adds integer case weights.
+    pub fn with_weights(mut self, weights: &'a [u32]) -> Self {
+        self.weights = Some(weights);
+        self
+    }
+
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.durations.len()
+    }
+
+    /// True when there is no row.
+    pub fn is_empty(&self) -> bool {
+        self.durations.is_empty()
+    }
+
+    /// Weight of row `i` (1 without weights).
+    #[inline]
+    pub fn weight(&self, i: usize) -> u64 {
+        match self.weights {
+            Some(w) => w[i] as u64,
+            None => 1,
+        }
+    }
+
+    /// Checks lengths, NaN/∞ values, `entry <= duration` and non-emptiness.
+    pub fn validate(&self) -> Result<(), SurvivalError> {
+        let n = self.durations.len();
+        if self.events.len() != n {
+            return Err(SurvivalError::LengthMismatch {
+                what: "events",
+                expected: n,
+                got: self.events.len(),
+            });
+        }
+        if let Some(e) = self.entry {
+            if e.len() != n {
+                return Err(SurvivalError::LengthMismatch {
+                    what: "entry",
+                    expected: n,
+                    got: e.len(),
+                });
+            }
+        }
+        if let Some(w) = self.weights {
+            if w.len() != n {
+                return Err(SurvivalError::LengthMismatch {
+                    what: "weights",
+                    expected: n,
+                    got: w.len(),
+                });
+            }
+            let total: u64 = w.iter().map(|&x| x as u64).sum();
+            if total == 0 {
+                return Err(SurvivalError::Empty);
+            }
+            if total > u32::MAX as u64 {
+                return Err(SurvivalError::InvalidArgument(format!(
+                    "total weight {total} exceeds 2^32 - 1"
+                )));
+            }
+        } else if n > u32::MAX as usize {
+            return Err(SurvivalError::InvalidArgument(format!(
+                "{n} rows exceed 2^32 - 1"
+            )));
+        }
+        if n == 0 {
+            return Err(SurvivalError::Empty);
+        }
+        for (i, &t) in self.durations.iter().enumerate() {
+            if !t.is_finite() {
+                if t.is_nan() {
+                    return Err(SurvivalError::NanDuration { index: i });
+                }
+                return Err(SurvivalError::NonFinite {
+                    what: "duration",
+                    index: i,
+                    value: t,
+                });
+            }
+        }
+        if let Some(e) = self.entry {
+            for (i, (&x, &t)) in e.iter().zip(self.durations).enumerate() {
+                if !x.is_finite() {
+                    return Err(SurvivalError::NonFinite {
+                        what: "entry",
+                        index: i,
+                        value: x,
+                    });
+                }
+                if x > t {
+                    return Err(SurvivalError::EntryAfterDuration {
+                        index: i,
+                        entry: x,
+                        duration: t,
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A survival curve S(t) that can answer conditional questions about a live session.
+///
+/// Implemented by the Kaplan–Meier fits ([`km::KmFit`], [`km::KmView`]), the shrunk node
+/// curves ([`shrinkage::NodeCurve`] and its two variants) and the parametric fits
+/// ([`parametric::ExponentialFit`], [`parametric::WeibullFit`]).
+pub trait SurvivalCurve {
+    /// S(t) = P(T > t). Non-increasing, in [0, 1]; 1 before the curve's origin.
+    fn survival(&self, t: f64) -> f64;
+
+    /// Conditional survival of a session of age `a`:
+    /// S(t | a) = S(a + t) / S(a) (NaN when S(a) = 0, i.e. undefined).
+    fn conditional(&self, a: f64, t: f64) -> f64 {
+        let sa = self.survival(a);
+        if sa > 0.0 {
+            self.survival(a + t) / sa
+        } else {
+            f64::NAN
+        }
+    }
+
+    /// S(t_j | a) for several horizons `ts` into `out` (pairs up to the shorter length);
+    /// NaN when S(a) = 0. Evaluates S(a) once.
+    fn conditional_into(&self, a: f64, ts: &[f64], out: &mut [f64]) {
+        let sa = self.survival(a);
+        for (o, &t) in out.iter_mut().zip(ts) {
+            *o = if sa > 0.0 {
+                self.survival(a + t) / sa
+            } else {
+                f64::NAN
+            };
+        }
+    }
+}
+
+impl<T: SurvivalCurve + ?Sized> SurvivalCurve for &T {
+    fn survival(&self, t: f64) -> f64 {
+        (**self).survival(t)
+    }
+    fn conditional(&self, a: f64, t: f64) -> f64 {
+        (**self).conditional(a, t)
+    }
+    fn conditional_into(&self, a: f64, ts: &[f64], out: &mut [f64]) {
+        (**self).conditional_into(a, ts, out)
+    }
+}
+
+/// Small numerical helpers shared by the estimators.
+pub(crate) mod numeric {
+    /// Brent's bounded scalar minimisation (golden section + parabolic interpolation;
+    /// Brent 1973, as in Forsythe–Malcolm–Moler `fmin` and scipy `fminbound`).
+    /// Returns (x*, f(x*)). `xatol` is the absolute tolerance on x.
+    pub(crate) fn minimize_bounded<F: FnMut(f64) -> f64>(
+        mut f: F,
+        lo: f64,
+        hi: f64,
+        xatol: f64,
+        max_eval: usize,
+    ) -> (f64, f64) {
+        let sqrt_eps = f64::EPSILON.sqrt();
+        let golden = 0.5 * (3.0 - 5f64.sqrt());
+        let (mut a, mut b) = (lo, hi);
+        let mut fulc = a + golden * (b - a);
+        let mut nfc = fulc;
+        let mut xf = fulc;
+        let mut rat: f64 = 0.0;
+        let mut e: f64 = 0.0;
+        let mut fx = f(xf);
+        let mut num = 1;
+        let mut ffulc = fx;
+        let mut fnfc = fx;
+        let mut xm = 0.5 * (a + b);
+        let mut tol1 = sqrt_eps * xf.abs() + xatol / 3.0;
+        let mut tol2 = 2.0 * tol1;
+        while (xf - xm).abs() > tol2 - 0.5 * (b - a) {
+            let mut golden_step = true;
+            if e.abs() > tol1 {
+                golden_step = false;
+                let mut r = (xf - nfc) * (fx - ffulc);
+                let mut q = (xf - fulc) * (fx - fnfc);
+                let mut p = (xf - fulc) * q - (xf - nfc) * r;
+                q = 2.0 * (q - r);
+                if q > 0.0 {
+                    p = -p;
+                }
+                q = q.abs();
+                r = e;
+                e = rat;
+                if p.abs() < (0.5 * q * r).abs() && p > q * (a - xf) && p < q * (b - xf) {
+                    rat = p / q;
+                    let x = xf + rat;
+                    if (x - a) < tol2 || (b - x) < tol2 {
+                        let si = if xm - xf >= 0.0 { 1.0 } else { -1.0 };
+                        rat = tol1 * si;
+                    }
+                } else {
+                    golden_step = true;
+                }
+            }
+            if golden_step {
+                e = if xf >= xm { a - xf } else { b - xf };
+                rat = golden * e;
+            }
+            let si = if rat >= 0.0 { 1.0 } else { -1.0 };
+            let x = xf + si * rat.abs().max(tol1);
+            let fu = f(x);
+            num += 1;
+            if fu <= fx {
+                if x >= xf {
+                    a = xf;
+                } else {
+                    b = xf;
+                }
+                fulc = nfc;
+                ffulc = fnfc;
+                nfc = xf;
+                fnfc = fx;
+                xf = x;
+                fx = fu;
+            } else {
+                if x < xf {
+                    a = x;
+                } else {
+                    b = x;
+                }
+                if fu <= fnfc || nfc == xf {
+                    fulc = nfc;
+                    ffulc = fnfc;
+                    nfc = x;
+                    fnfc = fu;
+                } else if fu <= ffulc || fulc == xf || fulc == nfc {
+                    fulc = x;
+                    ffulc = fu;
+                }
+            }
+            xm = 0.5 * (a + b);
+            tol1 = sqrt_eps * xf.abs() + xatol / 3.0;
+            tol2 = 2.0 * tol1;
+            if num >= max_eval {
+                break;
+            }
+        }
+        (xf, fx)
+    }
+
+    /// SplitMix64 generator (Steele, Lea & Flood 2014): deterministic fold assignment.
+    pub(crate) struct SplitMix64(pub(crate) u64);
+
+    impl SplitMix64 {
+        pub(crate) fn next_u64(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+
+        /// Uniform integer in 0..=bound (Lemire-style rejection-free for our small bounds).
+        pub(crate) fn below_or_eq(&mut self, bound: usize) -> usize {
+            let range = bound as u128 + 1;
+            ((self.next_u64() as u128 * range) >> 64) as usize
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::*;
+
+        #[test]
+        fn brent_finds_parabola_minimum() {
+            let (x, fx) = minimize_bounded(|x| (x - 1.234).powi(2) + 3.0, -10.0, 10.0, 1e-10, 500);
+            assert!((x - 1.234).abs() < 1e-8, "{x}");
+            assert!((fx - 3.0).abs() < 1e-12);
+        }
+
+        #[test]
+        fn brent_respects_bounds() {
+            let (x, _) = minimize_bounded(|x| x, 2.0, 5.0, 1e-8, 500);
+            assert!((2.0..2.0 + 1e-6).contains(&x), "{x}");
+        }
+    }
+}

@@ -1,0 +1,1039 @@
+//! Out-of-time validation: "is the model any good?"
+//!
+//! Given a split time T (absolute, or a fraction of the observation span, see [`Split`]):
+//!
+//! * **training data** = what was known at T. A session that ended at or before T keeps its
+//!   outcome (entry age e, exit age e + end − start, event δ). A session live at T
+//!   (start ≤ T < end) is censored at T: exit age a = e + T − start, δ = 0. Sessions first
+//!   observed after T (start > T) are unseen.
+//! * **test cases** = the sessions live at T: age a = e + T − start and residual
+//!   r = end − T (> 0) with the session's own event flag δ (δ = 0: still up when observation
+//!   stopped).
+//!
+//! Every estimator predicts the conditional survival Ŝ_j(t) = S(t | a_j) of each test case and
+//! is scored against (r_j, δ_j) by three metrics (definitions in [`brier_scores`],
+//! [`integrated_brier_score`], [`concordance_index`], [`calibration`]):
+//!
+//! * the integrated Brier score with inverse-probability-of-censoring weights
+//!   (Graf, Schmoor, Sauerbrei & Schumacher 1999; Gerds & Schumacher 2006), lower is better;
+//! * Harrell's concordance (Harrell et al. 1982) of the risk 1 − Ŝ_j(h_c), higher is better;
+//! * calibration at a few horizons: mean predicted Ŝ_j(h) against the Kaplan–Meier estimate of
+//!   the test residuals at h.
+//!
+//! Estimators compared ([`EstimatorName`]), all fitted on the training data only:
+//! node KM, pooled KM, beta-process shrinkage, gamma-frailty shrinkage and the exponential
+//! model with the pooled rate (see [`EstimatorName`] for how each predicts).
+//!
+//! References: Graf, E., Schmoor, C., Sauerbrei, W. & Schumacher, M. (1999). Assessment and
+//! comparison of prognostic classification schemes for survival data. *Stat. Med.* 18,
+//! 2529–2545. Gerds, T. A. & Schumacher, M. (2006). Consistent estimation of the expected Brier
+//! score in general survival models with right-censored event times. *Biom. J.* 48, 1029–1040.
+//! Harrell, F. E., Califf, R. M., Pryor, D. B., Lee, K. L. & Rosati, R. A. (1982). Evaluating
+//! the yield of medical tests. *JAMA* 247, 2543–2546.
+
+use serde::{Deserialize, Serialize};
+
+use crate::survival::km::{GroupedKm, KmFit, KmView};
+use crate::survival::shrinkage::{Estimator, EstimatorChoice, ShrinkageModel, ShrinkageOptions};
+use crate::survival::{SurvivalCurve, SurvivalData, SurvivalError};
+
+// ------------------------------------------------------------------------------------------
+// input
+// ------------------------------------------------------------------------------------------
+
+/// One up-session of a node, on the absolute clock of the trace (seconds).
+///
+/// Same convention as the ingest model: `start` is the first instant the session was observed
+/// up, `entry` its age at `start` (0 when observed from its beginning, and also 0 for a
+/// left-truncated session of unknown age), so the session's (entry, exit) ages are
+/// (`entry`, `entry + end − start`).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Session {
+    /// Node index (0-based; the number of nodes is max index + 1).
+    pub node: u32,
+    /// First observed instant, seconds.
+    pub start: f64,
+    /// End of the session (failure when `event`, otherwise end of observation), seconds.
+    pub end: f64,
+    /// True = the node went down at `end`; false = right-censored at `end`.
+    pub event: bool,
+    /// Age of the session at `start` (left truncation / delayed entry), seconds, ≥ 0.
+    pub entry: f64,
+}
+
+impl Session {
+    /// A session observed from its beginning (entry age 0).
+    pub fn new(node: u32, start: f64, end: f64, event: bool) -> Session {
+        Session {
+            node,
+            start,
+            end,
+            event,
+            entry: 0.0,
+        }
+    }
+
+    /// Sets the age at `start` (left truncation).
+    pub fn with_entry(mut self, entry: f64) -> Session {
+        self.entry = entry;
+        self
+    }
+
+    /// Age of the session at absolute time `x`: entry + x − start.
+    #[inline]
+    pub fn age_at(&self, x: f64) -> f64 {
+        self.entry + (x - self.start)
+    }
+}
+
+/// Checks every session: finite `start`, `end`, `entry`; `end ≥ start`; `entry ≥ 0`.
+pub fn check_sessions(sessions: &[Session]) -> Result<(), SurvivalError> {
+    if sessions.is_empty() {
+        return Err(SurvivalError::Empty);
+    }
+    for (i, s) in sessions.iter().enumerate() {
+        for (what, v) in [("start", s.start), ("end", s.end), ("entry", s.entry)] {
+            if !v.is_finite() {
+                return Err(SurvivalError::InvalidArgument(format!(
+                    "session {i}: {what} is not finite ({v})"
+                )));
+            }
+        }
+        if s.end < s.start {
+            return Err(SurvivalError::InvalidValue {
+                index: i,
+                reason: "session ends before it starts",
+            });
+        }
+        if s.entry < 0.0 {
+            return Err(SurvivalError::InvalidValue {
+                index: i,
+                reason: "negative entry age",
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Observation span [min start, max end] of the sessions (`None` when empty).
+pub fn observation_span(sessions: &[Session]) -> Option<(f64, f64)> {
+    let lo = sessions.iter().map(|s| s.start).min_by(f64::total_cmp)?;
+    let hi = sessions.iter().map(|s| s.end).max_by(f64::total_cmp)?;
+    Some((lo, hi))
+}
+
+/// The split time T = lo + f·(hi − lo) for a fraction f ∈ (0, 1) of the observation span
+/// [lo, hi] = [`observation_span`].
+pub fn split_time_from_fraction(sessions: &[Session], fraction: f64) -> Result<f64, SurvivalError> {
+    if !(fraction > 0.0 && fraction < 1.0) {
+        return Err(SurvivalError::InvalidArgument(format!(
+            "split fraction must be in (0, 1), got {fraction}"
+        )));
+    }
+    check_sessions(sessions)?;
+    let (lo, hi) = observation_span(sessions).ok_or(SurvivalError::Empty)?;
+    Ok(lo + fraction * (hi - lo))
+}
+
+/// Where to split the trace.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Split {
+    /// Absolute split time T, seconds on the sessions' clock.
+    At(f64),
+    /// Fraction f ∈ (0, 1) of the observation span: T = lo + f·(hi − lo).
+    Fraction(f64),
+}
+
+impl Split {
+    /// The absolute split time for these sessions.
+    pub fn resolve(&self, sessions: &[Session]) -> Result<f64, SurvivalError> {
+        match *self {
+            Split::At(t) if t.is_finite() => Ok(t),
+            Split::At(t) => Err(SurvivalError::InvalidArgument(format!(
+                "split time is not finite ({t})"
+            ))),
+            Split::Fraction(f) => split_time_from_fraction(sessions, f),
+        }
+    }
+}
+
+/// Outcome of a test case after the split: residual time and event flag.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Residual {
+    /// Observed residual time r = end − T (seconds).
+    pub time: f64,
+    /// True = the session ended by an event at `time`; false = censored at `time`.
+    pub event: bool,
+}
+
+/// A session live at the split time.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TestCase {
+    /// Index of the session in the input slice.
+    pub session: usize,
+    /// Node index.
+    pub node: u32,
+    /// Age a at the split time.
+    pub age: f64,
+    /// What happened after the split.
+    pub residual: Residual,
+}
+
+/// Training rows (one per known session, on the age clock) in input order.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct TrainSet {
+    /// Node index of each row.
+    pub nodes: Vec<u32>,
+    /// Exit ages.
+    pub durations: Vec<f64>,
+    /// Event flags.
+    pub events: Vec<bool>,
+    /// Entry ages.
+    pub entry: Vec<f64>,
+    /// Number of nodes (max node index over all sessions + 1).
+    pub n_nodes: usize,
+}
+
+impl TrainSet {
+    /// Number of rows.
+    pub fn len(&self) -> usize {
+        self.durations.len()
+    }
+
+    /// True when no session was known at the split.
+    pub fn is_empty(&self) -> bool {
+        self.durations.is_empty()
+    }
+
+    /// Borrowed [`SurvivalData`]; entry ages are attached only when some is positive.
+    pub fn data(&self) -> SurvivalData<'_> {
+        let d = SurvivalData::new(&self.durations, &self.events);
+        if self.entry.iter().any(|&e| e > 0.0) {
+            d.with_entry(&self.entry)
+        } else {
+            d
+        }
+    }
+}
+
+/// Training rows and test cases for one split time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SplitSets {
+    /// The split time T.
+    pub split_time: f64,
+    /// What was known at T.
+    pub train: TrainSet,
+    /// Sessions live at T (in input order).
+    pub test: Vec<TestCase>,
+}
+
+/// Splits the sessions at T (see the module docs): ended (end ≤ T) → training row as is;
+/// live (start ≤ T < end) → training row censored at age e + T − start and a test case;
+/// start > T → unseen.
+pub fn split_at(sessions: &[Session], t: f64) -> Result<SplitSets, SurvivalError> {
+    check_sessions(sessions)?;
+    if !t.is_finite() {
+        return Err(SurvivalError::InvalidArgument(format!(
+            "split time is not finite ({t})"
+        )));
+    }
+    let n_nodes = sessions
+        .iter()
+        .map(|s| s.node as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut train = TrainSet {
+        n_nodes,
+        ..Default::default()
+    };
+    let mut test = Vec::new();
+    for (i, s) in sessions.iter().enumerate() {
+        if s.end <= t {
+            train.nodes.push(s.node);
+            train.durations.push(s.age_at(s.end));
+            train.events.push(s.event);
+            train.entry.push(s.entry);
+        } else if s.start <= t {
+            let age = s.age_at(t);
+            train.nodes.push(s.node);
+            train.durations.push(age);
+            train.events.push(false);
+            train.entry.push(s.entry);
+            test.push(TestCase {
+                session: i,
+                node: s.node,
+                age,
+                residual: Residual {
+                    time: s.end - t,
+                    event: s.event,
+                },
+            });
+        }
+    }
+    Ok(SplitSets {
+        split_time: t,
+        train,
+        test,
+    })
+}
+
+// ------------------------------------------------------------------------------------------
+// metrics
+// ------------------------------------------------------------------------------------------
+
+/// Empirical quantile by inverse ECDF ("type 1"): the smallest x_(k) with k/n ≥ q,
+/// i.e. x_(⌈q n⌉) of the sorted values (x_(1) for q ≤ 0). `None` when `x` is empty or
+/// contains NaN, or q is NaN.
+pub fn empirical_quantile(x: &[f64], q: f64) -> Option<f64> {
+    if x.is_empty() || q.is_nan() || x.iter().any(|v| v.is_nan()) {
+        return None;
+    }
+    let mut v = x.to_vec();
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    let k = ((q.clamp(0.0, 1.0) * n as f64).ceil() as usize).clamp(1, n);
+    Some(v[k - 1])
+}
+
+/// Kaplan–Meier estimate Ĝ of the censoring distribution of the test residuals: the
+/// product-limit estimator with the roles of event and censoring swapped (δ_j = 0 is the
+/// "event"; at a tie an observed event counts as still at risk of censoring).
+#[derive(Debug, Clone)]
+pub struct CensoringKm {
+    fit: KmFit,
+}
+
+impl CensoringKm {
+    /// Fits Ĝ to the residuals.
+    pub fn fit(res: &[Residual]) -> Result<CensoringKm, SurvivalError> {
+        let t: Vec<f64> = res.iter().map(|r| r.time).collect();
+        let c: Vec<bool> = res.iter().map(|r| !r.event).collect();
+        Ok(CensoringKm {
+            fit: KmFit::fit(&t, &c)?,
+        })
+    }
+
+    /// Ĝ(t) (right-continuous; 1 before the first residual).
+    pub fn at(&self, t: f64) -> f64 {
+        self.fit.survival(t)
+    }
+
+    /// Ĝ(t−) = lim_{u↑t} Ĝ(u): the value at the last residual time strictly before t.
+    pub fn before(&self, t: f64) -> f64 {
+        let v = self.fit.view();
+        match v.timeline().partition_point(|&x| x < t).checked_sub(1) {
+            Some(k) => v.survival_values()[k],
+            None => 1.0,
+        }
+    }
+
+    /// First residual time at which Ĝ reaches 0 (the largest residual, when it is censored).
+    pub fn zero_time(&self) -> Option<f64> {
+        let v = self.fit.view();
+        let k = v.survival_values().iter().position(|&s| s <= 0.0)?;
+        Some(v.timeline()[k])
+    }
+}
+
+/// Streaming IPCW Brier sums at fixed times.
+struct BrierAcc {
+    times: Vec<f64>,
+    g_t: Vec<f64>,
+    sums: Vec<f64>,
+    n: usize,
+}
+
+impl BrierAcc {
+    fn new(g: &CensoringKm, times: &[f64]) -> BrierAcc {
+        BrierAcc {
+            times: times.to_vec(),
+            g_t: times.iter().map(|&t| g.at(t)).collect(),
+            sums: vec![0.0; times.len()],
+            n: 0,
+        }
+    }
+
+    /// Adds case (r, δ) with Ĝ(r−) = `g_r` and predictions Ŝ(t_k) = `pred(k)`.
+    fn add(&mut self, r: Residual, g_r: f64, pred: impl Fn(usize) -> f64) {
+        self.n += 1;
+        for (k, &t) in self.times.iter().enumerate() {
+            if r.time > t {
+                if self.g_t[k] > 0.0 {
+                    let e = 1.0 - pred(k);
+                    self.sums[k] += e * e / self.g_t[k];
+                }
+            } else if r.event && g_r > 0.0 {
+                let s = pred(k);
+                self.sums[k] += s * s / g_r;
+            }
+        }
+    }
+
+    fn finish(self) -> Vec<f64> {
+        let n = self.n.max(1) as f64;
+        self.sums.into_iter().map(|s| s / n).collect()
+    }
+}
+
+/// IPCW Brier score at each time t_k (Graf et al. 1999, with Ĝ(r_j−) as in Gerds & Schumacher
+/// 2006):
+///
+///   BS(t) = (1/n) Σ_j [ 1{r_j ≤ t, δ_j = 1} Ŝ_j(t)² / Ĝ(r_j−) + 1{r_j > t} (1 − Ŝ_j(t))² / Ĝ(t) ],
+///
+/// where Ŝ_j(t) = `pred(j, k)` is the predicted probability that case j survives t_k beyond the
+/// split, Ĝ the [`CensoringKm`] of the same residuals; cases censored at r_j ≤ t contribute 0
+/// but stay in n. (Ĝ(t) > 0 whenever some r_j > t, and Ĝ(r_j−) > 0 for every event, so no
+/// weight is infinite.)
+pub fn brier_scores(
+    res: &[Residual],
+    times: &[f64],
+    pred: impl Fn(usize, usize) -> f64,
+) -> Result<Vec<f64>, SurvivalError> {
+    let g = CensoringKm::fit(res)?;
+    let mut acc = BrierAcc::new(&g, times);
+    for (j, &r) in res.iter().enumerate() {
+        acc.add(r, g.before(r.time), |k| pred(j, k));
+    }
+    Ok(acc.finish())
+}
+
+/// Integrated Brier score by the trapezoidal rule over the (ascending) times:
+/// IBS = (1 / (t_K − t_0)) Σ_k (t_{k+1} − t_k)(BS(t_k) + BS(t_{k+1}))/2.
+/// `None` with fewer than two times, mismatched lengths, or t_K ≤ t_0.
+pub fn integrated_brier_score(times: &[f64], bs: &[f64]) -> Option<f64> {
+    if times.len() < 2 || times.len() != bs.len() {
+        return None;
+    }
+    let span = times[times.len() - 1] - times[0];
+    if span.is_nan() || span <= 0.0 {
+        return None;
+    }
+    let area: f64 = times
+        .windows(2)
+        .zip(bs.windows(2))
+        .map(|(t, b)| (t[1] - t[0]) * 0.5 * (b[0] + b[1]))
+        .sum();
+    Some(area / span)
+}
+
+/// The uniform grid t_k = τ·k/K, k = 0..=K (K = `intervals` ≥ 1) on which the IBS is integrated.
+pub fn brier_grid(horizon: f64, intervals: usize) -> Vec<f64> {
+    let k = intervals.max(1);
+    (0..=k)
+        .map(|i| {
+            if i == k {
+                horizon
+            } else {
+                horizon * i as f64 / k as f64
+            }
+        })
+        .collect()
+}
+
+/// Default IBS horizon τ: the `quantile` (e.g. 0.9) [`empirical_quantile`] of all observed
+/// residuals r_j (events and censored). If Ĝ(τ) = 0 (τ at or past the time where the
+/// censoring KM reaches 0, e.g. administrative censoring at the trace end), τ is lowered to the
+/// largest residual strictly before that time. `None` when no positive such time exists.
+pub fn ibs_horizon(res: &[Residual], quantile: f64) -> Result<Option<f64>, SurvivalError> {
+    let r: Vec<f64> = res.iter().map(|x| x.time).collect();
+    let Some(mut tau) = empirical_quantile(&r, quantile) else {
+        return Ok(None);
+    };
+    let g = CensoringKm::fit(res)?;
+    if let Some(z) = g.zero_time() {
+        if tau >= z {
+            match r.iter().copied().filter(|&x| x < z).max_by(f64::total_cmp) {
+                Some(x) => tau = x,
+                None => return Ok(None),
+            }
+        }
+    }
+    Ok((tau > 0.0).then_some(tau))
+}
+
+/// Harrell's concordance index of risk scores (higher risk = expected to fail sooner).
+///
+/// A pair (i, j) is comparable when δ_i = 1 and r_i < r_j, or δ_i = 1, δ_j = 0 and r_i = r_j
+/// (a case censored at the event time survived at least as long). It is concordant when
+/// risk_i > risk_j, tied when risk_i = risk_j (counts ½), discordant otherwise:
+///
+///   C = (#concordant + ½ #tied) / #comparable.
+///
+/// Pairs of two events at the same time are not comparable. O(n log n) (Fenwick tree over risk
+/// ranks). `Ok(None)` when no pair is comparable; error on length mismatch or NaN risk.
+pub fn concordance_index(res: &[Residual], risk: &[f64]) -> Result<Option<f64>, SurvivalError> {
+    if res.len() != risk.len() {
+        return Err(SurvivalError::LengthMismatch {
+            what: "risk",
+            expected: res.len(),
+            got: risk.len(),
+        });
+    }
+    if let Some(i) = risk.iter().position(|r| r.is_nan()) {
+        return Err(SurvivalError::InvalidValue {
+            index: i,
+            reason: "NaN risk score",
+        });
+    }
+    if let Some(i) = res.iter().position(|r| r.time.is_nan()) {
+        return Err(SurvivalError::NanDuration { index: i });
+    }
+    let n = res.len();
+    // risk ranks (1-based, equal risks share a rank)
+    let mut sorted: Vec<f64> = risk.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted.dedup_by(|a, b| a == b);
+    let rank = |x: f64| sorted.partition_point(|&y| y < x) + 1;
+    let m = sorted.len();
+    let mut tree = vec![0u64; m + 1];
+    let add = |tree: &mut Vec<u64>, mut i: usize| {
+        while i <= m {
+            tree[i] += 1;
+            i += i & i.wrapping_neg();
+        }
+    };
+    let prefix = |tree: &Vec<u64>, mut i: usize| {
+        let mut s = 0u64;
+        while i > 0 {
+            s += tree[i];
+            i -= i & i.wrapping_neg();
+        }
+        s
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| res[b].time.total_cmp(&res[a].time));
+    let (mut conc, mut tied, mut total) = (0u64, 0u64, 0u64);
+    let mut inserted = 0u64;
+    let mut i = 0;
+    while i < n {
+        let t = res[order[i]].time;
+        let mut j = i;
+        while j < n && res[order[j]].time == t {
+            j += 1;
+        }
+        let group = &order[i..j];
+        for &c in group.iter().filter(|&&c| !res[c].event) {
+            add(&mut tree, rank(risk[c]));
+            inserted += 1;
+        }
+        for &e in group.iter().filter(|&&e| res[e].event) {
+            let rk = rank(risk[e]);
+            let below = prefix(&tree, rk - 1);
+            let at = prefix(&tree, rk) - below;
+            conc += below;
+            tied += at;
+            total += inserted;
+        }
+        for &e in group.iter().filter(|&&e| res[e].event) {
+            add(&mut tree, rank(risk[e]));
+            inserted += 1;
+        }
+        i = j;
+    }
+    if total == 0 {
+        return Ok(None);
+    }
+    Ok(Some((conc as f64 + 0.5 * tied as f64) / total as f64))
+}
+
+/// Calibration at one horizon.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationPoint {
+    /// Horizon h after the split, seconds.
+    pub horizon_s: f64,
+    /// Mean predicted conditional survival (1/n) Σ_j Ŝ_j(h).
+    pub predicted: f64,
+    /// Kaplan–Meier estimate at h of the test residuals (r_j, δ_j): the observed fraction
+    /// still up h after the split.
+    pub observed: f64,
+}
+
+/// Calibration at each horizon h_k: predicted = (1/n) Σ_j `pred(j, k)`, observed = KM of the
+/// residuals at h_k (right-continuous; flat after the last residual).
+pub fn calibration(
+    res: &[Residual],
+    horizons: &[f64],
+    pred: impl Fn(usize, usize) -> f64,
+) -> Result<Vec<CalibrationPoint>, SurvivalError> {
+    let km = residual_km(res)?;
+    let n = res.len() as f64;
+    Ok(horizons
+        .iter()
+        .enumerate()
+        .map(|(k, &h)| CalibrationPoint {
+            horizon_s: h,
+            predicted: (0..res.len()).map(|j| pred(j, k)).sum::<f64>() / n,
+            observed: km.survival(h),
+        })
+        .collect())
+}
+
+fn residual_km(res: &[Residual]) -> Result<KmFit, SurvivalError> {
+    let t: Vec<f64> = res.iter().map(|r| r.time).collect();
+    let e: Vec<bool> = res.iter().map(|r| r.event).collect();
+    KmFit::fit(&t, &e)
+}
+
+// ------------------------------------------------------------------------------------------
+// estimators
+// ------------------------------------------------------------------------------------------
+
+/// The estimators compared by [`validate`]; each predicts Ŝ_j(t) = S(t | a_j) for a test case of
+/// node i and age a_j (every prediction is clamped to [0, 1]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum EstimatorName {
+    /// Per-node Kaplan–Meier S_i(a+t)/S_i(a), used when the node's curve extends beyond a
+    /// (its last timeline time > a) and S_i(a) > 0; otherwise the pooled KM.
+    #[serde(rename = "node_km")]
+    NodeKm,
+    /// Pooled Kaplan–Meier S(a+t)/S(a) (0 for t > 0 when S(a) = 0; flat after the last time).
+    #[serde(rename = "pooled_km")]
+    PooledKm,
+    /// Beta-process shrinkage Ŝ_i(a+t)/Ŝ_i(a), M chosen by cross-validation (or fixed).
+    #[serde(rename = "beta")]
+    Beta,
+    /// Gamma-frailty shrinkage, live-session form (the session is in the fit, censored at a):
+    /// (β_i / (β_i + Λ0(a+t) − Λ0(a)))^α_i.
+    #[serde(rename = "frailty")]
+    Frailty,
+    /// Exponential with the pooled maximum-likelihood rate λ̂ = D / Σ (T − e): exp(−λ̂ t).
+    #[serde(rename = "exponential")]
+    Exponential,
+}
+
+impl EstimatorName {
+    /// All estimators, in report order.
+    pub const ALL: [EstimatorName; 5] = [
+        EstimatorName::NodeKm,
+        EstimatorName::PooledKm,
+        EstimatorName::Beta,
+        EstimatorName::Frailty,
+        EstimatorName::Exponential,
+    ];
+
+    /// Stable name (`node_km`, `pooled_km`, `beta`, `frailty`, `exponential`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EstimatorName::NodeKm => "node_km",
+            EstimatorName::PooledKm => "pooled_km",
+            EstimatorName::Beta => "beta",
+            EstimatorName::Frailty => "frailty",
+            EstimatorName::Exponential => "exponential",
+        }
+    }
+}
+
+/// Options of [`validate`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ValidateOptions {
+    /// IBS horizon τ in seconds (default: [`ibs_horizon`] with `ibs_quantile`).
+    pub ibs_horizon: Option<f64>,
+    /// Quantile of the observed residuals used for the default τ (default 0.9).
+    pub ibs_quantile: f64,
+    /// Number K of grid intervals on [0, τ] (default 100, i.e. 101 points).
+    pub grid_intervals: usize,
+    /// Calibration horizons in seconds (e.g. 3600, 21600, 86400); default: the
+    /// `calibration_quantiles` of the observed residuals.
+    pub calibration_horizons: Option<Vec<f64>>,
+    /// Residual quantiles used when `calibration_horizons` is `None` (default 0.25, 0.5, 0.75).
+    pub calibration_quantiles: Vec<f64>,
+    /// Horizon h_c of the concordance risk score 1 − Ŝ_j(h_c), seconds (default: the median
+    /// observed residual).
+    pub concordance_horizon: Option<f64>,
+    /// Shrinkage settings. Its `estimator` field is ignored: the model is fitted with
+    /// `Auto` so that both the beta-process and the frailty curves are available.
+    pub shrinkage: ShrinkageOptions,
+}
+
+impl Default for ValidateOptions {
+    fn default() -> Self {
+        ValidateOptions {
+            ibs_horizon: None,
+            ibs_quantile: 0.9,
+            grid_intervals: 100,
+            calibration_horizons: None,
+            calibration_quantiles: vec![0.25, 0.5, 0.75],
+            concordance_horizon: None,
+            shrinkage: ShrinkageOptions::default(),
+        }
+    }
+}
+
+/// One estimator's scores.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ValidationRow {
+    /// Estimator.
+    pub estimator: EstimatorName,
+    /// Number of test cases scored.
+    pub n_test: usize,
+    /// Integrated IPCW Brier score on [0, τ] (lower is better; `None` without a horizon).
+    pub ibs: Option<f64>,
+    /// Harrell's C of 1 − Ŝ_j(h_c) (`None` without comparable pairs).
+    pub concordance: Option<f64>,
+    /// Calibration at the report's horizons.
+    pub calibration: Vec<CalibrationPoint>,
+}
+
+/// Shrinkage hyper-parameters of the training fit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ShrinkageInfo {
+    /// Estimator the cross-validation would select (`BetaProcess` or `GammaFrailty`).
+    pub selected: Estimator,
+    /// Beta-process prior strength M.
+    pub m: Option<f64>,
+    /// Frailty variance θ̂.
+    pub theta: f64,
+}
+
+/// Result of [`validate`]: settings and one row per estimator.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ValidationReport {
+    /// Split time T (absolute seconds).
+    pub split_time_s: f64,
+    /// Number of input sessions.
+    pub n_sessions: usize,
+    /// Training rows (sessions known at T).
+    pub n_train: usize,
+    /// Test cases (sessions live at T).
+    pub n_test: usize,
+    /// Test cases whose residual ended by an event.
+    pub n_test_events: usize,
+    /// IBS horizon τ (seconds).
+    pub ibs_horizon_s: Option<f64>,
+    /// Number of IBS grid intervals K.
+    pub grid_intervals: usize,
+    /// Concordance horizon h_c (seconds).
+    pub concordance_horizon_s: f64,
+    /// Shrinkage hyper-parameters.
+    pub shrinkage: ShrinkageInfo,
+    /// One row per estimator, in [`EstimatorName::ALL`] order.
+    pub rows: Vec<ValidationRow>,
+}
+
+/// S(a+t)/S(a) of a curve, 0 for t > 0 when S(a) = 0, clamped to [0, 1].
+#[inline]
+fn ratio(curve: &impl SurvivalCurve, sa: f64, a: f64, t: f64) -> f64 {
+    if t <= 0.0 {
+        return 1.0;
+    }
+    if sa > 0.0 {
+        (curve.survival(a + t) / sa).clamp(0.0, 1.0)
+    } else {
+        0.0
+    }
+}
+
+/// Fits every estimator on the data known at the split and scores it on the sessions live at
+/// the split (module docs). Errors: invalid sessions, no session live at T, no event in the
+/// training data, or invalid options.
+pub fn validate(
+    sessions: &[Session],
+    split: Split,
+    opts: &ValidateOptions,
+) -> Result<ValidationReport, SurvivalError> {
+    let t_split = split.resolve(sessions)?;
+    let sets = split_at(sessions, t_split)?;
+    validate_split(&sets, sessions.len(), opts)
+}
+
+/// [`validate`] on an already computed split (`n_sessions` is only reported).
+pub fn validate_split(
+    sets: &SplitSets,
+    n_sessions: usize,
+    opts: &ValidateOptions,
+) -> Result<ValidationReport, SurvivalError> {
+    let test = &sets.test;
+    if test.is_empty() {
+        return Err(SurvivalError::InvalidArgument(format!(
+            "no session is live at the split time {}",
+            sets.split_time
+        )));
+    }
+    if sets.train.is_empty() {
+        return Err(SurvivalError::Empty);
+    }
+    let res: Vec<Residual> = test.iter().map(|c| c.residual).collect();
+    let r_times: Vec<f64> = res.iter().map(|r| r.time).collect();
+
+    // horizons
+    let tau = match opts.ibs_horizon {
+        Some(h) if h.is_finite() && h > 0.0 => Some(h),
+        Some(h) => {
+            return Err(SurvivalError::InvalidArgument(format!(
+                "IBS horizon must be positive and finite, got {h}"
+            )))
+        }
+        None => ibs_horizon(&res, opts.ibs_quantile)?,
+    };
+    let grid = tau.map_or_else(Vec::new, |t| brier_grid(t, opts.grid_intervals));
+    let calib: Vec<f64> = match &opts.calibration_horizons {
+        Some(h) => h.clone(),
+        None => opts
+            .calibration_quantiles
+            .iter()
+            .filter_map(|&q| empirical_quantile(&r_times, q))
+            .collect(),
+    };
+    if let Some(h) = calib.iter().find(|h| !(h.is_finite() && **h >= 0.0)) {
+        return Err(SurvivalError::InvalidArgument(format!(
+            "calibration horizon must be finite and >= 0, got {h}"
+        )));
+    }
+    let h_c = match opts.concordance_horizon {
+        Some(h) if h.is_finite() && h > 0.0 => h,
+        Some(h) => {
+            return Err(SurvivalError::InvalidArgument(format!(
+                "concordance horizon must be positive and finite, got {h}"
+            )))
+        }
+        None => empirical_quantile(&r_times, 0.5).ok_or(SurvivalError::Empty)?,
+    };
+    // all evaluation times: grid ++ calibration ++ [h_c]
+    let mut times = grid.clone();
+    times.extend_from_slice(&calib);
+    times.push(h_c);
+    let (n_grid, n_cal) = (grid.len(), calib.len());
+
+    // fits
+    let train = &sets.train;
+    let data = train.data();
+    let pooled = KmFit::fit_data(&data)?;
+    let grouped = GroupedKm::fit(&train.nodes, &data, Some(train.n_nodes))?;
+    let shrink_opts = ShrinkageOptions {
+        estimator: EstimatorChoice::Auto,
+        n_nodes: Some(train.n_nodes),
+        ..opts.shrinkage.clone()
+    };
+    let model = ShrinkageModel::fit(&train.nodes, &data, &shrink_opts)?;
+    let exp_rate = {
+        let d = train.events.iter().filter(|&&e| e).count() as f64;
+        let exposure: f64 = train
+            .durations
+            .iter()
+            .zip(&train.entry)
+            .map(|(&t, &e)| t - e)
+            .sum();
+        if exposure > 0.0 {
+            d / exposure
+        } else {
+            0.0
+        }
+    };
+    let g = CensoringKm::fit(&res)?;
+    let g_minus: Vec<f64> = res.iter().map(|r| g.before(r.time)).collect();
+
+    let km_res = residual_km(&res)?;
+    let pooled_view = pooled.view();
+    let mut rows = Vec::with_capacity(EstimatorName::ALL.len());
+    let mut buf = vec![0.0; times.len()];
+    for est in EstimatorName::ALL {
+        let mut brier = BrierAcc::new(&g, &grid);
+        let mut cal_sum = vec![0.0; n_cal];
+        let mut risk = Vec::with_capacity(test.len());
+        let mut beta_cache: Option<(u32, crate::survival::shrinkage::BetaNodeCurve<'_>)> = None;
+        for (j, case) in test.iter().enumerate() {
+            let a = case.age;
+            match est {
+                EstimatorName::NodeKm => {
+                    let view: Option<KmView<'_>> = grouped.group(case.node as usize).filter(|v| {
+                        v.timeline().last().is_some_and(|&x| x > a) && v.survival(a) > 0.0
+                    });
+                    let v = view.unwrap_or(pooled_view);
+                    let sa = v.survival(a);
+                    for (o, &t) in buf.iter_mut().zip(&times) {
+                        *o = ratio(&v, sa, a, t);
+                    }
+                }
+                EstimatorName::PooledKm => {
+                    let sa = pooled_view.survival(a);
+                    for (o, &t) in buf.iter_mut().zip(&times) {
+                        *o = ratio(&pooled_view, sa, a, t);
+                    }
+                }
+                EstimatorName::Beta => {
+                    if beta_cache.as_ref().is_none_or(|(n, _)| *n != case.node) {
+                        beta_cache = model.beta_curve(case.node as usize).map(|c| (case.node, c));
+                    }
+                    match &beta_cache {
+                        Some((_, c)) => {
+                            let sa = c.survival(a);
+                            for (o, &t) in buf.iter_mut().zip(&times) {
+                                *o = ratio(c, sa, a, t);
+                            }
+                        }
+                        None => buf.fill(f64::NAN),
+                    }
+                }
+                EstimatorName::Frailty => {
+                    let c = model.frailty_curve(case.node as usize);
+                    for (o, &t) in buf.iter_mut().zip(&times) {
+                        *o = if t <= 0.0 {
+                            1.0
+                        } else {
+                            c.conditional_live(a, t).clamp(0.0, 1.0)
+                        };
+                    }
+                }
+                EstimatorName::Exponential => {
+                    for (o, &t) in buf.iter_mut().zip(&times) {
+                        *o = if t <= 0.0 { 1.0 } else { (-exp_rate * t).exp() };
+                    }
+                }
+            }
+            brier.add(case.residual, g_minus[j], |k| buf[k]);
+            for (s, &p) in cal_sum.iter_mut().zip(&buf[n_grid..n_grid + n_cal]) {
+                *s += p;
+            }
+            risk.push(1.0 - buf[n_grid + n_cal]);
+        }
+        if risk.iter().any(|r| r.is_nan()) {
+            // the estimator is unavailable (beta without M): no row
+            continue;
+        }
+        let bs = brier.finish();
+        let n = test.len() as f64;
+        rows.push(ValidationRow {
+            estimator: est,
+            n_test: test.len(),
+            ibs: integrated_brier_score(&grid, &bs),
+            concordance: concordance_index(&res, &risk)?,
+            calibration: calib
+                .iter()
+                .zip(&cal_sum)
+                .map(|(&h, &s)| CalibrationPoint {
+                    horizon_s: h,
+                    predicted: s / n,
+                    observed: km_res.survival(h),
+                })
+                .collect(),
+        });
+    }
+    Ok(ValidationReport {
+        split_time_s: sets.split_time,
+        n_sessions,
+        n_train: train.len(),
+        n_test: test.len(),
+        n_test_events: res.iter().filter(|r| r.event).count(),
+        ibs_horizon_s: tau,
+        grid_intervals: opts.grid_intervals.max(1),
+        concordance_horizon_s: h_c,
+        shrinkage: ShrinkageInfo {
+            selected: model.selected(),
+            m: model.m(),
+            theta: model.theta(),
+        },
+        rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn res(v: &[(f64, bool)]) -> Vec<Residual> {
+        v.iter()
+            .map(|&(time, event)| Residual { time, event })
+            .collect()
+    }
+
+    #[test]
+    fn concordance_perfect_reversed_and_ties() {
+        let r = res(&[
+            (1.0, true),
+            (2.0, false),
+            (3.0, true),
+            (4.0, true),
+            (5.0, false),
+            (3.0, false),
+        ]);
+        // at the tie (3, event) vs (3, censored) the event must rank as riskier
+        let bump = |x: &Residual| if x.event { 0.5 } else { 0.0 };
+        let perfect: Vec<f64> = r.iter().map(|x| -x.time + bump(x)).collect();
+        let reversed: Vec<f64> = r.iter().map(|x| x.time - bump(x)).collect();
+        assert_eq!(concordance_index(&r, &perfect).unwrap(), Some(1.0));
+        assert_eq!(concordance_index(&r, &reversed).unwrap(), Some(0.0));
+        assert_eq!(concordance_index(&r, &[7.0; 6]).unwrap(), Some(0.5));
+        // brute force on a mixed score
+        let score = [0.3, 0.1, 0.3, 0.9, 0.2, 0.3];
+        let (mut num, mut den) = (0.0, 0.0);
+        for i in 0..r.len() {
+            for j in 0..r.len() {
+                let comp = r[i].event
+                    && (r[i].time < r[j].time || (r[i].time == r[j].time && !r[j].event));
+                if comp {
+                    den += 1.0;
+                    if score[i] > score[j] {
+                        num += 1.0;
+                    } else if score[i] == score[j] {
+                        num += 0.5;
+                    }
+                }
+            }
+        }
+        let c = concordance_index(&r, &score).unwrap().unwrap();
+        assert!((c - num / den).abs() < 1e-15, "{c} vs {}", num / den);
+        assert_eq!(
+            concordance_index(&res(&[(1.0, false)]), &[0.0]).unwrap(),
+            None
+        );
+    }
+
+    #[test]
+    fn brier_of_perfect_predictor_is_zero() {
+        let r = res(&[
+            (1.0, true),
+            (2.5, false),
+            (3.0, true),
+            (4.0, true),
+            (6.0, false),
+        ]);
+        let grid = brier_grid(5.0, 50);
+        let bs = brier_scores(&r, &grid, |j, k| (grid[k] < r[j].time) as u8 as f64).unwrap();
+        assert!(bs.iter().all(|&b| b == 0.0));
+        assert_eq!(integrated_brier_score(&grid, &bs), Some(0.0));
+        // the constant 1/2 prediction: BS = 1/4 · (weights sum to n in expectation)
+        let half = brier_scores(&r, &grid, |_, _| 0.5).unwrap();
+        assert!((half[0] - 0.25).abs() < 1e-15);
+    }
+
+    #[test]
+    fn censoring_km_and_horizon() {
+        // administrative censoring at 10: Ĝ = 1 before 10, 0 at 10
+        let r = res(&[(1.0, true), (2.0, true), (10.0, false), (10.0, false)]);
+        let g = CensoringKm::fit(&r).unwrap();
+        assert_eq!(g.at(9.0), 1.0);
+        assert_eq!(g.at(10.0), 0.0);
+        assert_eq!(g.before(10.0), 1.0);
+        assert_eq!(g.zero_time(), Some(10.0));
+        assert_eq!(ibs_horizon(&r, 0.9).unwrap(), Some(2.0));
+        assert_eq!(empirical_quantile(&[3.0, 1.0, 2.0, 4.0], 0.5), Some(2.0));
+        assert_eq!(empirical_quantile(&[3.0, 1.0, 2.0, 4.0], 0.9), Some(4.0));
+    }
+
+    #[test]
+    fn split_rules() {
+        let s = [
+            Session::new(0, 0.0, 5.0, true),
+            Session::new(0, 6.0, 20.0, true),
+            Session::new(1, 2.0, 30.0, false).with_entry(3.0),
+            Session::new(1, 12.0, 15.0, true),
+        ];
+        let sets = split_at(&s, 10.0).unwrap();
+        assert_eq!(sets.train.durations, vec![5.0, 4.0, 11.0]);
+        assert_eq!(sets.train.events, vec![true, false, false]);
+        assert_eq!(sets.train.entry, vec![0.0, 0.0, 3.0]);
+        assert_eq!(sets.test.len(), 2);
+        assert_eq!(sets.test[1].age, 11.0);
+        assert_eq!(
+            sets.test[1].residual,
+            Residual {
+                time: 20.0,
+                event: false
+            }
+        );
+        assert_eq!(split_time_from_fraction(&s, 0.5).unwrap(), 15.0);
+        assert!(split_time_from_fraction(&s, 1.0).is_err());
+        assert!(split_at(&[Session::new(0, 3.0, 2.0, true)], 1.0).is_err());
+    }
+}

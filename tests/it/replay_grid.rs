@@ -1,0 +1,171 @@
+//! The experiment grid: thread-count independence, aggregate keys, bootstrap intervals and the
+//! fraction of the fastest-to-oracle gap closed.
+
+use hazardserve::policy::{Params, PolicyKind};
+use hazardserve::replay::{
+    aggregate, run_grid, run_grid_metrics, summarize, AggregateOptions, Estimator, Grid,
+    ParamPoint, PoissonWorkload, ReplayConfig, RunOutput, SyntheticCluster, Window,
+};
+
+use super::replay_support::us;
+
+fn inputs() -> (hazardserve::replay::Cluster, hazardserve::replay::Workload) {
+    let cluster = SyntheticCluster {
+        nodes: 12,
+        up_shape: 0.7,
+        up_scale_s: 600.0,
+        down_shape: 1.0,
+        down_scale_s: 120.0,
+        from_us: 0,
+        to_us: us(4000.0),
+        slots: 4,
+        seed: 9,
+    }
+    .build();
+    let workload = PoissonWorkload {
+        rate_per_s: 3.0,
+        length_s: 200.0,
+        seed: 4,
+        ..PoissonWorkload::default()
+    }
+    .build();
+    (cluster, workload)
+}
+
+fn grid() -> Grid {
+    Grid::new(
+        PolicyKind::ALL.to_vec(),
+        vec![
+            Window::new(us(500.0), us(300.0)),
+            Window::new(us(1500.0), us(300.0)),
+            Window::new(us(2500.0), us(300.0)),
+        ],
+        vec![1, 2],
+    )
+    .with_params(ParamPoint::hysteresis_sweep(Params::default(), &[0.0, 1.0]))
+}
+
+fn cfg() -> ReplayConfig {
+    ReplayConfig {
+        estimator: Estimator::Lognormal { sigma: 0.5 },
+        ..ReplayConfig::default()
+    }
+}
+
+fn on_threads(n: usize) -> Vec<RunOutput> {
+    let (cluster, workload) = inputs();
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .expect("thread pool")
+        .install(|| run_grid(&cluster, &workload, &cfg(), &grid()))
+        .expect("grid runs")
+}
+
+#[test]
+fn replay_one_and_two_threads_give_identical_records() {
+    let one = on_threads(1);
+    let two = on_threads(2);
+    assert_eq!(one.len(), 8 * 3 * 2 * 2);
+    assert!(one
+        .iter()
+        .any(|r| r.records.iter().any(|x| x.interruptions > 0)));
+    for (a, b) in one.iter().zip(&two) {
+        assert_eq!(
+            (a.policy, a.window, a.seed, a.param),
+            (b.policy, b.window, b.seed, b.param)
+        );
+        assert_eq!(a.records, b.records);
+        assert_eq!(a.stats, b.stats);
+    }
+    let opts = AggregateOptions::default();
+    assert_eq!(
+        serde_json::to_string(&summarize(&one, &opts)).expect("json"),
+        serde_json::to_string(&summarize(&two, &opts)).expect("json")
+    );
+}
+
+#[test]
+fn replay_aggregates_have_the_documented_keys_and_intervals() {
+    let runs = on_threads(2);
+    let opts = AggregateOptions::default();
+    let sums = summarize(&runs, &opts);
+    assert_eq!(sums.len(), 16);
+    let keys = [
+        "mean_completion_s",
+        "p50_completion_s",
+        "p90_completion_s",
+        "p99_completion_s",
+        "ttft_p50_s",
+        "ttft_p99_s",
+        "slo_attainment",
+        "goodput_tok_s",
+        "recomputed_tokens",
+        "planned_migrations",
+        "unplanned_interruptions",
+        "gap_closed",
+    ];
+    for s in &sums {
+        let v = serde_json::to_value(s).expect("json");
+        let o = v.as_object().expect("object");
+        assert!(o["policy"].is_string());
+        assert!(o["requests"].as_u64().is_some_and(|n| n > 0));
+        assert!(o["param"].as_str().is_some_and(|p| p.starts_with("h=")));
+        for k in keys {
+            assert!(o.contains_key(k), "{k} missing");
+            if k != "gap_closed" {
+                let ci = o[&format!("{k}_ci")].as_array().expect("ci with 3 windows");
+                let (lo, hi) = (ci[0].as_f64().expect("lo"), ci[1].as_f64().expect("hi"));
+                let x = o[k].as_f64().expect("value");
+                assert!(
+                    lo <= x + 1e-9 && x <= hi + 1e-9,
+                    "{k}: {x} not in [{lo}, {hi}]"
+                );
+            }
+        }
+        for k in o.keys() {
+            let base = k.strip_suffix("_ci").unwrap_or(k);
+            assert!(
+                keys.contains(&base) || ["policy", "param", "requests"].contains(&base),
+                "unexpected key {k}"
+            );
+        }
+    }
+    let gap = |name: &str| {
+        sums.iter()
+            .find(|s| s.policy == name && s.param.as_deref() == Some("h=1"))
+            .and_then(|s| s.gap_closed)
+    };
+    if let (Some(f), Some(o)) = (gap("fastest"), gap("oracle")) {
+        assert!(f.abs() < 1e-12, "fastest closes none of its own gap: {f}");
+        assert!((o - 1.0).abs() < 1e-12, "oracle closes all of it: {o}");
+    } else {
+        panic!("the synthetic trace should leave a fastest-oracle gap");
+    }
+    // Order independence and the metrics-only path.
+    let mut metrics: Vec<_> = runs.iter().map(RunOutput::metrics).collect();
+    metrics.reverse();
+    assert_eq!(aggregate(&metrics, &opts), sums);
+    let (cluster, workload) = inputs();
+    let light = run_grid_metrics(&cluster, &workload, &cfg(), &grid()).expect("runs");
+    assert_eq!(aggregate(&light, &opts), sums);
+}
+
+#[test]
+fn replay_single_window_has_no_intervals() {
+    let (cluster, workload) = inputs();
+    let g = Grid::new(
+        vec![PolicyKind::Fastest, PolicyKind::Hazard, PolicyKind::Oracle],
+        vec![Window::new(us(500.0), us(300.0))],
+        vec![1, 2, 3],
+    );
+    let runs = run_grid(&cluster, &workload, &cfg(), &g).expect("runs");
+    let sums = summarize(&runs, &AggregateOptions::default());
+    for s in &sums {
+        let v = serde_json::to_value(s).expect("json");
+        let o = v.as_object().expect("object");
+        assert!(o.keys().all(|k| !k.ends_with("_ci")), "{o:?}");
+        assert!(!o.contains_key("param"));
+        assert!(o.contains_key("gap_closed"));
+    }
+}
