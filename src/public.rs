@@ -105,8 +105,10 @@ pub const PUBLIC_SOURCES: &[PublicSource] = &[
             Format::TickJson,
         )
     },
+    // GCP1 asia-northeast1-a holds only 0/1 values: a binary series, 1 = obtainable.
     PublicSource {
         threshold: Some(1),
+        polarity: AVAILABLE,
         ..src(
             "spothedge-counts",
             &[
@@ -135,11 +137,12 @@ pub const PUBLIC_SOURCES: &[PublicSource] = &[
     ),
     PublicSource {
         threshold: Some(1),
-        ..src(
-            "bamboo-counts",
-            &["bamboo/doc/data", "bamboo/traces/gcloud"],
-            Format::ProbeCsv,
-        )
+        ..src("bamboo-counts", &["bamboo/doc/data"], Format::ProbeCsv)
+    },
+    // Wall-clock timestamps, unlike the elapsed-time figure data: a source of its own.
+    PublicSource {
+        threshold: Some(1),
+        ..src("bamboo-gcloud", &["bamboo/traces/gcloud"], Format::ProbeCsv)
     },
     src(
         "parcae-p3",

@@ -223,11 +223,18 @@ fn reingest_is_a_noop_and_replace_is_explicit() {
 /// Starts an ingest that stops at its commit point; returns once it is there.
 fn paused_ingest(store: &Path, source: &str, input: &Path) -> std::process::Child {
     let mut c = hs(store);
-    c.args(["ingest", "--format", "add-remove", "--source", source])
-        .arg(input)
-        .env("HAZARDSERVE_FAULT", "pause-before-commit")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped());
+    c.args([
+        "ingest",
+        "--format",
+        "add-remove",
+        "--replace",
+        "--source",
+        source,
+    ])
+    .arg(input)
+    .env("HAZARDSERVE_FAULT", "pause-before-commit")
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
     let mut child = c.spawn().unwrap();
     let stderr = child.stderr.take().unwrap();
     let mut lines = BufReader::new(stderr).lines();
@@ -421,8 +428,7 @@ fn unusable_inputs_fail_with_one_clear_line() {
             vec![
                 "--format".into(),
                 "tick-json".into(),
-                "--gap-seconds".into(),
-                "-3".into(),
+                "--gap-seconds=-3".into(),
                 junk.display().to_string(),
             ],
             "--gap-seconds",

@@ -7,6 +7,7 @@ mod policy_cost;
 mod policy_migration;
 mod policy_policies;
 mod policy_trigger;
+mod public_traces;
 mod replay_engine;
 mod replay_grid;
 mod replay_leakage;
