@@ -6,6 +6,7 @@
 //! table/CSV/JSON renderer) and [`cli`] (the command-line front end that `main` calls).
 
 pub mod cli;
+pub mod fit;
 pub mod output;
 pub mod policy;
 pub mod public;

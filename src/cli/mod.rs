@@ -2,6 +2,7 @@
 //! to one module per command.
 
 mod demo;
+mod fit_cmd;
 mod ingest;
 mod ingest_public;
 mod list;
@@ -63,6 +64,13 @@ pub enum Command {
     Rejects(SourceListArgs),
     /// Run SQL against the store's tables (sources, nodes, sessions, rejects).
     Sql(SqlArgs),
+    /// Kaplan-Meier estimate of any CSV (durations, events, optional entry ages).
+    Km(fit_cmd::KmArgs),
+    /// Fit pooled and per-node survival of a source's up-sessions, with the hazard-shape verdict.
+    Fit(fit_cmd::FitArgs),
+    /// Hazard priors for serving systems.
+    #[command(subcommand)]
+    Priors(fit_cmd::PriorsCommand),
     /// Maintain the store.
     #[command(subcommand)]
     Store(store_cmd::StoreCommand),
@@ -196,6 +204,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Rejects(a) => list::rejects(&globals, a),
         Command::Sql(a) => list::sql(&globals, a),
         Command::Store(c) => store_cmd::run(&globals, c),
+        Command::Km(a) => fit_cmd::km(&globals, a),
+        Command::Fit(a) => fit_cmd::fit(&globals, a),
+        Command::Priors(c) => fit_cmd::priors(&globals, c),
         Command::Synth(a) => synth_cmd::run(&globals, a),
     }
 }

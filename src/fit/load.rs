@@ -1,0 +1,128 @@
+//! Reading one source's sessions out of the store into the survival module's input.
+
+use crate::store::{Store, StoreError};
+use crate::survival::validate::Session;
+
+/// A node attribute to split a source by (`fit --by`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ByColumn {
+    /// Zone or region.
+    Zone,
+    /// Instance or machine type.
+    InstanceType,
+    /// Node group (campaign, sub-trace, system).
+    NodeGroup,
+}
+
+impl ByColumn {
+    fn sql(self) -> &'static str {
+        match self {
+            ByColumn::Zone => "zone",
+            ByColumn::InstanceType => "instance_type",
+            ByColumn::NodeGroup => "node_group",
+        }
+    }
+}
+
+/// The sessions of one source, with node indices.
+#[derive(Debug, Clone, Default)]
+pub struct SourceSessions {
+    /// Source name.
+    pub source: String,
+    /// `utc` or `relative`.
+    pub time_base: String,
+    /// `kind` of the source.
+    pub kind: String,
+    /// Node key of each node index (every node of the source, sorted).
+    pub node_ids: Vec<String>,
+    /// Group of each node index (`--by` value; `all` without `--by`, `(none)` when missing).
+    pub node_groups: Vec<String>,
+    /// The sessions used (node index = position in `node_ids`).
+    pub sessions: Vec<Session>,
+    /// Left-truncated sessions of unknown age that were left out.
+    pub excluded_truncated: usize,
+}
+
+impl SourceSessions {
+    /// The distinct groups, sorted.
+    pub fn groups(&self) -> Vec<String> {
+        let mut g = self.node_groups.clone();
+        g.sort();
+        g.dedup();
+        g
+    }
+}
+
+/// Loads every session of `source`. Left-truncated sessions whose age at their first
+/// observation is unknown (`left_truncated` with `entry_s = 0`) only give a lower bound on a
+/// lifetime; they are left out unless `include_truncated`.
+pub fn load_sessions(
+    store: &Store,
+    source: &str,
+    by: Option<ByColumn>,
+    include_truncated: bool,
+) -> Result<SourceSessions, StoreError> {
+    store.manifest(source)?;
+    let cat = store.query()?;
+    let conn = cat.connection();
+    let (time_base, kind): (String, String) = conn.query_row(
+        "SELECT time_base, kind FROM sources WHERE source = ?",
+        [source],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let group_expr = match by {
+        Some(b) => format!("coalesce({}, '(none)')", b.sql()),
+        None => "'all'".to_string(),
+    };
+    let mut stmt = conn.prepare(&format!(
+        "SELECT node_id, {group_expr} FROM nodes WHERE source = ? ORDER BY node_id"
+    ))?;
+    let mut out = SourceSessions {
+        source: source.to_string(),
+        time_base,
+        kind,
+        ..SourceSessions::default()
+    };
+    let rows = stmt.query_map([source], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    for row in rows {
+        let (id, g) = row?;
+        out.node_ids.push(id);
+        out.node_groups.push(g);
+    }
+    let index: std::collections::HashMap<&str, u32> = out
+        .node_ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i as u32))
+        .collect();
+    let mut stmt = conn.prepare(
+        "SELECT node_id, start, \"end\", event, entry_s, left_truncated FROM sessions WHERE source = ? ORDER BY node_id, session_index",
+    )?;
+    let rows = stmt.query_map([source], |r| {
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, f64>(1)?,
+            r.get::<_, f64>(2)?,
+            r.get::<_, i8>(3)?,
+            r.get::<_, f64>(4)?,
+            r.get::<_, bool>(5)?,
+        ))
+    })?;
+    let mut sessions = Vec::new();
+    let mut excluded = 0;
+    for row in rows {
+        let (id, start, end, event, entry, lt) = row?;
+        if lt && entry == 0.0 && !include_truncated {
+            excluded += 1;
+            continue;
+        }
+        // Sessions of nodes missing from `nodes` cannot happen in a valid store; skip them.
+        let Some(&node) = index.get(id.as_str()) else {
+            continue;
+        };
+        sessions.push(Session::new(node, start, end, event != 0).with_entry(entry));
+    }
+    out.sessions = sessions;
+    out.excluded_truncated = excluded;
+    Ok(out)
+}

@@ -1,0 +1,21 @@
+//! Fitting survival models to a source in the store: load its up-sessions, split by a node
+//! attribute, summarise pooled curves and hazard shapes, validate out of time, export priors.
+
+mod load;
+mod summary;
+
+pub use load::{load_sessions, ByColumn, SourceSessions};
+pub use summary::{fit_groups, verdict_name, GroupFit, HORIZONS_S};
+
+/// Parses a time argument: a number of seconds on the source's clock, or (for `utc` sources)
+/// an RFC 3339 timestamp such as `2019-03-20T00:00:00Z`.
+pub fn parse_time(s: &str) -> Result<f64, String> {
+    if let Ok(v) = s.trim().parse::<f64>() {
+        if v.is_finite() {
+            return Ok(v);
+        }
+    }
+    chrono::DateTime::parse_from_rfc3339(s.trim())
+        .map(|t| t.timestamp() as f64 + t.timestamp_subsec_nanos() as f64 * 1e-9)
+        .map_err(|_| format!("{s:?} is neither seconds nor an RFC 3339 timestamp"))
+}
