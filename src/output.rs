@@ -39,11 +39,13 @@ pub fn render(
             if batches.iter().all(|b| b.num_rows() == 0) {
                 writeln!(out, "(no rows)")?;
             } else {
-                let shown: Vec<RecordBatch> = batches
-                    .iter()
-                    .map(round_floats)
-                    .collect::<Result<_, _>>()?;
-                writeln!(out, "{}", arrow::util::pretty::pretty_format_batches(&shown)?)?;
+                let shown: Vec<RecordBatch> =
+                    batches.iter().map(round_floats).collect::<Result<_, _>>()?;
+                writeln!(
+                    out,
+                    "{}",
+                    arrow::util::pretty::pretty_format_batches(&shown)?
+                )?;
             }
         }
         OutputFormat::Csv => {
@@ -93,10 +95,13 @@ mod tests {
     fn json_and_csv_keep_full_precision() {
         let b = batch(vec![("x", Col::F64(vec![Some(0.123_456_789), None]))]).unwrap();
         let mut out = Vec::new();
-        render(&[b.clone()], OutputFormat::Json, &mut out).unwrap();
-        assert_eq!(String::from_utf8(out).unwrap().trim(), r#"[{"x":0.123456789},{"x":null}]"#);
+        render(std::slice::from_ref(&b), OutputFormat::Json, &mut out).unwrap();
+        assert_eq!(
+            String::from_utf8(out).unwrap().trim(),
+            r#"[{"x":0.123456789},{"x":null}]"#
+        );
         let mut out = Vec::new();
-        render(&[b.clone()], OutputFormat::Table, &mut out).unwrap();
+        render(std::slice::from_ref(&b), OutputFormat::Table, &mut out).unwrap();
         assert!(String::from_utf8(out).unwrap().contains("0.1235"));
     }
 }

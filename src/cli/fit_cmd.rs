@@ -17,7 +17,9 @@ use crate::survival::{SurvivalData, Z_95};
 
 /// `km` arguments.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input trial.csv --duration T --event E --entry entry --format json")]
+#[command(
+    after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input trial.csv --duration T --event E --entry entry --format json"
+)]
 pub struct KmArgs {
     /// A CSV file with a header row.
     #[arg(long)]
@@ -47,15 +49,27 @@ fn parse_flag(s: &str) -> Option<bool> {
 /// `hazardserve km`.
 pub fn km(_globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
     let name = args.input.display().to_string();
-    let text = std::fs::read_to_string(&args.input).with_context(|| format!("{name}: cannot read"))?;
-    let mut lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let text =
+        std::fs::read_to_string(&args.input).with_context(|| format!("{name}: cannot read"))?;
+    let mut lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
     let Some((_, header)) = lines.next() else {
         bail!("{name}: empty input");
     };
-    let cols: Vec<&str> = header.split(',').map(|c| c.trim().trim_matches('"')).collect();
+    let cols: Vec<&str> = header
+        .split(',')
+        .map(|c| c.trim().trim_matches('"'))
+        .collect();
     let find = |c: &str| cols.iter().position(|h| h.eq_ignore_ascii_case(c));
-    let di = find(&args.duration)
-        .with_context(|| format!("{name}:1: no duration column {:?} (columns: {})", args.duration, cols.join(", ")))?;
+    let di = find(&args.duration).with_context(|| {
+        format!(
+            "{name}:1: no duration column {:?} (columns: {})",
+            args.duration,
+            cols.join(", ")
+        )
+    })?;
     let ei = find(&args.event);
     let ni = match &args.entry {
         Some(c) => Some(find(c).with_context(|| format!("{name}:1: no entry column {c:?}"))?),
@@ -72,7 +86,8 @@ pub fn km(_globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
             .filter(|v: &f64| v.is_finite())
             .with_context(|| format!("{name}:{lineno}: duration {:?} is not a number", get(di)))?;
         let e = match ei {
-            Some(k) => parse_flag(get(k)).with_context(|| format!("{name}:{lineno}: event {:?} is not 0/1", get(k)))?,
+            Some(k) => parse_flag(get(k))
+                .with_context(|| format!("{name}:{lineno}: event {:?} is not 0/1", get(k)))?,
             None => true,
         };
         if let Some(k) = ni {
@@ -111,10 +126,22 @@ pub fn km(_globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let b = output::batch(vec![
-        ("timeline", Col::F64(view.timeline().iter().map(|&x| Some(x)).collect())),
-        ("n_at_risk", Col::I64(view.n_at_risk().iter().map(|&x| Some(x as i64)).collect())),
-        ("n_event", Col::I64(view.n_event().iter().map(|&x| Some(x as i64)).collect())),
-        ("survival", Col::F64(view.survival_values().iter().map(|&x| Some(x)).collect())),
+        (
+            "timeline",
+            Col::F64(view.timeline().iter().map(|&x| Some(x)).collect()),
+        ),
+        (
+            "n_at_risk",
+            Col::I64(view.n_at_risk().iter().map(|&x| Some(x as i64)).collect()),
+        ),
+        (
+            "n_event",
+            Col::I64(view.n_event().iter().map(|&x| Some(x as i64)).collect()),
+        ),
+        (
+            "survival",
+            Col::F64(view.survival_values().iter().map(|&x| Some(x)).collect()),
+        ),
         ("ci_lower", Col::F64(lo.into_iter().map(Some).collect())),
         ("ci_upper", Col::F64(hi.into_iter().map(Some).collect())),
     ])?;
@@ -154,7 +181,9 @@ impl ShrinkageArg {
 
 /// `fit` arguments.
 #[derive(Debug, Args)]
-#[command(after_help = "Examples:\n  hazardserve fit --source gce-preemptible\n  hazardserve fit --source gce-preemptible --by zone --format json\n  hazardserve fit --source cbl-preemption-1node --validate --split 0.7")]
+#[command(
+    after_help = "Examples:\n  hazardserve fit --source gce-preemptible\n  hazardserve fit --source gce-preemptible --by zone --format json\n  hazardserve fit --source cbl-preemption-1node --validate --split 0.7"
+)]
 pub struct FitArgs {
     /// The source to fit.
     #[arg(long)]
@@ -225,20 +254,50 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
             report.split_time_s, report.n_train, report.n_test, report.n_test_events
         ));
         let rows = &report.rows;
-        let horizons: Vec<f64> = rows.first().map(|r| r.calibration.iter().map(|c| c.horizon_s).collect()).unwrap_or_default();
+        let horizons: Vec<f64> = rows
+            .first()
+            .map(|r| r.calibration.iter().map(|c| c.horizon_s).collect())
+            .unwrap_or_default();
         let mut cols = vec![
-            ("estimator", Col::Str(rows.iter().map(|r| Some(serde_json::to_value(r.estimator).ok().and_then(|v| v.as_str().map(String::from)).unwrap_or_default())).collect())),
-            ("n_test", Col::I64(rows.iter().map(|r| Some(r.n_test as i64)).collect())),
+            (
+                "estimator",
+                Col::Str(
+                    rows.iter()
+                        .map(|r| {
+                            Some(
+                                serde_json::to_value(r.estimator)
+                                    .ok()
+                                    .and_then(|v| v.as_str().map(String::from))
+                                    .unwrap_or_default(),
+                            )
+                        })
+                        .collect(),
+                ),
+            ),
+            (
+                "n_test",
+                Col::I64(rows.iter().map(|r| Some(r.n_test as i64)).collect()),
+            ),
             ("ibs", Col::F64(rows.iter().map(|r| r.ibs).collect())),
-            ("concordance", Col::F64(rows.iter().map(|r| r.concordance).collect())),
+            (
+                "concordance",
+                Col::F64(rows.iter().map(|r| r.concordance).collect()),
+            ),
         ];
-        let names: Vec<String> = horizons.iter().map(|h| format!("cal_{:.0}s_pred/obs", h)).collect();
+        let names: Vec<String> = horizons
+            .iter()
+            .map(|h| format!("cal_{:.0}s_pred/obs", h))
+            .collect();
         for (k, name) in names.iter().enumerate() {
             cols.push((
                 name.as_str(),
                 Col::Str(
                     rows.iter()
-                        .map(|r| r.calibration.get(k).map(|c| format!("{:.3}/{:.3}", c.predicted, c.observed)))
+                        .map(|r| {
+                            r.calibration
+                                .get(k)
+                                .map(|c| format!("{:.3}/{:.3}", c.predicted, c.observed))
+                        })
                         .collect(),
                 ),
             ));
@@ -247,7 +306,8 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
         render(&[b], args.format, &mut out)?;
         return Ok(());
     }
-    let fits = fit::fit_groups(&data, args.shrinkage.choice()).with_context(|| format!("fitting source {}", args.source))?;
+    let fits = fit::fit_groups(&data, args.shrinkage.choice())
+        .with_context(|| format!("fitting source {}", args.source))?;
     if args.format == OutputFormat::Json {
         let v: Vec<serde_json::Value> = fits
             .iter()
@@ -297,11 +357,18 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn writeln_curve(out: &mut dyn std::io::Write, g: &fit::GroupFit, format: OutputFormat) -> anyhow::Result<()> {
+fn writeln_curve(
+    out: &mut dyn std::io::Write,
+    g: &fit::GroupFit,
+    format: OutputFormat,
+) -> anyhow::Result<()> {
     writeln!(out, "pooled curve of {}:", g.group)?;
     let b = output::batch(vec![
         ("t_s", Col::F64(g.curve.iter().map(|p| Some(p.0)).collect())),
-        ("survival", Col::F64(g.curve.iter().map(|p| Some(p.1)).collect())),
+        (
+            "survival",
+            Col::F64(g.curve.iter().map(|p| Some(p.1)).collect()),
+        ),
     ])?;
     render(&[b], format, out)?;
     Ok(())
@@ -311,7 +378,9 @@ fn writeln_curve(out: &mut dyn std::io::Write, g: &fit::GroupFit, format: Output
 #[derive(Debug, Subcommand)]
 pub enum PriorsCommand {
     /// Export per-node and pooled hazard priors for a serving system (schema: docs/priors.schema.json).
-    #[command(after_help = "Examples:\n  hazardserve priors export --source gce-preemptible --out gce-priors.json\n  hazardserve priors export --source gce-preemptible --before 2019-03-20T00:00:00Z --out p.parquet --format parquet")]
+    #[command(
+        after_help = "Examples:\n  hazardserve priors export --source gce-preemptible --out gce-priors.json\n  hazardserve priors export --source gce-preemptible --before 2019-03-20T00:00:00Z --out p.parquet --format parquet"
+    )]
     Export(PriorsExportArgs),
 }
 
@@ -359,7 +428,13 @@ pub fn priors_for(
     let data = fit::load_sessions(store, source, None, false)?;
     let cutoff = match before {
         Some(t) => t,
-        None => data.sessions.iter().map(|s| s.end).fold(f64::NEG_INFINITY, f64::max) + 1.0,
+        None => {
+            data.sessions
+                .iter()
+                .map(|s| s.end)
+                .fold(f64::NEG_INFINITY, f64::max)
+                + 1.0
+        }
     };
     if !cutoff.is_finite() {
         bail!("source {source} has no usable sessions");
@@ -384,15 +459,27 @@ pub fn priors_for(
         estimator: shrinkage.choice().unwrap_or(EstimatorChoice::Auto),
         ..ShrinkageOptions::default()
     };
-    Ok(fit_priors(&data.sessions, &meta, &sopts, &popts).with_context(|| format!("fitting priors of {source}"))?)
+    fit_priors(&data.sessions, &meta, &sopts, &popts)
+        .with_context(|| format!("fitting priors of {source}"))
 }
 
 /// `hazardserve priors ...`.
 pub fn priors(globals: &Globals, cmd: PriorsCommand) -> anyhow::Result<()> {
     let PriorsCommand::Export(args) = cmd;
     let store = Store::open(&globals.store)?;
-    let before = args.before.as_deref().map(fit::parse_time).transpose().map_err(anyhow::Error::msg)?;
-    let priors = priors_for(&store, &args.source, before, args.shrinkage, args.max_points)?;
+    let before = args
+        .before
+        .as_deref()
+        .map(fit::parse_time)
+        .transpose()
+        .map_err(anyhow::Error::msg)?;
+    let priors = priors_for(
+        &store,
+        &args.source,
+        before,
+        args.shrinkage,
+        args.max_points,
+    )?;
     match args.format {
         PriorsFormat::Json => {
             let text = priors.to_json()?;
@@ -401,8 +488,14 @@ pub fn priors(globals: &Globals, cmd: PriorsCommand) -> anyhow::Result<()> {
         PriorsFormat::Parquet => {
             let rows = priors.rows();
             let b = output::batch(vec![
-                ("scope", Col::Str(rows.iter().map(|r| Some(r.scope.to_string())).collect())),
-                ("node_id", Col::Str(rows.iter().map(|r| r.node_id.clone()).collect())),
+                (
+                    "scope",
+                    Col::Str(rows.iter().map(|r| Some(r.scope.to_string())).collect()),
+                ),
+                (
+                    "node_id",
+                    Col::Str(rows.iter().map(|r| r.node_id.clone()).collect()),
+                ),
                 ("t", Col::F64(rows.iter().map(|r| Some(r.t)).collect())),
                 ("s", Col::F64(rows.iter().map(|r| Some(r.s)).collect())),
             ])?;

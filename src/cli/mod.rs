@@ -1,6 +1,7 @@
 //! The command-line interface: flags are parsed here, validated into configs, and dispatched
 //! to one module per command.
 
+mod analysis_cmd;
 mod demo;
 mod fit_cmd;
 mod ingest;
@@ -71,6 +72,10 @@ pub enum Command {
     /// Hazard priors for serving systems.
     #[command(subcommand)]
     Priors(fit_cmd::PriorsCommand),
+    /// Tabulate the pre-emptive migration trigger for a two-node hop over source uptimes.
+    Trigger(analysis_cmd::TriggerArgs),
+    /// Tabulate the context size above which KV transfer beats recompute, per link and prefill rate.
+    Crossover(analysis_cmd::CrossoverArgs),
     /// Maintain the store.
     #[command(subcommand)]
     Store(store_cmd::StoreCommand),
@@ -205,6 +210,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sql(a) => list::sql(&globals, a),
         Command::Store(c) => store_cmd::run(&globals, c),
         Command::Km(a) => fit_cmd::km(&globals, a),
+        Command::Trigger(a) => analysis_cmd::trigger(&globals, a),
+        Command::Crossover(a) => analysis_cmd::crossover(&globals, a),
         Command::Fit(a) => fit_cmd::fit(&globals, a),
         Command::Priors(c) => fit_cmd::priors(&globals, c),
         Command::Synth(a) => synth_cmd::run(&globals, a),
@@ -213,6 +220,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// The binary's entry point: parse, run, print any error as one line, exit 1 on failure.
 pub fn main() -> ExitCode {
+    // Die quietly when the reader of our output goes away (`hazardserve sessions ... | head`),
+    // like other command-line tools, instead of reporting a broken pipe.
+    #[cfg(unix)]
+    // SAFETY: restoring the default disposition of SIGPIPE before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,

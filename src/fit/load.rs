@@ -83,7 +83,9 @@ pub fn load_sessions(
         kind,
         ..SourceSessions::default()
     };
-    let rows = stmt.query_map([source], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))?;
+    let rows = stmt.query_map([source], |r| {
+        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+    })?;
     for row in rows {
         let (id, g) = row?;
         out.node_ids.push(id);

@@ -66,7 +66,10 @@ pub fn verdict_name(v: HazardTrend) -> &'static str {
 
 /// Ages at exit, events and ages at entry of a set of sessions (survival-module input).
 fn columns(sessions: &[crate::survival::validate::Session]) -> (Vec<f64>, Vec<bool>, Vec<f64>) {
-    let exit = sessions.iter().map(|s| s.entry + (s.end - s.start)).collect();
+    let exit = sessions
+        .iter()
+        .map(|s| s.entry + (s.end - s.start))
+        .collect();
     let event = sessions.iter().map(|s| s.event).collect();
     let entry = sessions.iter().map(|s| s.entry).collect();
     (exit, event, entry)

@@ -27,7 +27,12 @@ fn km_of_a_csv_matches_a_hand_computed_product_limit() {
     assert_eq!(v["timeline"], serde_json::json!([0.0, 1.0, 2.0, 3.0, 4.0]));
     assert_eq!(v["n_at_risk"], serde_json::json!([4, 4, 3, 2, 1]));
     assert_eq!(v["n_event"], serde_json::json!([0, 1, 0, 1, 1]));
-    let s: Vec<f64> = v["survival"].as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect();
+    let s: Vec<f64> = v["survival"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_f64().unwrap())
+        .collect();
     for (got, want) in s.iter().zip([1.0, 0.75, 0.75, 0.375, 0.0]) {
         assert!((got - want).abs() < 1e-12, "{s:?}");
     }
@@ -38,7 +43,17 @@ fn km_of_a_csv_matches_a_hand_computed_product_limit() {
     // Entry ages (left truncation) are honoured; a bad value names its line.
     std::fs::write(&csv, "T,E,entry\n5,1,0\n6,0,2\n7,1,x\n").unwrap();
     let mut c = hs(tmp.path());
-    c.args(["km", "--duration", "T", "--event", "E", "--entry", "entry", "--input"]).arg(&csv);
+    c.args([
+        "km",
+        "--duration",
+        "T",
+        "--event",
+        "E",
+        "--entry",
+        "entry",
+        "--input",
+    ])
+    .arg(&csv);
     let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
     assert!(err.contains("t.csv:4") && err.contains("entry"), "{err}");
 }
@@ -48,7 +63,14 @@ fn fit_prints_pooled_curves_and_the_hazard_verdict() {
     let tmp = tempfile::tempdir().unwrap();
     let store = demo_store(tmp.path());
     let mut c = hs(&store);
-    c.args(["fit", "--source", "sample-hpc", "--format", "json", "--curve"]);
+    c.args([
+        "fit",
+        "--source",
+        "sample-hpc",
+        "--format",
+        "json",
+        "--curve",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
     let g = &v[0];
     assert_eq!(g["group"], "all");
@@ -61,11 +83,31 @@ fn fit_prints_pooled_curves_and_the_hazard_verdict() {
     assert!(["beta", "frailty"].contains(&g["shrinkage"].as_str().unwrap()));
 
     let mut c = hs(&store);
-    c.args(["fit", "--source", "sample-gce", "--by", "zone", "--format", "json", "--shrinkage", "none"]);
+    c.args([
+        "fit",
+        "--source",
+        "sample-gce",
+        "--by",
+        "zone",
+        "--format",
+        "json",
+        "--shrinkage",
+        "none",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
-    let zones: Vec<&str> = v.as_array().unwrap().iter().map(|g| g["group"].as_str().unwrap()).collect();
+    let zones: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["group"].as_str().unwrap())
+        .collect();
     assert_eq!(zones, ["us-central1-c", "us-east1-b", "us-west1-a"]);
-    let total: i64 = v.as_array().unwrap().iter().map(|g| g["sessions"].as_i64().unwrap()).sum();
+    let total: i64 = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["sessions"].as_i64().unwrap())
+        .sum();
     assert_eq!(total, 150);
 }
 
@@ -74,16 +116,40 @@ fn validate_scores_every_estimator() {
     let tmp = tempfile::tempdir().unwrap();
     let store = demo_store(tmp.path());
     let mut c = hs(&store);
-    c.args(["fit", "--source", "sample-hpc", "--validate", "--split", "0.5", "--format", "json"]);
+    c.args([
+        "fit",
+        "--source",
+        "sample-hpc",
+        "--validate",
+        "--split",
+        "0.5",
+        "--format",
+        "json",
+    ]);
     let v: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
-    let names: Vec<&str> = v["rows"].as_array().unwrap().iter().map(|r| r["estimator"].as_str().unwrap()).collect();
-    assert_eq!(names, ["node_km", "pooled_km", "beta", "frailty", "exponential"]);
+    let names: Vec<&str> = v["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["estimator"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["node_km", "pooled_km", "beta", "frailty", "exponential"]
+    );
     for r in v["rows"].as_array().unwrap() {
         let ibs = r["ibs"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&ibs), "{r}");
     }
     let mut c = hs(&store);
-    c.args(["fit", "--source", "sample-hpc", "--validate", "--split", "1900-01-01T00:00:00Z"]);
+    c.args([
+        "fit",
+        "--source",
+        "sample-hpc",
+        "--validate",
+        "--split",
+        "1900-01-01T00:00:00Z",
+    ]);
     let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
     assert!(err.contains("live at the split"), "{err}");
 }
@@ -94,7 +160,16 @@ fn exported_priors_load_back_to_the_same_curves() {
     let store = demo_store(tmp.path());
     let out = tmp.path().join("p.json");
     let mut c = hs(&store);
-    c.args(["priors", "export", "--source", "sample-hpc", "--before", "1120000000", "--out"]).arg(&out);
+    c.args([
+        "priors",
+        "export",
+        "--source",
+        "sample-hpc",
+        "--before",
+        "1120000000",
+        "--out",
+    ])
+    .arg(&out);
     ok(c);
     let p = Priors::from_json(&std::fs::read_to_string(&out).unwrap()).unwrap();
     assert_eq!(p.cutoff_s, 1_120_000_000.0);
@@ -108,7 +183,16 @@ fn exported_priors_load_back_to_the_same_curves() {
     }
     let pq = tmp.path().join("p.parquet");
     let mut c = hs(&store);
-    c.args(["priors", "export", "--source", "sample-hpc", "--format", "parquet", "--out"]).arg(&pq);
+    c.args([
+        "priors",
+        "export",
+        "--source",
+        "sample-hpc",
+        "--format",
+        "parquet",
+        "--out",
+    ])
+    .arg(&pq);
     ok(c);
     assert!(std::fs::metadata(&pq).unwrap().len() > 100);
 }

@@ -1,5 +1,6 @@
 //! The one integration-test binary (so the static DuckDB links once).
 
+mod cli_analysis;
 mod cli_fit;
 mod cli_store;
 mod common;

@@ -1,0 +1,336 @@
+//! `hazardserve trigger` and `hazardserve crossover`: the migration trigger and the
+//! transfer-vs-recompute crossover, tabulated.
+
+use anyhow::{bail, Context};
+use clap::Args;
+
+use super::Globals;
+use crate::output::{self, render, Col, OutputFormat};
+use crate::policy::analysis::{
+    crossover_rows, default_prefill_rates, trigger_rows, TriggerScenario, DEFAULT_HYSTERESIS_S,
+    DEFAULT_UPTIMES_S,
+};
+use crate::policy::presets::{self, LinkPreset, ModelPreset, LINKS};
+use crate::policy::survival::{ConditionalSurvival, Exponential, Weibull};
+use crate::policy::Params;
+use crate::store::Store;
+
+/// Resolves a link name: `wan`, `1gbe`, `10gbe`, `rdma`, `nvlink` (or a preset's full name).
+pub fn link_by_name(name: &str) -> anyhow::Result<LinkPreset> {
+    let full = match name.to_ascii_lowercase().as_str() {
+        "wan" => "wan-100mbps",
+        "rdma" => "rdma-100gbps",
+        other => {
+            return presets::link(other).with_context(|| {
+                format!("unknown link {name:?}: use wan, 1gbe, 10gbe, rdma or nvlink")
+            })
+        }
+    };
+    presets::link(full).with_context(|| format!("unknown link {name:?}"))
+}
+
+/// Resolves a model preset by name.
+pub fn model_by_name(name: &str) -> anyhow::Result<ModelPreset> {
+    presets::model(name).with_context(|| {
+        let names: Vec<&str> = presets::MODELS.iter().map(|m| m.name).collect();
+        format!("unknown model {name:?}; presets: {}", names.join(", "))
+    })
+}
+
+/// Parses `weibull:SHAPE,SCALE_S` or `exp:MEAN_S`.
+pub fn parse_survival(spec: &str) -> anyhow::Result<Box<dyn ConditionalSurvival>> {
+    let (kind, rest) = spec
+        .split_once(':')
+        .with_context(|| format!("--survival {spec:?}: use weibull:SHAPE,SCALE_S or exp:MEAN_S"))?;
+    let nums: Vec<f64> = rest
+        .split(',')
+        .map(|x| x.trim().parse::<f64>())
+        .collect::<Result<_, _>>()
+        .with_context(|| format!("--survival {spec:?}: numbers expected"))?;
+    match (kind, nums.as_slice()) {
+        ("weibull", [k, scale]) => {
+            Ok(Box::new(Weibull::new(*k, *scale).with_context(|| {
+                format!("--survival {spec:?}: shape and scale must be positive")
+            })?))
+        }
+        ("exp", [mean]) if *mean > 0.0 && mean.is_finite() => {
+            Ok(Box::new(Exponential { mean: *mean }))
+        }
+        _ => bail!("--survival {spec:?}: use weibull:SHAPE,SCALE_S or exp:MEAN_S"),
+    }
+}
+
+fn parse_list(s: &str, what: &str) -> anyhow::Result<Vec<f64>> {
+    s.split(',')
+        .map(|x| {
+            x.trim()
+                .parse::<f64>()
+                .ok()
+                .filter(|v| v.is_finite() && *v >= 0.0)
+        })
+        .collect::<Option<Vec<_>>>()
+        .with_context(|| {
+            format!("{what} {s:?}: a comma-separated list of non-negative numbers expected")
+        })
+}
+
+/// `trigger` arguments.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  hazardserve trigger                                  # the design's WAN hop: 4.5k tokens, 250 tok/s
+  hazardserve trigger --overlap                        # the same hop with overlapped migration
+  hazardserve trigger --survival weibull:4,3600 --link 10gbe --context 8000 --format json
+  hazardserve trigger --source gce-preemptible --node 1234567890   # a fitted node curve")]
+pub struct TriggerArgs {
+    /// Session curve of both nodes: weibull:SHAPE,SCALE_S or exp:MEAN_S (default weibull:0.6,14400).
+    #[arg(long, conflicts_with = "source")]
+    pub survival: Option<String>,
+    /// Take the curve from this stored source (fitted with shrinkage).
+    #[arg(long)]
+    pub source: Option<String>,
+    /// Node of --source (default: the pooled curve).
+    #[arg(long, requires = "source")]
+    pub node: Option<String>,
+    /// Context tokens already resident on the source (prompt + generated).
+    #[arg(long, default_value_t = 4500)]
+    pub context: u64,
+    /// Tokens still expected.
+    #[arg(long, default_value_t = 500)]
+    pub remaining: u64,
+    /// Prefill rate of both nodes, tokens/s.
+    #[arg(long, default_value_t = 250.0)]
+    pub prefill: f64,
+    /// Decode rate of both nodes, tokens/s.
+    #[arg(long, default_value_t = 20.0)]
+    pub decode: f64,
+    /// Link tier: wan, 1gbe, 10gbe, rdma, nvlink.
+    #[arg(long, default_value = "wan", conflicts_with = "bandwidth")]
+    pub link: String,
+    /// Link bandwidth in bytes/s instead of a tier.
+    #[arg(long)]
+    pub bandwidth: Option<f64>,
+    /// Model preset (KV bytes per token).
+    #[arg(long, default_value = "llama-2-7b", conflicts_with = "kv_bytes")]
+    pub model: String,
+    /// KV bytes per token instead of a model preset.
+    #[arg(long)]
+    pub kv_bytes: Option<f64>,
+    /// Overlapped migration: the destination prefills while the source keeps decoding.
+    #[arg(long)]
+    pub overlap: bool,
+    /// Destination uptime, seconds.
+    #[arg(long, default_value_t = 3600.0)]
+    pub dest_age: f64,
+    /// Source uptimes to tabulate, seconds (comma-separated).
+    #[arg(long)]
+    pub uptimes: Option<String>,
+    /// Hysteresis values h, seconds (comma-separated).
+    #[arg(long)]
+    pub h: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+}
+
+/// `hazardserve trigger`.
+pub fn trigger(globals: &Globals, args: TriggerArgs) -> anyhow::Result<()> {
+    for (v, name) in [(args.prefill, "--prefill"), (args.decode, "--decode")] {
+        if !(v.is_finite() && v > 0.0) {
+            bail!("{name} must be a positive rate, got {v}");
+        }
+    }
+    let mut sc = TriggerScenario::design_wan();
+    let (src_curve, dst_curve): (Box<dyn ConditionalSurvival>, Box<dyn ConditionalSurvival>) =
+        match (&args.survival, &args.source) {
+            (Some(spec), _) => (parse_survival(spec)?, parse_survival(spec)?),
+            (None, Some(source)) => {
+                let store = Store::open(&globals.store)?;
+                let priors = super::fit_cmd::priors_for(
+                    &store,
+                    source,
+                    None,
+                    super::fit_cmd::ShrinkageArg::Auto,
+                    512,
+                )?;
+                match &args.node {
+                    Some(n) => {
+                        if priors.node(n).is_none() {
+                            bail!("no node {n:?} in source {source} (see `hazardserve nodes --source {source}`)");
+                        }
+                        (
+                            Box::new(priors.node_curve(n)),
+                            Box::new(priors.node_curve(n)),
+                        )
+                    }
+                    None => (
+                        Box::new(priors.pooled_curve()),
+                        Box::new(priors.pooled_curve()),
+                    ),
+                }
+            }
+            (None, None) => (
+                Box::new(crate::policy::analysis::VOLUNTEER_WEIBULL),
+                Box::new(crate::policy::analysis::VOLUNTEER_WEIBULL),
+            ),
+        };
+    sc.source_curve = src_curve;
+    sc.dest_curve = dst_curve;
+    let bandwidth = match args.bandwidth {
+        Some(b) if b.is_finite() && b > 0.0 => b,
+        Some(b) => bail!("--bandwidth must be positive bytes/s, got {b}"),
+        None => link_by_name(&args.link)?.bandwidth_bytes_s,
+    };
+    let kv = match args.kv_bytes {
+        Some(k) if k.is_finite() && k > 0.0 => k,
+        Some(k) => bail!("--kv-bytes must be positive, got {k}"),
+        None => model_by_name(&args.model)?.kv_bytes_per_token,
+    };
+    for n in [&mut sc.source, &mut sc.dest] {
+        n.prefill_tok_s = args.prefill;
+        n.decode_tok_s = args.decode;
+        n.bandwidth_bytes_s = bandwidth;
+    }
+    sc.params = Params {
+        kv_bytes_per_token: kv,
+        overlap: args.overlap,
+        ..sc.params
+    };
+    sc.dest_age_s = args.dest_age;
+    sc.request.done_tokens = args
+        .context
+        .saturating_sub(sc.request.prompt_tokens.min(args.context));
+    sc.request.prompt_tokens = args.context - sc.request.done_tokens;
+    sc.request.resident_tokens = args.context;
+    sc.request.est_output_tokens = sc.request.done_tokens + args.remaining;
+    let uptimes = match &args.uptimes {
+        Some(s) => parse_list(s, "--uptimes")?,
+        None => DEFAULT_UPTIMES_S.to_vec(),
+    };
+    let hs = match &args.h {
+        Some(s) => parse_list(s, "--h")?,
+        None => DEFAULT_HYSTERESIS_S.to_vec(),
+    };
+    let rows = trigger_rows(&sc, &uptimes, &hs);
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.format == OutputFormat::Json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        println!();
+        return Ok(());
+    }
+    let fires = |r: &crate::policy::analysis::TriggerRow| {
+        let on: Vec<String> = r
+            .fires
+            .iter()
+            .filter(|f| f.fires)
+            .map(|f| output::human_float(f.h_s))
+            .collect();
+        if on.is_empty() {
+            "never".to_string()
+        } else {
+            format!("h in {{{}}}", on.join(","))
+        }
+    };
+    let b = output::batch(vec![
+        (
+            "uptime_s",
+            Col::F64(rows.iter().map(|r| Some(r.uptime_s)).collect()),
+        ),
+        ("l_i", Col::F64(rows.iter().map(|r| Some(r.l_i)).collect())),
+        (
+            "c_transfer",
+            Col::F64(rows.iter().map(|r| Some(r.c_transfer)).collect()),
+        ),
+        (
+            "c_recompute",
+            Col::F64(rows.iter().map(|r| Some(r.c_recompute)).collect()),
+        ),
+        (
+            "c_planned",
+            Col::F64(rows.iter().map(|r| Some(r.c_planned)).collect()),
+        ),
+        ("l_j", Col::F64(rows.iter().map(|r| Some(r.l_j)).collect())),
+        (
+            "risk_gain",
+            Col::F64(rows.iter().map(|r| Some(r.risk_gain)).collect()),
+        ),
+        ("dt", Col::F64(rows.iter().map(|r| Some(r.dt)).collect())),
+        (
+            "fires",
+            Col::Str(rows.iter().map(|r| Some(fires(r))).collect()),
+        ),
+    ])?;
+    render(&[b], args.format, &mut out)?;
+    Ok(())
+}
+
+/// `crossover` arguments.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  hazardserve crossover --model llama-3-8b\n  hazardserve crossover --model llama-2-7b --prefill 250,2000,11048 --format json"
+)]
+pub struct CrossoverArgs {
+    /// Model preset (KV bytes per token): llama-2-7b, llama-2-13b, llama-3-8b, llama-70b.
+    #[arg(long, default_value = "llama-3-8b")]
+    pub model: String,
+    /// Destination prefill rates, tokens/s (comma-separated; default: the hardware presets).
+    #[arg(long)]
+    pub prefill: Option<String>,
+    /// Output format.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+}
+
+/// `hazardserve crossover`.
+pub fn crossover(_globals: &Globals, args: CrossoverArgs) -> anyhow::Result<()> {
+    let model = model_by_name(&args.model)?;
+    let rates = match &args.prefill {
+        Some(s) => {
+            let v = parse_list(s, "--prefill")?;
+            if v.iter().any(|&p| p <= 0.0) {
+                bail!("--prefill rates must be positive");
+            }
+            v
+        }
+        None => default_prefill_rates(),
+    };
+    let rows = crossover_rows(&model, &LINKS, &rates, &Params::default());
+    let stdout = std::io::stdout();
+    let mut out = stdout.lock();
+    if args.format == OutputFormat::Json {
+        serde_json::to_writer_pretty(&mut out, &rows)?;
+        println!();
+        return Ok(());
+    }
+    let b = output::batch(vec![
+        (
+            "link",
+            Col::Str(rows.iter().map(|r| Some(r.link.clone())).collect()),
+        ),
+        (
+            "bandwidth_bytes_s",
+            Col::F64(rows.iter().map(|r| Some(r.bandwidth_bytes_s)).collect()),
+        ),
+        (
+            "prefill_tok_s",
+            Col::F64(rows.iter().map(|r| Some(r.prefill_tok_s)).collect()),
+        ),
+        (
+            "c_star_tokens",
+            Col::Str(
+                rows.iter()
+                    .map(|r| {
+                        Some(
+                            r.c_star
+                                .map_or("inf (transfer never wins)".to_string(), |c| {
+                                    format!("{c:.0}")
+                                }),
+                        )
+                    })
+                    .collect(),
+            ),
+        ),
+    ])?;
+    render(&[b], args.format, &mut out)?;
+    Ok(())
+}
