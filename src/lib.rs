@@ -13,6 +13,7 @@ pub mod public;
 pub mod queries;
 pub mod replay;
 pub mod rng;
+pub mod scenario;
 pub mod store;
 pub mod survival;
 pub mod synth;

@@ -60,6 +60,7 @@ const SAMPLE_SOURCES: &[(&str, &str, FormatArg, Option<Polarity>)] = &[
         FormatArg::GceOperations,
         None,
     ),
+    ("sample-requests", "workload", FormatArg::LengthsCsv, None),
 ];
 
 /// Runs the demo.
@@ -74,7 +75,13 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
         };
         let parsed = parse_inputs(*format, &files, &options, &Default::default())?;
         report_parse(globals, &parsed);
-        let opts = serde_json::to_value(&options).unwrap_or_default();
+        let opts = match &parsed {
+            super::ingest::Parsed::Trace(..) => serde_json::to_value(&options),
+            super::ingest::Parsed::Workload(..) => {
+                serde_json::to_value(hazardserve_ingest::workload::WorkloadOptions::default())
+            }
+        }
+        .unwrap_or_default();
         let outcome = ingest_parsed(globals, source, &parsed, &opts, &files, true)?;
         let what = match outcome {
             IngestOutcome::Unchanged => "already in the store",
@@ -91,5 +98,29 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
         ListArgs {
             format: OutputFormat::Table,
         },
-    )
+    )?;
+    // Fit: what hazard shape do the sample spot nodes have?
+    let store = crate::store::Store::open(&globals.store)?;
+    let data = crate::fit::load_sessions(&store, "sample-spot", None, false)?;
+    for g in crate::fit::fit_groups(&data, None)? {
+        println!(
+            "\nsample-spot survival: {} sessions, median up-time {}, Weibull shape {} (95% CI {} to {}): {} hazard",
+            g.sessions,
+            g.median_s.map_or("not reached".into(), |m| format!("{:.0} s", m)),
+            g.weibull_shape.map_or("-".into(), crate::output::human_float),
+            g.weibull_shape_lo.map_or("-".into(), crate::output::human_float),
+            g.weibull_shape_hi.map_or("-".into(), crate::output::human_float),
+            g.verdict
+        );
+    }
+    // Replay the sample workload over the sample spot nodes with every policy.
+    let cfg = crate::scenario::ScenarioConfig::default();
+    println!(
+        "\nreplay of sample-requests over sample-spot ({} windows, every policy):",
+        cfg.replay.windows
+    );
+    let (run, rows) = super::replay_cmd::run_scenario(globals, &cfg, true)?;
+    super::replay_cmd::print_rows(&rows, OutputFormat::Table)?;
+    println!("\nNext: `hazardserve --store {} compare {run}`, `hazardserve --store {} fit --source sample-gce`, `hazardserve --store {} tui`.", globals.store.display(), globals.store.display(), globals.store.display());
+    Ok(())
 }

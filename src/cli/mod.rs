@@ -7,6 +7,7 @@ mod fit_cmd;
 mod ingest;
 mod ingest_public;
 mod list;
+mod replay_cmd;
 mod store_cmd;
 mod synth_cmd;
 
@@ -14,6 +15,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+
+pub use analysis_cmd::{link_by_name, model_by_name};
 
 use crate::output::OutputFormat;
 
@@ -76,6 +79,10 @@ pub enum Command {
     Trigger(analysis_cmd::TriggerArgs),
     /// Tabulate the context size above which KV transfer beats recompute, per link and prefill rate.
     Crossover(analysis_cmd::CrossoverArgs),
+    /// Replay a request workload over a source's nodes under every policy and compare them.
+    Replay(replay_cmd::ReplayArgs),
+    /// Print the policy comparison of a stored replay run (default: the latest).
+    Compare(replay_cmd::CompareArgs),
     /// Maintain the store.
     #[command(subcommand)]
     Store(store_cmd::StoreCommand),
@@ -211,6 +218,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Store(c) => store_cmd::run(&globals, c),
         Command::Km(a) => fit_cmd::km(&globals, a),
         Command::Trigger(a) => analysis_cmd::trigger(&globals, a),
+        Command::Replay(a) => replay_cmd::replay(&globals, a),
+        Command::Compare(a) => replay_cmd::compare(&globals, a),
         Command::Crossover(a) => analysis_cmd::crossover(&globals, a),
         Command::Fit(a) => fit_cmd::fit(&globals, a),
         Command::Priors(c) => fit_cmd::priors(&globals, c),

@@ -43,6 +43,18 @@ pub const TABLES: &[TableDef] = &[
         name: "requests",
         schema: hazardserve_ingest::workload::requests_schema,
     },
+    TableDef {
+        name: "runs",
+        schema: crate::scenario::results::runs_schema,
+    },
+    TableDef {
+        name: "replay_requests",
+        schema: crate::scenario::results::replay_requests_schema,
+    },
+    TableDef {
+        name: "replay_summary",
+        schema: crate::scenario::results::replay_summary_schema,
+    },
 ];
 
 /// A DuckDB connection with the store's views.

@@ -192,11 +192,15 @@ fn rng_step(x: u64) -> u64 {
     (x.wrapping_mul(6_364_136_223_846_793_005) >> 40) % 1000
 }
 
-/// Every sample trace.
+/// Every sample: the three availability traces and the request workload.
 pub fn all(seed: u64) -> Vec<SampleFile> {
     let mut v = tick_json(seed);
     v.extend(fta(seed));
     v.extend(gce_operations(seed));
+    v.push(SampleFile {
+        rel: "workload/requests.csv".into(),
+        content: super::workload::workload_csv(&super::workload::WorkloadParams::default(), seed),
+    });
     v
 }
 

@@ -1,0 +1,329 @@
+//! The scenario file (TOML). Every field has a default; flags of `hazardserve replay` override
+//! the file. `hazardserve replay --write-config` prints [`DEFAULT_CONFIG`].
+
+use serde::{Deserialize, Serialize};
+
+use crate::policy::Params;
+
+/// A commented default scenario.
+pub const DEFAULT_CONFIG: &str = r#"# hazardserve replay scenario. Every key is optional; command-line flags override this file.
+
+[nodes]
+# Availability source in the store whose nodes serve the requests.
+source = "sample-spot"
+# Keep only nodes whose attribute contains this text (attribute: zone, instance_type, node_group).
+# filter_attribute = "node_group"
+# filter_value = "aws-04-22-2023"
+# Take a seeded random sample of this many nodes (0 = all).
+sample = 0
+
+[hardware]
+# Preset of every node: rtx4090, m1-max, a100, h100, wan-peer (see `hazardserve crossover`).
+preset = "a100"
+# Concurrent requests per node and KV-cache capacity (tokens).
+slots = 8
+kv_capacity_tokens = 200000
+# Link between nodes: wan, 1gbe, 10gbe, rdma, nvlink.
+link = "10gbe"
+
+# Per-group overrides: nodes whose attribute contains `value` get this preset instead.
+# [[hardware.groups]]
+# attribute = "zone"
+# value = "us-east"
+# preset = "rtx4090"
+
+[model]
+# KV bytes per token: llama-2-7b, llama-2-13b, llama-3-8b, llama-70b.
+preset = "llama-3-8b"
+
+[policy]
+# Overheads O_t, O_r and the stall penalty sigma (seconds).
+transfer_overhead_s = 0.2
+recompute_overhead_s = 0.1
+stall_penalty_s = 2.0
+# Migration check period, hysteresis h, guards.
+check_interval_s = 5.0
+hysteresis_s = 1.0
+max_hops = 2
+min_remaining_s = 5.0
+overlap = false
+
+[workload]
+# Request source in the store (ingested with azure-llm, mooncake or lengths-csv).
+source = "sample-requests"
+# Output-length estimate the policies see: exact, lognormal:SIGMA, bucket.
+estimator = "lognormal:0.5"
+# Multiply the arrival rate; loop the workload to fill the window.
+rate_scale = 1.0
+loop_workload = true
+
+[replay]
+# Policies to compare (hazard, hazard-nomigrate, memoryless, fastest, least-loaded, random,
+# uptime, oracle); empty = all. `hazard --overlap` is added when include_overlap is true.
+policies = []
+include_overlap = true
+# Windows of the availability trace: count, length (0 = the workload's length), placement.
+windows = 10
+window_length_s = 0
+# Windows start after this fraction of the observation span; the survival priors are fitted
+# only on what was observed before the first window (no leakage).
+train_fraction = 0.5
+# "even" spacing or "random" (seeded) starts.
+placement = "even"
+seeds = 1
+seed = 1
+# SLO deadline = slo_factor x unloaded service time on the fastest node.
+slo_factor = 5.0
+# Decode slowdown per extra concurrent request (0 = none).
+batch_slowdown = 0.0
+"#;
+
+/// `[nodes]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct NodesConfig {
+    /// Availability source.
+    pub source: String,
+    /// Attribute to filter on (`zone`, `instance_type`, `node_group`).
+    pub filter_attribute: Option<String>,
+    /// Substring the attribute must contain.
+    pub filter_value: Option<String>,
+    /// Random sample size (0 = all nodes).
+    pub sample: usize,
+}
+
+impl Default for NodesConfig {
+    fn default() -> Self {
+        NodesConfig {
+            source: "sample-spot".into(),
+            filter_attribute: None,
+            filter_value: None,
+            sample: 0,
+        }
+    }
+}
+
+/// One `[[hardware.groups]]` override.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HardwareGroup {
+    /// Attribute to match (`zone`, `instance_type`, `node_group`).
+    pub attribute: String,
+    /// Substring to look for.
+    pub value: String,
+    /// Hardware preset of matching nodes.
+    pub preset: String,
+}
+
+/// `[hardware]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HardwareConfig {
+    /// Hardware preset of every node.
+    pub preset: String,
+    /// Concurrency slots per node.
+    pub slots: u32,
+    /// KV capacity per node, tokens.
+    pub kv_capacity_tokens: u64,
+    /// Link tier between nodes.
+    pub link: String,
+    /// Per-group overrides.
+    pub groups: Vec<HardwareGroup>,
+}
+
+impl Default for HardwareConfig {
+    fn default() -> Self {
+        HardwareConfig {
+            preset: "a100".into(),
+            slots: 8,
+            kv_capacity_tokens: 200_000,
+            link: "10gbe".into(),
+            groups: Vec::new(),
+        }
+    }
+}
+
+/// `[model]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ModelConfig {
+    /// Model preset (KV bytes per token).
+    pub preset: String,
+}
+
+impl Default for ModelConfig {
+    fn default() -> Self {
+        ModelConfig {
+            preset: "llama-3-8b".into(),
+        }
+    }
+}
+
+/// `[policy]`: the cost model's constants (KV bytes come from `[model]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct PolicyConfig {
+    /// O_t, seconds.
+    pub transfer_overhead_s: f64,
+    /// O_r, seconds.
+    pub recompute_overhead_s: f64,
+    /// sigma, seconds.
+    pub stall_penalty_s: f64,
+    /// Migration check period, seconds.
+    pub check_interval_s: f64,
+    /// Hysteresis h, seconds.
+    pub hysteresis_s: f64,
+    /// Planned moves per request at most.
+    pub max_hops: u32,
+    /// No move with less than this much work left, seconds.
+    pub min_remaining_s: f64,
+    /// Overlapped migration.
+    pub overlap: bool,
+}
+
+impl Default for PolicyConfig {
+    fn default() -> Self {
+        let p = Params::default();
+        PolicyConfig {
+            transfer_overhead_s: p.transfer_overhead_s,
+            recompute_overhead_s: p.recompute_overhead_s,
+            stall_penalty_s: p.stall_penalty_s,
+            check_interval_s: p.check_interval_s,
+            hysteresis_s: p.hysteresis_s,
+            max_hops: p.max_hops,
+            min_remaining_s: p.min_remaining_s,
+            overlap: p.overlap,
+        }
+    }
+}
+
+impl PolicyConfig {
+    /// The policy parameters with `kv_bytes_per_token`.
+    pub fn params(&self, kv_bytes_per_token: f64) -> Params {
+        Params {
+            kv_bytes_per_token,
+            transfer_overhead_s: self.transfer_overhead_s,
+            recompute_overhead_s: self.recompute_overhead_s,
+            stall_penalty_s: self.stall_penalty_s,
+            hysteresis_s: self.hysteresis_s,
+            max_hops: self.max_hops,
+            min_remaining_s: self.min_remaining_s,
+            check_interval_s: self.check_interval_s,
+            overlap: self.overlap,
+        }
+    }
+}
+
+/// `[workload]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct WorkloadConfig {
+    /// Request source.
+    pub source: String,
+    /// Output-length estimator.
+    pub estimator: String,
+    /// Arrival-rate multiplier.
+    pub rate_scale: f64,
+    /// Loop the workload to fill a window.
+    pub loop_workload: bool,
+}
+
+impl Default for WorkloadConfig {
+    fn default() -> Self {
+        WorkloadConfig {
+            source: "sample-requests".into(),
+            estimator: "lognormal:0.5".into(),
+            rate_scale: 1.0,
+            loop_workload: true,
+        }
+    }
+}
+
+/// `[replay]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ReplaySection {
+    /// Policies (empty = all).
+    pub policies: Vec<String>,
+    /// Add `hazard --overlap` to the comparison.
+    pub include_overlap: bool,
+    /// Number of windows.
+    pub windows: usize,
+    /// Window length, seconds (0 = the workload's length).
+    pub window_length_s: f64,
+    /// Start of the first window (seconds on the trace clock or RFC 3339), overriding
+    /// `train_fraction`.
+    pub window_start: Option<String>,
+    /// Windows start after this fraction of the observation span.
+    pub train_fraction: f64,
+    /// `even` or `random`.
+    pub placement: String,
+    /// Seeds per window.
+    pub seeds: u64,
+    /// First seed.
+    pub seed: u64,
+    /// SLO factor.
+    pub slo_factor: f64,
+    /// Batch slowdown factor.
+    pub batch_slowdown: f64,
+}
+
+impl Default for ReplaySection {
+    fn default() -> Self {
+        ReplaySection {
+            policies: Vec::new(),
+            include_overlap: true,
+            windows: 10,
+            window_length_s: 0.0,
+            window_start: None,
+            train_fraction: 0.5,
+            placement: "even".into(),
+            seeds: 1,
+            seed: 1,
+            slo_factor: 5.0,
+            batch_slowdown: 0.0,
+        }
+    }
+}
+
+/// The whole scenario.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct ScenarioConfig {
+    /// `[nodes]`.
+    pub nodes: NodesConfig,
+    /// `[hardware]`.
+    pub hardware: HardwareConfig,
+    /// `[model]`.
+    pub model: ModelConfig,
+    /// `[policy]`.
+    pub policy: PolicyConfig,
+    /// `[workload]`.
+    pub workload: WorkloadConfig,
+    /// `[replay]`.
+    pub replay: ReplaySection,
+}
+
+impl ScenarioConfig {
+    /// Parses a scenario file; errors name the file, line and key.
+    pub fn from_toml(text: &str, file: &str) -> Result<ScenarioConfig, String> {
+        toml::from_str(text).map_err(|e| format!("{file}: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_file_equals_default_struct() {
+        let parsed = ScenarioConfig::from_toml(DEFAULT_CONFIG, "default").unwrap();
+        assert_eq!(parsed, ScenarioConfig::default());
+    }
+
+    #[test]
+    fn unknown_keys_are_errors_with_a_location() {
+        let e = ScenarioConfig::from_toml("[replay]\nwindow = 3\n", "s.toml").unwrap_err();
+        assert!(e.contains("s.toml") && e.contains("window"), "{e}");
+    }
+}
