@@ -119,7 +119,7 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
         "\nreplay of sample-requests over sample-spot ({} windows, every policy):",
         cfg.replay.windows
     );
-    let (run, rows) = super::replay_cmd::run_scenario(globals, &cfg, true)?;
+    let (run, rows) = super::replay_cmd::run_scenario(globals, &cfg, true, Some("run-demo"))?;
     super::replay_cmd::print_rows(&rows, OutputFormat::Table)?;
     println!("\nNext: `hazardserve --store {} compare {run}`, `hazardserve --store {} fit --source sample-gce`, `hazardserve --store {} tui`.", globals.store.display(), globals.store.display(), globals.store.display());
     Ok(())

@@ -133,10 +133,13 @@ fn new_run_id() -> String {
 }
 
 /// Runs a scenario, stores it (unless `save` is false) and returns the run id and rows.
+/// `fixed_id` names the run instead of a fresh time-stamped id; such a run is stored again only
+/// when its scenario or its input sources changed.
 pub fn run_scenario(
     globals: &Globals,
     cfg: &ScenarioConfig,
     save: bool,
+    fixed_id: Option<&str>,
 ) -> anyhow::Result<(String, Vec<SummaryRow>)> {
     let store = Store::open(&globals.store)?;
     let sc = scenario::build(&store, cfg)?;
@@ -163,10 +166,18 @@ pub fn run_scenario(
     ));
     let summaries = summarize(&runs, &AggregateOptions::default());
     let rows = comparison_rows(&summaries);
-    let run_id = new_run_id();
+    let run_id = fixed_id.map_or_else(new_run_id, str::to_string);
     if save {
         let st = Store::open(&globals.store)?;
         let lock = WriteLock::acquire(&st)?;
+        let config_toml = toml::to_string(cfg).unwrap_or_default();
+        let key = format!(
+            "{}|{}|{}|{}",
+            env!("CARGO_PKG_VERSION"),
+            config_toml,
+            st.manifest(&cfg.nodes.source)?.content_key,
+            st.manifest(&cfg.workload.source)?.content_key
+        );
         let info = RunInfo {
             run_id: run_id.clone(),
             nodes_source: cfg.nodes.source.clone(),
@@ -174,13 +185,16 @@ pub fn run_scenario(
             windows: sc.grid.windows.len(),
             seeds: sc.grid.seeds.clone(),
             cutoff_s: sc.cutoff_s,
-            config: toml::to_string(cfg).unwrap_or_default(),
+            config: config_toml,
         };
         let names: Vec<String> = sc.cluster.nodes.iter().map(|n| n.name.clone()).collect();
-        scenario::save_run(&st, &lock, &info, &names, &runs, &rows)?;
-        globals.say(format!(
-            "stored as {run_id} (`hazardserve compare {run_id}`)"
-        ));
+        let key = if fixed_id.is_some() { key } else { run_id.clone() };
+        let outcome = scenario::save_run(&st, &lock, &info, &key, &names, &runs, &rows)?;
+        let what = match outcome {
+            crate::store::IngestOutcome::Unchanged => "already stored",
+            crate::store::IngestOutcome::Committed { .. } => "stored",
+        };
+        globals.say(format!("{what} as {run_id} (`hazardserve compare {run_id}`)"));
     }
     Ok((run_id, rows))
 }
@@ -192,7 +206,7 @@ pub fn replay(globals: &Globals, args: ReplayArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let cfg = args.scenario()?;
-    let (_, rows) = run_scenario(globals, &cfg, !args.no_save)?;
+    let (_, rows) = run_scenario(globals, &cfg, !args.no_save, None)?;
     print_rows(&rows, args.format)
 }
 

@@ -129,15 +129,17 @@ fn arrow_err(e: arrow::error::ArrowError) -> StoreError {
 }
 
 /// Commits a run: its info, every request record (node indices named by `node_names`) and the
-/// comparison rows.
+/// comparison rows. A run whose id exists with the same `content_key` is left as it is; with
+/// another key it is replaced.
 pub fn save_run(
     store: &Store,
     lock: &WriteLock,
     info: &RunInfo,
+    content_key: &str,
     node_names: &[String],
     runs: &[RunOutput],
     rows: &[SummaryRow],
-) -> Result<(), StoreError> {
+) -> Result<crate::store::IngestOutcome, StoreError> {
     let id = info.run_id.as_str();
     let s = |v: &str| -> ArrayRef { Arc::new(StringArray::from(vec![v.to_string()])) };
     let runs_batch = RecordBatch::try_new(
@@ -267,8 +269,7 @@ pub fn save_run(
             batch: summary_batch,
         },
     ];
-    commit_tables(store, lock, id, id, tables, false)?;
-    Ok(())
+    commit_tables(store, lock, id, content_key, tables, true)
 }
 
 /// The most recent run id in the store, if any.

@@ -47,14 +47,14 @@ fn demo_ingests_the_samples_and_is_idempotent() {
     let mut c = hs(&store);
     c.arg("demo");
     let out = ok(c);
-    for s in ["sample-spot", "sample-hpc", "sample-gce"] {
+    for s in ["sample-spot", "sample-hpc", "sample-gce", "hazard --overlap", "oracle"] {
         assert!(out.contains(s), "demo output lacks {s}:\n{out}");
     }
     let mut c = hs(&store);
     c.args(["sources", "--format", "json"]);
     let v = json(&ok(c));
     let arr = v.as_array().unwrap();
-    assert_eq!(arr.len(), 3);
+    assert_eq!(arr.len(), 4);
     for row in arr {
         for key in [
             "source",
@@ -69,14 +69,15 @@ fn demo_ingests_the_samples_and_is_idempotent() {
             assert!(row.get(key).is_some(), "sources JSON lacks {key}: {row}");
         }
         let sessions = row["sessions"].as_i64().unwrap();
-        assert!(sessions > 10, "{row}");
+        let requests = row["requests"].as_i64().unwrap();
+        assert!(sessions > 10 || requests > 1000, "{row}");
         assert_eq!(
             row["events"].as_i64().unwrap() + row["censored"].as_i64().unwrap(),
             sessions
         );
     }
     let kinds: Vec<&str> = arr.iter().map(|r| r["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["spot-lifetime", "hpc", "spot-lifetime"]);
+    assert_eq!(kinds, ["spot-lifetime", "hpc", "llm-requests", "spot-lifetime"]);
 
     let before = snapshot(&store);
     let mut c = hs(&store);
