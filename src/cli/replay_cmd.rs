@@ -188,13 +188,19 @@ pub fn run_scenario(
             config: config_toml,
         };
         let names: Vec<String> = sc.cluster.nodes.iter().map(|n| n.name.clone()).collect();
-        let key = if fixed_id.is_some() { key } else { run_id.clone() };
+        let key = if fixed_id.is_some() {
+            key
+        } else {
+            run_id.clone()
+        };
         let outcome = scenario::save_run(&st, &lock, &info, &key, &names, &runs, &rows)?;
         let what = match outcome {
             crate::store::IngestOutcome::Unchanged => "already stored",
             crate::store::IngestOutcome::Committed { .. } => "stored",
         };
-        globals.say(format!("{what} as {run_id} (`hazardserve compare {run_id}`)"));
+        globals.say(format!(
+            "{what} as {run_id} (`hazardserve compare {run_id}`)"
+        ));
     }
     Ok((run_id, rows))
 }

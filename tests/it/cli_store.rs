@@ -47,7 +47,13 @@ fn demo_ingests_the_samples_and_is_idempotent() {
     let mut c = hs(&store);
     c.arg("demo");
     let out = ok(c);
-    for s in ["sample-spot", "sample-hpc", "sample-gce", "hazard --overlap", "oracle"] {
+    for s in [
+        "sample-spot",
+        "sample-hpc",
+        "sample-gce",
+        "hazard --overlap",
+        "oracle",
+    ] {
         assert!(out.contains(s), "demo output lacks {s}:\n{out}");
     }
     let mut c = hs(&store);
@@ -77,7 +83,10 @@ fn demo_ingests_the_samples_and_is_idempotent() {
         );
     }
     let kinds: Vec<&str> = arr.iter().map(|r| r["kind"].as_str().unwrap()).collect();
-    assert_eq!(kinds, ["spot-lifetime", "hpc", "llm-requests", "spot-lifetime"]);
+    assert_eq!(
+        kinds,
+        ["spot-lifetime", "hpc", "llm-requests", "spot-lifetime"]
+    );
 
     let before = snapshot(&store);
     let mut c = hs(&store);

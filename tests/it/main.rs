@@ -2,6 +2,7 @@
 
 mod cli_analysis;
 mod cli_fit;
+mod cli_replay;
 mod cli_store;
 mod common;
 mod policy_claims;

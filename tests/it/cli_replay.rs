@@ -1,0 +1,151 @@
+//! `replay` and `compare` through the real binary on the demo store.
+
+use std::path::Path;
+
+use crate::common::{fails, hs, ok, samples};
+
+fn demo(dir: &Path) -> std::path::PathBuf {
+    let store = dir.join("store");
+    let mut c = hs(&store);
+    c.arg("demo").arg("--samples").arg(samples());
+    ok(c);
+    store
+}
+
+fn json(s: &str) -> serde_json::Value {
+    serde_json::from_str(s).unwrap_or_else(|e| panic!("bad JSON ({e}): {s}"))
+}
+
+const KEYS: [&str; 14] = [
+    "policy",
+    "requests",
+    "mean_completion_s",
+    "p50_completion_s",
+    "p90_completion_s",
+    "p99_completion_s",
+    "ttft_p50_s",
+    "ttft_p99_s",
+    "slo_attainment",
+    "goodput_tok_s",
+    "recomputed_tokens",
+    "planned_migrations",
+    "unplanned_interruptions",
+    "gap_closed",
+];
+
+#[test]
+fn compare_prints_every_policy_with_the_documented_keys() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = demo(tmp.path());
+    let mut c = hs(&store);
+    c.args(["compare", "--format", "json"]);
+    let v = json(&ok(c));
+    let rows = v.as_array().unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["policy"].as_str().unwrap()).collect();
+    for p in [
+        "hazard",
+        "hazard-nomigrate",
+        "memoryless",
+        "fastest",
+        "least-loaded",
+        "random",
+        "uptime",
+        "oracle",
+        "hazard --overlap",
+    ] {
+        assert!(names.contains(&p), "{p} missing from {names:?}");
+    }
+    for r in rows {
+        for k in KEYS {
+            assert!(r.get(k).is_some(), "{k} missing: {r}");
+        }
+        // Ten windows: every metric with a value has a bootstrap interval around it.
+        let m = r["mean_completion_s"].as_f64().unwrap();
+        let ci = r["mean_completion_s_ci"].as_array().unwrap();
+        assert!(
+            ci[0].as_f64().unwrap() <= m + 1e-9 && m <= ci[1].as_f64().unwrap() + 1e-9,
+            "{r}"
+        );
+    }
+    let by = |p: &str| rows.iter().find(|r| r["policy"] == p).unwrap();
+    assert_eq!(by("fastest")["gap_closed"], 0.0);
+    assert_eq!(by("oracle")["gap_closed"], 1.0);
+    assert_eq!(
+        by("oracle")["unplanned_interruptions"],
+        0.0,
+        "{}",
+        by("oracle")
+    );
+
+    // The per-request records are in the store, one per request per run.
+    let mut c = hs(&store);
+    c.args(["sql", "--format", "json", "SELECT count(*) AS n, count(DISTINCT policy || param) AS runs, sum(CASE WHEN dropped IS NULL THEN 1 ELSE 0 END) AS done FROM replay_requests WHERE run_id = 'run-demo'"]);
+    let v = json(&ok(c));
+    assert!(v[0]["n"].as_i64().unwrap() > 10_000);
+    assert_eq!(v[0]["runs"], 16);
+    // CSV has the interval columns.
+    let mut c = hs(&store);
+    c.args(["compare", "run-demo", "--format", "csv"]);
+    let csv = ok(c);
+    assert!(csv.lines().next().unwrap().contains("gap_closed_ci_lo"));
+    assert_eq!(csv.lines().count(), rows.len() + 1);
+}
+
+#[test]
+fn replay_flags_override_a_config_file_and_bad_files_are_named() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = demo(tmp.path());
+    let mut c = hs(&store);
+    c.args(["replay", "--write-config"]);
+    let text = ok(c);
+    let cfg = tmp.path().join("scenario.toml");
+    std::fs::write(&cfg, text.replace("windows = 10", "windows = 2")).unwrap();
+    let mut c = hs(&store);
+    c.args(["replay", "--config"]).arg(&cfg).args([
+        "--policies",
+        "fastest,oracle",
+        "--windows",
+        "3",
+        "--format",
+        "json",
+        "--no-save",
+    ]);
+    let v = json(&ok(c));
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["fastest", "oracle"]);
+    // Three windows (the flag beats the file's two): intervals exist.
+    assert!(v[0]["mean_completion_s_ci"].is_array());
+
+    std::fs::write(&cfg, "[replay]\nwindow = 3\n").unwrap();
+    let mut c = hs(&store);
+    c.args(["replay", "--config"]).arg(&cfg);
+    let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+    assert!(
+        err.contains("scenario.toml") && err.contains("window"),
+        "{err}"
+    );
+
+    let mut c = hs(&store);
+    c.args(["replay", "--workload", "sample-spot", "--no-save"]);
+    let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+    assert!(err.contains("no requests"), "{err}");
+}
+
+#[test]
+fn compare_without_runs_says_what_to_run() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let mut c = hs(&store);
+    c.args(["ingest", "--format", "fta", "--source", "hpc"])
+        .arg(samples().join("fta"));
+    ok(c);
+    let mut c = hs(&store);
+    c.arg("compare");
+    let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+    assert!(err.contains("hazardserve replay"), "{err}");
+}
