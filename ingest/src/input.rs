@@ -142,6 +142,16 @@ impl InputFile {
         }
     }
 
+    /// An input from text in memory, named `rel` (tests, generated inputs).
+    pub fn from_text(rel: &str, text: &str) -> InputFile {
+        InputFile::from_bytes(
+            PathBuf::from(rel),
+            rel,
+            text.as_bytes().to_vec(),
+            String::new(),
+        )
+    }
+
     /// The name shown in messages: the path as found.
     pub fn display(&self) -> String {
         self.path.display().to_string()

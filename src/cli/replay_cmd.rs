@@ -245,22 +245,6 @@ pub fn compare(globals: &Globals, args: CompareArgs) -> anyhow::Result<()> {
     print_rows(&rows, args.format)
 }
 
-const KEYS: [&str; 13] = [
-    "mean_completion_s",
-    "p50_completion_s",
-    "p90_completion_s",
-    "p99_completion_s",
-    "ttft_p50_s",
-    "ttft_p99_s",
-    "slo_attainment",
-    "goodput_tok_s",
-    "recomputed_tokens",
-    "planned_migrations",
-    "unplanned_interruptions",
-    "gap_closed",
-    "requests",
-];
-
 /// Prints comparison rows: JSON as the stored objects, CSV flat with `_ci_lo`/`_ci_hi`
 /// columns, a table with `value [lo, hi]` cells.
 pub fn print_rows(rows: &[SummaryRow], format: OutputFormat) -> anyhow::Result<()> {
@@ -285,7 +269,7 @@ pub fn print_rows(rows: &[SummaryRow], format: OutputFormat) -> anyhow::Result<(
     )];
     if format == OutputFormat::Csv {
         let mut names = Vec::new();
-        for k in KEYS {
+        for k in crate::replay::metrics::METRICS.iter().chain(&["requests"]) {
             names.push((k.to_string(), format!("{k}_ci_lo"), format!("{k}_ci_hi")));
         }
         let mut owned: Vec<(String, Col)> = Vec::new();

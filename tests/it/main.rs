@@ -17,6 +17,7 @@ mod replay_leakage;
 mod replay_props;
 mod replay_support;
 mod samples;
+mod scenario_leakage;
 mod survival_golden;
 mod survival_priors;
 mod survival_props;

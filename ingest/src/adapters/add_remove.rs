@@ -426,15 +426,9 @@ fn sessionize<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     fn file(rel: &str, text: &str) -> InputFile {
-        InputFile::from_bytes(
-            PathBuf::from(rel),
-            rel,
-            text.as_bytes().to_vec(),
-            String::new(),
-        )
+        InputFile::from_text(rel, text)
     }
 
     fn run(files: &[InputFile]) -> Trace {

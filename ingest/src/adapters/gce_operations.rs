@@ -669,15 +669,9 @@ fn parse_instance_table(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::PathBuf;
 
     fn file(rel: &str, text: &str) -> InputFile {
-        InputFile::from_bytes(
-            PathBuf::from(rel),
-            rel,
-            text.as_bytes().to_vec(),
-            String::new(),
-        )
+        InputFile::from_text(rel, text)
     }
 
     fn op(id: &str, ty: &str, vm: &str, name: &str, insert: &str, end: &str) -> String {
