@@ -17,5 +17,6 @@ pub mod scenario;
 pub mod store;
 pub mod survival;
 pub mod synth;
+pub mod tui;
 
 pub use hazardserve_ingest as ingest;

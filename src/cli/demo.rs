@@ -121,6 +121,16 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
     );
     let (run, rows) = super::replay_cmd::run_scenario(globals, &cfg, true, Some("run-demo"))?;
     super::replay_cmd::print_rows(&rows, OutputFormat::Table)?;
-    println!("\nNext: `hazardserve --store {} compare {run}`, `hazardserve --store {} fit --source sample-gce`, `hazardserve --store {} tui`.", globals.store.display(), globals.store.display(), globals.store.display());
+    let store = globals.store.display();
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+        println!(
+            "\nOpening the TUI on {store} (q quits; `hazardserve --store {store} tui` reopens it)."
+        );
+        return crate::tui::run(&globals.store, Some(run));
+    }
+    println!(
+        "\nNext: `hazardserve --store {store} tui` to inspect everything, `hazardserve --store {store} compare {run}`, `hazardserve --store {store} fit --source sample-gce`."
+    );
     Ok(())
 }

@@ -88,6 +88,8 @@ pub enum Command {
     Store(store_cmd::StoreCommand),
     /// Generate sample traces from distributions measured on public traces.
     Synth(synth_cmd::SynthArgs),
+    /// Inspect the store in a terminal UI (sources, nodes, survival, replay, requests, trigger).
+    Tui(crate::tui::TuiArgs),
 }
 
 /// `--format` of listing commands.
@@ -224,6 +226,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Fit(a) => fit_cmd::fit(&globals, a),
         Command::Priors(c) => fit_cmd::priors(&globals, c),
         Command::Synth(a) => synth_cmd::run(&globals, a),
+        Command::Tui(a) => crate::tui::run(&globals.store, a.run),
     }
 }
 

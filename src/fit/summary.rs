@@ -135,8 +135,21 @@ pub fn fit_groups(
             .copied()
             .zip(km.survival_values().iter().copied())
             .collect();
+        // Continuous models give zero probability to an event at age 0: sessions that ended
+        // the instant they were seen carry no information for them.
+        let positive: Vec<usize> = (0..exit.len()).filter(|&i| exit[i] > 0.0).collect();
+        let (pexit, pevent, pentry): (Vec<f64>, Vec<bool>, Vec<f64>) = (
+            positive.iter().map(|&i| exit[i]).collect(),
+            positive.iter().map(|&i| event[i]).collect(),
+            positive.iter().map(|&i| entry[i]).collect(),
+        );
+        let psd = if truncated {
+            SurvivalData::new(&pexit, &pevent).with_entry(&pentry)
+        } else {
+            SurvivalData::new(&pexit, &pevent)
+        };
         if events > 0 {
-            if let Ok(shape) = hazard_shape_test(&sd) {
+            if let Ok(shape) = hazard_shape_test(&psd) {
                 fit.exp_mean_s = Some(shape.exponential.mean());
                 fit.weibull_shape = Some(shape.weibull.shape);
                 fit.weibull_shape_lo = Some(shape.weibull.shape_ci.0);

@@ -862,7 +862,8 @@ fn on_key(app: &mut App, k: KeyEvent) {
         }
         KeyCode::Tab => app.screen = Screen::ALL[(app.screen.index() + 1) % Screen::ALL.len()],
         KeyCode::BackTab => {
-            app.screen = Screen::ALL[(app.screen.index() + Screen::ALL.len() - 1) % Screen::ALL.len()]
+            app.screen =
+                Screen::ALL[(app.screen.index() + Screen::ALL.len() - 1) % Screen::ALL.len()]
         }
         KeyCode::Char(c @ '1'..='6') => {
             let i = (c as usize).saturating_sub('1' as usize);
@@ -920,14 +921,16 @@ fn on_key(app: &mut App, k: KeyEvent) {
 
 fn drill_down(app: &mut App) {
     if app.screen == Screen::Sources {
-        if let Some(r) = app.selected_source_row() {
-            if r.nodes == 0 {
-                app.screen = Screen::Replay;
-                if r.is_workload() {
-                    app.notice = Some(format!("{} is a request workload: replays", r.source));
-                }
-                return;
+        let workload = app
+            .selected_source_row()
+            .filter(|r| r.nodes == 0)
+            .map(|r| (r.source.clone(), r.is_workload()));
+        if let Some((name, is_workload)) = workload {
+            app.screen = Screen::Replay;
+            if is_workload {
+                app.notice = Some(format!("{name} is a request workload: its replays"));
             }
+            return;
         }
     }
     match app.screen.child() {

@@ -6,7 +6,8 @@
 //! loop as a [`Msg::Loaded`], so the screen keeps redrawing (with a spinner) however large the
 //! store is. The worker runs the most recently requested interactive job first, runs background
 //! jobs (the hazard verdicts of the sources list) only when nothing interactive waits, and drops
-//! superseded re-runs and trigger tables (only the newest of each kind is still on screen).
+//! superseded source loads, re-runs and trigger tables (only the newest of each kind is still on
+//! screen; a dropped job is asked for again if it is needed again).
 //!
 //! Definitions used by the screens:
 //!
@@ -337,7 +338,9 @@ impl SourceData {
 
     /// A node id without the shared prefix.
     pub fn short_id<'a>(&self, id: &'a str) -> &'a str {
-        id.get(self.id_prefix..).filter(|s| !s.is_empty()).unwrap_or(id)
+        id.get(self.id_prefix..)
+            .filter(|s| !s.is_empty())
+            .unwrap_or(id)
     }
 }
 
@@ -659,6 +662,7 @@ impl Job {
         match self {
             Job::Explain { .. } => Some(0),
             Job::Trigger(_) => Some(1),
+            Job::Source(_) => Some(2),
             _ => None,
         }
     }
@@ -710,6 +714,9 @@ impl Loader {
 
     /// Runs one job; errors are rendered as one line with their causes.
     pub fn run(&mut self, job: &Job) -> Result<Loaded, String> {
+        if *job == Job::Overview && super::fault("tui-loader-panic") {
+            panic!("injected loader fault");
+        }
         let r = match job {
             Job::Overview => self.overview().map(Loaded::Overview),
             Job::Verdict(s) => self.verdict(s).map(Loaded::Verdict),
@@ -818,17 +825,21 @@ impl Loader {
         let store = self.store()?;
         let runs = list_runs(&store)?;
         let info = match run {
-            Some(id) => runs.iter().find(|r| r.run_id == id).cloned().with_context(|| {
-                let ids: Vec<&str> = runs.iter().map(|r| r.run_id.as_str()).collect();
-                format!(
-                    "no run {id:?} in the store (runs: {})",
-                    if ids.is_empty() {
-                        "none".to_string()
-                    } else {
-                        ids.join(", ")
-                    }
-                )
-            })?,
+            Some(id) => runs
+                .iter()
+                .find(|r| r.run_id == id)
+                .cloned()
+                .with_context(|| {
+                    let ids: Vec<&str> = runs.iter().map(|r| r.run_id.as_str()).collect();
+                    format!(
+                        "no run {id:?} in the store (runs: {})",
+                        if ids.is_empty() {
+                            "none".to_string()
+                        } else {
+                            ids.join(", ")
+                        }
+                    )
+                })?,
             None => match runs.first() {
                 Some(r) => r.clone(),
                 None => return Ok(None),
@@ -863,13 +874,16 @@ impl Loader {
                 .split(',')
                 .filter_map(|x| x.trim().parse::<f64>().ok())
                 .collect();
-            cdfs.insert((policy, param), (n.max(0) as u64, done.max(0) as u64, values));
+            cdfs.insert(
+                (policy, param),
+                (n.max(0) as u64, done.max(0) as u64, values),
+            );
         }
         let metric = |v: &serde_json::Value, k: &str| Metric {
             value: v.get(k).and_then(|x| x.as_f64()),
-            ci: v.get(format!("{k}_ci")).and_then(|c| {
-                Some((c.get(0)?.as_f64()?, c.get(1)?.as_f64()?))
-            }),
+            ci: v
+                .get(format!("{k}_ci"))
+                .and_then(|c| Some((c.get(0)?.as_f64()?, c.get(1)?.as_f64()?))),
         };
         let mut rows = Vec::new();
         for s in &summary {
@@ -991,9 +1005,7 @@ impl Loader {
         let store = self.store()?;
         let stored = stored_request(&store, run, &policy_name, &param, key)?;
         let sc = self.scenario(&store, run)?;
-        let kind: PolicyKind = policy_name
-            .parse()
-            .map_err(|e| anyhow!("run {run}: {e}"))?;
+        let kind: PolicyKind = policy_name.parse().map_err(|e| anyhow!("run {run}: {e}"))?;
         let specs = sc.grid.specs(&sc.config);
         let spec = specs
             .iter()
@@ -1011,7 +1023,7 @@ impl Loader {
             })?;
         let cfg = ReplayConfig {
             decision_log: DECISION_CAP,
-            ..sc.config.clone()
+            ..sc.config
         };
         let mut policy = Recording {
             inner: crate::policy::build(spec.policy, spec.params, spec.policy_seed()),
@@ -1039,7 +1051,11 @@ impl Loader {
         let mut events = vec![TimelineEvent::new(0.0, EventKind::Arrive)];
         let mut capped = out.decisions.len() >= DECISION_CAP;
         let mut seen_any = false;
-        for d in out.decisions.iter().filter(|d| d.explanation.request == key.request) {
+        for d in out
+            .decisions
+            .iter()
+            .filter(|d| d.explanation.request == key.request)
+        {
             seen_any = true;
             let x = &d.explanation;
             let mut ev = TimelineEvent::new(at(d.time_us), EventKind::Arrive);
@@ -1127,7 +1143,14 @@ impl Loader {
                 .find(|s| s.start_us <= t_abs && t_abs < s.end_us)
             {
                 let fail_at = at(s.end_us);
-                if fail_at < stint_end - 1e-9 {
+                // A stint followed by another ends when the node fails or at a planned move;
+                // the last one ends at completion.
+                let failed = if k + 1 < stints.len() {
+                    fail_at <= stint_end + 1e-6
+                } else {
+                    fail_at < stint_end - 1e-9
+                };
+                if failed {
                     let mut ev = TimelineEvent::new(fail_at, EventKind::Fail);
                     ev.node = Some(node.clone());
                     failures.push(ev);
@@ -1148,19 +1171,30 @@ impl Loader {
         );
         last.node = stored.final_node.clone();
         events.push(last);
-        events.sort_by(|a, b| a.at_s.total_cmp(&b.at_s));
+        // Time order; at equal times a failure precedes the re-placement it causes.
+        let rank = |k: &EventKind| match k {
+            EventKind::Arrive => 0,
+            EventKind::Fail => 1,
+            EventKind::Done | EventKind::Dropped => 3,
+            _ => 2,
+        };
+        events.sort_by(|a, b| {
+            a.at_s
+                .total_cmp(&b.at_s)
+                .then(rank(&a.kind).cmp(&rank(&b.kind)))
+        });
         if seen_any {
             capped = false;
         }
         let mut note = format!(
-            "explained by re-running window {} (seed {}) of {run} with the decision log on",
+            "Re-ran window {}, seed {} with the decision log on",
             key.window, key.seed
         );
         if matches {
-            note.push_str("; the re-run reproduces the stored record");
+            note.push_str(": it reproduces the stored record.");
         } else {
             note.push_str(
-                "; WARNING: the re-run differs from the stored record (the store changed since the run?)",
+                ": WARNING, it differs from the stored record (did the store change since the run?).",
             );
         }
         if capped {
@@ -1201,7 +1235,9 @@ impl Loader {
         sc.request.prompt_tokens = context - sc.request.done_tokens;
         sc.request.resident_tokens = context;
         sc.request.est_output_tokens = sc.request.done_tokens + remaining;
-        let grid: Vec<f64> = (0..=120).map(|i| 10f64.powf(i as f64 * 5.4 / 120.0)).collect();
+        let grid: Vec<f64> = (0..=120)
+            .map(|i| 10f64.powf(i as f64 * 5.4 / 120.0))
+            .collect();
         let curve_rows = trigger_rows(&sc, &grid, &[sc.params.hysteresis_s])
             .into_iter()
             .map(|r| (r.uptime_s, r.risk_gain, r.dt))
@@ -1332,8 +1368,8 @@ impl Policy for Recording {
     }
 }
 
-/// Length of the prefix shared by every id, cut after its last `/`.
-fn shared_prefix(ids: &[String]) -> usize {
+/// Length of the prefix shared by every id, cut after its last `/` (0 when none).
+pub fn shared_prefix(ids: &[String]) -> usize {
     let Some(first) = ids.first() else {
         return 0;
     };
@@ -1366,7 +1402,9 @@ pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
         )
         .map_err(sql_err)?;
     let span_len = (obs_end - obs_start).max(1e-9);
-    let bin_of = |t: f64| -> f64 { ((t - obs_start) / span_len * STRIP_BINS as f64).clamp(0.0, STRIP_BINS as f64) };
+    let bin_of = |t: f64| -> f64 {
+        ((t - obs_start) / span_len * STRIP_BINS as f64).clamp(0.0, STRIP_BINS as f64)
+    };
 
     // Observation windows of the nodes.
     let mut observed: HashMap<String, (f64, f64)> = HashMap::new();
@@ -1374,7 +1412,11 @@ pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
         let mut stmt =
             conn.prepare("SELECT node_id, observed_from, observed_to FROM nodes WHERE source = ?")?;
         let rows = stmt.query_map([source], |r| {
-            Ok((r.get::<_, String>(0)?, r.get::<_, f64>(1)?, r.get::<_, f64>(2)?))
+            Ok((
+                r.get::<_, String>(0)?,
+                r.get::<_, f64>(1)?,
+                r.get::<_, f64>(2)?,
+            ))
         })?;
         for row in rows {
             let (id, a, b) = row?;
@@ -1392,8 +1434,8 @@ pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
     let mut up = vec![vec![0f64; STRIP_BINS]; n];
     let mut censor_bins: Vec<Vec<u16>> = vec![Vec::new(); n];
     {
-        let mut stmt = conn
-            .prepare("SELECT node_id, start, \"end\", event FROM sessions WHERE source = ?")?;
+        let mut stmt =
+            conn.prepare("SELECT node_id, start, \"end\", event FROM sessions WHERE source = ?")?;
         let rows = stmt.query_map([source], |r| {
             Ok((
                 r.get::<_, String>(0)?,

@@ -1,0 +1,152 @@
+//! `hazardserve tui`: a terminal UI over the store, read-only, for looking at what the other
+//! commands computed.
+//!
+//! Screens (Tab / Shift-Tab or 1-6): 1 **Sources** (counts, censoring, span, hazard shape),
+//! 2 **Nodes** of the selected source (sortable, with an up/down strip per node), 3 **Survival**
+//! of the selected node (its Kaplan-Meier curve, its shrunk curve, the pooled curve with its
+//! band, at-risk counts, conditional survival at its current age), 4 **Replay** (the policy
+//! comparison of a run with CIs, completion-time CDFs, the oracle gap), 5 **Request** (one
+//! request's timeline with the `E = T + L` numbers behind each decision) and 6 **Trigger**
+//! (`risk_gain` against uptime for a node pair and a context size).
+//!
+//! Architecture (Elm-like): [`app::App`] is the state, [`app::Msg`] what happens to it,
+//! [`app::update`] the only code that changes it, and [`view::view`] a pure function drawing a
+//! frame from it. Data comes from [`data`]: `update` queues [`data::Job`]s, a worker thread
+//! runs them against the store and sends the results back as messages, so loading never
+//! blocks drawing (a spinner shows what runs). [`terminal`] restores the terminal on every
+//! exit path. The definitions behind the numbers (median up-time, current age, shrinkage
+//! weight, request explanations) are in [`data`].
+
+#![warn(missing_docs)]
+
+pub mod app;
+pub mod data;
+pub mod screens;
+pub mod terminal;
+pub mod view;
+pub mod widgets;
+
+use std::io::IsTerminal;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use clap::Args;
+use crossterm::event::{self, Event};
+
+use app::{update, App, Msg};
+
+/// `tui` arguments.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Keys: Tab/Shift-Tab or 1-6 switch screens, j/k move, Enter drills down, / filters, s sorts, ? shows the help, q quits.
+
+Examples:
+  hazardserve tui
+  hazardserve --store /tmp/demo-store tui --run run-demo"
+)]
+pub struct TuiArgs {
+    /// Replay run to show on the Replay and Request screens (default: the latest).
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+}
+
+/// Test hook: `HAZARDSERVE_FAULT=tui-panic` panics right after the first frame;
+/// `HAZARDSERVE_FAULT=tui-loader-panic` panics in the loader while it reads the store.
+pub(crate) fn fault(name: &str) -> bool {
+    std::env::var("HAZARDSERVE_FAULT").is_ok_and(|v| v == name)
+}
+
+/// Spinner period while something loads.
+const TICK: Duration = Duration::from_millis(80);
+
+/// Opens the TUI on the store at `store` (read-only) until the user quits; `run` picks the
+/// replay run shown (default: the latest). Fails when standard output is not a terminal.
+pub fn run(store: &Path, run: Option<String>) -> anyhow::Result<()> {
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(
+            "hazardserve tui needs a terminal; for text output use `hazardserve sources`, `fit` or `compare`"
+        );
+    }
+    let (tx, rx) = mpsc::channel::<Msg>();
+    let worker = data::Worker::spawn(store, tx.clone())?;
+    let mut app = App::new(run);
+    let mut guard = terminal::setup().context("opening the terminal UI")?;
+    let stop = Arc::new(AtomicBool::new(false));
+    let input = {
+        let stop = stop.clone();
+        std::thread::Builder::new()
+            .name("hazardserve-tui-input".into())
+            .spawn(move || input_loop(&tx, &stop))
+            .context("starting the input thread")?
+    };
+    let result = event_loop(&mut guard, &mut app, &worker, &rx);
+    stop.store(true, Ordering::SeqCst);
+    drop(guard);
+    let _ = input.join();
+    result
+}
+
+/// Forwards key and resize events to the event loop until `stop`.
+fn input_loop(tx: &mpsc::Sender<Msg>, stop: &AtomicBool) {
+    while !stop.load(Ordering::SeqCst) {
+        match event::poll(Duration::from_millis(50)) {
+            Ok(true) => {
+                let msg = match event::read() {
+                    Ok(Event::Key(k)) => Msg::Key(k),
+                    Ok(Event::Resize(w, h)) => Msg::Resize(w, h),
+                    Ok(_) => continue,
+                    Err(_) => return,
+                };
+                if tx.send(msg).is_err() {
+                    return;
+                }
+            }
+            Ok(false) => {}
+            Err(_) => return,
+        }
+    }
+}
+
+fn event_loop(
+    guard: &mut terminal::TerminalGuard,
+    app: &mut App,
+    worker: &data::Worker,
+    rx: &Receiver<Msg>,
+) -> anyhow::Result<()> {
+    let mut first = true;
+    loop {
+        for job in app.take_jobs() {
+            worker.send(job);
+        }
+        guard
+            .terminal
+            .draw(|f| view::view(app, f))
+            .context("drawing")?;
+        if std::mem::take(&mut first) && fault("tui-panic") {
+            panic!("injected fault (HAZARDSERVE_FAULT=tui-panic)");
+        }
+        if app.quit {
+            return Ok(());
+        }
+        let timeout = if app.is_loading() {
+            TICK
+        } else {
+            Duration::from_secs(3600)
+        };
+        match rx.recv_timeout(timeout) {
+            Ok(m) => {
+                update(app, m);
+                // Apply whatever else is waiting before redrawing.
+                while let Ok(m) = rx.try_recv() {
+                    update(app, m);
+                }
+            }
+            Err(RecvTimeoutError::Timeout) => update(app, Msg::Tick),
+            Err(RecvTimeoutError::Disconnected) => return Ok(()),
+        }
+    }
+}

@@ -1,0 +1,294 @@
+//! Screen 4: the policy comparison of a replay run, the completion-time CDF of every policy and
+//! the fraction of the fastest-to-oracle gap each one closes.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Modifier, Style};
+use ratatui::symbols::Marker;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Axis, Cell, Chart, Dataset, GraphType, Paragraph, Row, Table, TableState};
+use ratatui::Frame;
+
+use crate::tui::app::{App, List, Load};
+use crate::tui::data::{Metric, ReplayData};
+use crate::tui::view::load_status;
+use crate::tui::widgets::{
+    axis_labels, block, dim, fmt_ci, fmt_num, header_style, message, nice_max, selected_style,
+    SignedBar, SignedBars, PALETTE,
+};
+
+/// The colour of the `i`-th policy of a run (stored order).
+pub fn policy_color(i: usize) -> ratatui::style::Color {
+    PALETTE[i % PALETTE.len()]
+}
+
+fn no_runs(app: &App) -> Vec<Line<'static>> {
+    let mut lines = vec![
+        Line::from("No replay runs in this store yet."),
+        Line::default(),
+        Line::from("Replay a request workload over a source's nodes under every policy:"),
+        Line::from(Span::styled(
+            "  hazardserve replay --source NODES_SOURCE --workload WORKLOAD_SOURCE",
+            header_style(),
+        )),
+        Line::from("or run everything on the bundled samples:"),
+        Line::from(Span::styled("  hazardserve demo", header_style())),
+    ];
+    if let Some(o) = app.overview() {
+        if !o.sources.iter().any(|s| s.is_workload()) {
+            lines.push(Line::default());
+            lines.push(Line::from(
+                "A replay needs a request workload: ingest one with --format azure-llm, mooncake or lengths-csv.",
+            ));
+        }
+    }
+    lines
+}
+
+/// The shown run, or draws why there is none.
+pub fn replay_or_message<'a>(
+    app: &'a App,
+    f: &mut Frame,
+    area: Rect,
+    title: &str,
+) -> Option<&'a ReplayData> {
+    match app.replay() {
+        Some(Load::Ready(Some(r))) => Some(r.as_ref()),
+        Some(Load::Ready(None)) => {
+            f.render_widget(message(title, no_runs(app)), area);
+            None
+        }
+        other => {
+            f.render_widget(
+                message(
+                    title,
+                    vec![load_status("Loading the replay run", other.as_ref())],
+                ),
+                area,
+            );
+            None
+        }
+    }
+}
+
+/// One CDF on the chart: policy index, selected, points.
+type Series = (usize, bool, Vec<(f64, f64)>);
+
+fn cell(m: &Metric) -> String {
+    fmt_ci(m.value, m.ci)
+}
+
+/// Draws the replay screen.
+pub fn render(app: &App, f: &mut Frame, area: Rect) {
+    let Some(r) = replay_or_message(app, f, area, "Replay") else {
+        return;
+    };
+    let rows = app.visible_policies(r);
+    let wide = area.width >= 150;
+    let table_h = (rows.len() as u16 + 3)
+        .min(area.height.saturating_sub(8))
+        .max(4);
+    let [info, table_area, bottom] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Length(table_h),
+        Constraint::Min(4),
+    ])
+    .areas(area);
+
+    let seeds = r.run.seeds.trim_matches(|c| c == '[' || c == ']');
+    let pos = r.runs.iter().position(|x| *x == r.run.run_id).unwrap_or(0);
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled(format!(" {}", r.run.run_id), header_style()),
+            Span::raw(format!(
+                " · {} on {} · {} windows × seeds {}",
+                r.run.workload_source, r.run.nodes_source, r.run.windows, seeds,
+            )),
+            Span::styled(
+                if wide {
+                    format!(
+                        " · priors fitted before {} · run {} of {} ([ ] switch)",
+                        fmt_num(Some(r.run.cutoff_s)),
+                        pos + 1,
+                        r.runs.len()
+                    )
+                } else {
+                    format!(" · run {}/{}", pos + 1, r.runs.len())
+                },
+                dim(),
+            ),
+        ])),
+        info,
+    );
+
+    let index_of = |name: &str| r.rows.iter().position(|p| p.name == name).unwrap_or(0);
+    let mut header = vec!["policy", "mean completion s"];
+    if wide {
+        header.extend(["p50 s", "p99 s", "TTFT s", "SLO attainment", "tok/s"]);
+    } else {
+        header.push("p99 s");
+    }
+    header.extend(["interrupts", "migr", "gap closed"]);
+    let body: Vec<Row> = rows
+        .iter()
+        .map(|p| {
+            let color = policy_color(index_of(&p.name));
+            let mut cells = vec![
+                Cell::from(Line::from(vec![
+                    Span::styled("● ", Style::default().fg(color)),
+                    Span::raw(p.name.clone()),
+                ])),
+                Cell::from(cell(&p.mean)),
+            ];
+            if wide {
+                cells.extend([
+                    Cell::from(format!("{:>6}", fmt_num(p.p50.value))),
+                    Cell::from(cell(&p.p99)),
+                    Cell::from(format!("{:>7}", fmt_num(p.ttft_p50.value))),
+                    Cell::from(cell(&p.slo)),
+                    Cell::from(format!("{:>7}", fmt_num(p.goodput.value))),
+                ]);
+            } else {
+                cells.push(Cell::from(fmt_num(p.p99.value)));
+            }
+            cells.extend([
+                Cell::from(format!("{:>10}", fmt_num(p.interruptions.value))),
+                Cell::from(format!("{:>4}", fmt_num(p.migrations.value))),
+                Cell::from(if wide {
+                    cell(&p.gap_closed)
+                } else {
+                    format!("{:>10}", fmt_num(p.gap_closed.value))
+                }),
+            ]);
+            Row::new(cells)
+        })
+        .collect();
+    let mut widths = vec![Constraint::Length(18), Constraint::Length(21)];
+    if wide {
+        widths.extend([
+            Constraint::Length(6),
+            Constraint::Length(21),
+            Constraint::Length(7),
+            Constraint::Length(25),
+            Constraint::Length(7),
+        ]);
+    } else {
+        widths.push(Constraint::Length(6));
+    }
+    widths.extend([
+        Constraint::Length(10),
+        Constraint::Length(4),
+        Constraint::Min(10),
+    ]);
+    let sort = app.sort(List::Policies);
+    let title = format!(
+        " Policies ({}) · 95% CIs over windows · by {} {} ",
+        rows.len(),
+        List::Policies
+            .sort_columns()
+            .get(sort.column)
+            .copied()
+            .unwrap_or(""),
+        if sort.descending { "↓" } else { "↑" }
+    );
+    let table = Table::new(body, widths)
+        .header(Row::new(header).style(header_style()))
+        .block(block(title))
+        .row_highlight_style(selected_style())
+        .highlight_symbol("▶ ");
+    let mut state = TableState::default().with_selected(app.selected_index(List::Policies));
+    f.render_stateful_widget(table, table_area, &mut state);
+
+    // Completion-time CDFs and the oracle gap.
+    let [cdf_area, gap_area] =
+        Layout::horizontal([Constraint::Percentage(58), Constraint::Percentage(42)]).areas(bottom);
+    let xmax = nice_max(
+        r.rows
+            .iter()
+            .filter_map(|p| p.p99.value)
+            .fold(0.0, f64::max),
+    );
+    let selected = app.sel_policy.as_deref();
+    let clipped: Vec<Series> = r
+        .rows
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| rows.iter().any(|v| v.name == p.name))
+        .map(|(i, p)| {
+            let mut pts: Vec<(f64, f64)> =
+                p.cdf.iter().copied().filter(|&(x, _)| x <= xmax).collect();
+            if let Some(&(_, y)) = pts.last() {
+                if pts.len() < p.cdf.len() {
+                    pts.push((xmax, y));
+                }
+            }
+            (i, selected == Some(p.name.as_str()), pts)
+        })
+        .collect();
+    // The selected policy last, so it is drawn on top.
+    let mut order: Vec<&Series> = clipped.iter().collect();
+    order.sort_by_key(|(_, sel, _)| *sel);
+    let datasets: Vec<Dataset> = order
+        .iter()
+        .map(|(i, sel, pts)| {
+            let mut style = Style::default().fg(policy_color(*i));
+            if *sel {
+                style = style.add_modifier(Modifier::BOLD);
+            }
+            Dataset::default()
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(style)
+                .data(pts)
+        })
+        .collect();
+    let chart = Chart::new(datasets)
+        .block(block(" Completion time CDF (s) "))
+        .legend_position(None)
+        .x_axis(
+            Axis::default()
+                .bounds([0.0, xmax])
+                .labels(axis_labels(0.0, xmax, 3, |x| fmt_num(Some(x)))),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, 1.0])
+                .labels(axis_labels(0.0, 1.0, 3, |y| format!("{y:.1}"))),
+        );
+    f.render_widget(chart, cdf_area);
+
+    let bars: Vec<SignedBar> = rows
+        .iter()
+        .map(|p| SignedBar {
+            label: p.name.clone(),
+            value: p.gap_closed.value,
+            ci: p.gap_closed.ci,
+            color: policy_color(index_of(&p.name)),
+            selected: selected == Some(p.name.as_str()),
+        })
+        .collect();
+    let lo = bars
+        .iter()
+        .filter_map(|b| b.ci.map(|c| c.0).or(b.value))
+        .fold(-1.0f64, f64::min)
+        .max(-3.0);
+    let hi = bars
+        .iter()
+        .filter_map(|b| b.ci.map(|c| c.1).or(b.value))
+        .fold(1.0f64, f64::max)
+        .min(3.0);
+    let gap_block = block(if gap_area.width >= 44 {
+        " Oracle gap closed (0 fastest, 1 oracle) "
+    } else {
+        " Oracle gap closed "
+    });
+    let inner = gap_block.inner(gap_area);
+    f.render_widget(gap_block, gap_area);
+    f.render_widget(
+        SignedBars {
+            bars,
+            min: lo,
+            max: hi,
+        },
+        inner,
+    );
+}

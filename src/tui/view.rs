@@ -1,0 +1,199 @@
+//! The frame: tabs on top, the current screen, a status line, and the key help on request.
+//! [`view`] is pure: it reads the [`App`] and draws, nothing else.
+
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::{Color, Modifier, Style};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Clear, Paragraph, Tabs};
+use ratatui::Frame;
+
+use super::app::{App, Load, Screen};
+use super::screens;
+use super::widgets::{block, centered, dim, header_style};
+
+/// Spinner frames.
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// Smallest terminal the layout is designed for.
+pub const MIN_SIZE: (u16, u16) = (60, 16);
+
+/// Draws the whole frame.
+pub fn view(app: &App, f: &mut Frame) {
+    let area = f.area();
+    if area.width < MIN_SIZE.0 || area.height < MIN_SIZE.1 {
+        let p = Paragraph::new(vec![
+            Line::from("hazardserve tui"),
+            Line::from(format!(
+                "The terminal is {}x{}; enlarge it to at least {}x{}.",
+                area.width, area.height, MIN_SIZE.0, MIN_SIZE.1
+            )),
+            Line::from("q quits."),
+        ]);
+        f.render_widget(p, area);
+        return;
+    }
+    let [tabs, body, status] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(1),
+    ])
+    .areas(area);
+    render_tabs(app, f, tabs);
+    match app.screen {
+        Screen::Sources => screens::sources::render(app, f, body),
+        Screen::Nodes => screens::nodes::render(app, f, body),
+        Screen::Survival => screens::survival::render(app, f, body),
+        Screen::Replay => screens::replay::render(app, f, body),
+        Screen::Request => screens::request::render(app, f, body),
+        Screen::Trigger => screens::trigger::render(app, f, body),
+    }
+    render_status(app, f, status);
+    if app.help {
+        render_help(app, f, body);
+    }
+}
+
+fn render_tabs(app: &App, f: &mut Frame, area: Rect) {
+    let titles: Vec<Line> = Screen::ALL
+        .iter()
+        .enumerate()
+        .map(|(i, s)| Line::from(format!("{} {}", i + 1, s.title())))
+        .collect();
+    let tabs = Tabs::new(titles)
+        .select(app.screen.index())
+        .style(dim())
+        .highlight_style(
+            Style::default()
+                .fg(Color::Black)
+                .bg(Color::Cyan)
+                .add_modifier(Modifier::BOLD),
+        )
+        .divider("│")
+        .padding(" ", " ");
+    let brand = " hazardserve ";
+    let [left, right] =
+        Layout::horizontal([Constraint::Length(brand.len() as u16), Constraint::Min(0)])
+            .areas(area);
+    if area.width >= 84 {
+        f.render_widget(Paragraph::new(Span::styled(brand, header_style())), left);
+        f.render_widget(tabs, right);
+    } else {
+        f.render_widget(tabs, area);
+    }
+}
+
+/// What the status line says about the current screen's keys.
+fn hints(app: &App) -> &'static str {
+    match app.screen {
+        Screen::Sources => "j/k move · Enter nodes · / filter · s sort · ? help · q quit",
+        Screen::Nodes => "j/k move · Enter survival · / filter · s sort · ? help · q quit",
+        Screen::Survival => "j/k node · Enter trigger · h back · ? help · q quit",
+        Screen::Replay => "j/k policy · Enter requests · [ ] run · s sort · ? help · q quit",
+        Screen::Request => "j/k request · / filter · s sort · h back · ? help · q quit",
+        Screen::Trigger => "j/k destination · +/- context · h back · ? help · q quit",
+    }
+}
+
+fn render_status(app: &App, f: &mut Frame, area: Rect) {
+    let list = app.screen.list();
+    let mut left: Vec<Span> = Vec::new();
+    if let Some(buf) = &app.input {
+        left.push(Span::styled("filter: ", header_style()));
+        left.push(Span::raw(format!("{buf}▏")));
+        left.push(Span::styled("  Enter keep · Esc clear", dim()));
+    } else if let Some(n) = &app.notice {
+        left.push(Span::styled(n.clone(), Style::default().fg(Color::Cyan)));
+    } else {
+        let filter = app.filter(list);
+        if !filter.is_empty() {
+            left.push(Span::styled(
+                format!("/{filter} "),
+                Style::default().fg(Color::Cyan),
+            ));
+        }
+        left.push(Span::styled(hints(app), dim()));
+    }
+    let right = app.in_flight.first().map(|job| {
+        let frame = SPINNER[(app.tick as usize) % SPINNER.len()];
+        let more = app.in_flight.len().saturating_sub(1);
+        let mut text = format!("{frame} {}", job.describe());
+        if more > 0 {
+            text.push_str(&format!(" (+{more})"));
+        }
+        text
+    });
+    let right_w = right
+        .as_ref()
+        .map_or(0, |t| (t.chars().count() as u16 + 1).min(area.width / 2));
+    let [l, r] = Layout::horizontal([Constraint::Min(0), Constraint::Length(right_w)]).areas(area);
+    f.render_widget(Paragraph::new(Line::from(left)), l);
+    if let Some(t) = right {
+        f.render_widget(
+            Paragraph::new(Span::styled(t, Style::default().fg(Color::Cyan))),
+            r,
+        );
+    }
+}
+
+/// The key help, by screen.
+pub fn help_lines(app: &App) -> Vec<Line<'static>> {
+    let key = |k: &str, what: &str| {
+        Line::from(vec![
+            Span::styled(format!("{k:>14}  "), header_style()),
+            Span::raw(what.to_string()),
+        ])
+    };
+    let mut lines = vec![
+        key("Tab / S-Tab", "next / previous screen"),
+        key("1 … 6", "Sources Nodes Survival Replay Request Trigger"),
+        key("j k ↓ ↑", "move (PgDn PgUp: 10 rows, g G: first, last)"),
+        key(
+            "Enter → l",
+            "drill down (source → nodes → survival → trigger)",
+        ),
+        key("h ← Bksp", "back up"),
+        key("/", "filter the list (Enter keeps, Esc clears)"),
+        key("s  S", "sort by the next column / reverse the order"),
+        key("?", "this help (any key closes it)"),
+        key("q Esc Ctrl-C", "quit (Esc clears a filter first)"),
+    ];
+    match app.screen {
+        Screen::Replay | Screen::Request => {
+            lines.push(key("[  ]", "older / newer replay run"));
+        }
+        Screen::Trigger => {
+            lines.push(key("+  -", "larger / smaller context on the source node"));
+        }
+        _ => {}
+    }
+    lines.push(Line::default());
+    lines.push(Line::from(Span::styled(
+        "Loading runs off the render path; a spinner (bottom right) shows it.",
+        dim(),
+    )));
+    lines
+}
+
+fn render_help(app: &App, f: &mut Frame, body: Rect) {
+    let lines = help_lines(app);
+    let h = lines.len() as u16 + 2;
+    let area = centered(body, 76, h);
+    f.render_widget(Clear, area);
+    f.render_widget(
+        Paragraph::new(lines)
+            .block(block(" Keys "))
+            .wrap(ratatui::widgets::Wrap { trim: false }),
+        area,
+    );
+}
+
+/// One line saying a load is under way or failed (for screens waiting on data).
+pub fn load_status<T>(what: &str, load: Option<&Load<T>>) -> Line<'static> {
+    match load {
+        Some(Load::Failed(e)) => Line::from(Span::styled(
+            format!("{what} failed: {e}"),
+            Style::default().fg(Color::Red),
+        )),
+        _ => Line::from(Span::styled(format!("{what}…"), dim())),
+    }
+}
