@@ -228,8 +228,15 @@ fn f(v: Option<f64>) -> Col {
 /// `hazardserve fit`.
 pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
     let store = Store::open(&globals.store)?;
-    let data = fit::load_sessions(&store, &args.source, args.by, args.include_truncated)?;
-    if data.excluded_truncated > 0 {
+    let mut data = fit::load_sessions(&store, &args.source, args.by, args.include_truncated)?;
+    if data.sessions.is_empty() && data.excluded_truncated > 0 {
+        // Every session was already up when observation began: they are all we have.
+        globals.say(format!(
+            "note: all {} sessions are left-truncated of unknown age; fitting them anyway (lifetimes are lower bounds)",
+            data.excluded_truncated
+        ));
+        data = fit::load_sessions(&store, &args.source, args.by, true)?;
+    } else if data.excluded_truncated > 0 {
         globals.say(format!(
             "note: {} left-truncated session(s) of unknown age left out (--include-truncated keeps them)",
             data.excluded_truncated

@@ -255,10 +255,22 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
     for &i in &selected {
         let id = &data.node_ids[i];
         let a = &attrs[id].0;
-        let mut hw = base;
+        let mut spec = NodeSpec {
+            slots: cfg.hardware.slots.max(1),
+            kv_capacity_tokens: cfg.hardware.kv_capacity_tokens,
+            prefill_tok_s: base.prefill_tok_s,
+            decode_tok_s: base.decode_tok_s,
+            bandwidth_bytes_s: link.bandwidth_bytes_s,
+        };
+        apply(&mut spec, &cfg.hardware.overrides)?;
         for g in &cfg.hardware.groups {
             if attribute(a, &g.attribute)?.is_some_and(|v| v.contains(g.value.as_str())) {
-                hw = preset(&g.preset)?;
+                if let Some(p) = &g.preset {
+                    let hw = preset(p)?;
+                    spec.prefill_tok_s = hw.prefill_tok_s;
+                    spec.decode_tok_s = hw.decode_tok_s;
+                }
+                apply(&mut spec, &g.overrides)?;
             }
         }
         let mut sessions: Vec<replay::Session> = data
@@ -279,13 +291,7 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
         let curve: Arc<dyn ConditionalSurvival> = Arc::new(priors.node_curve(id));
         nodes.push(Node {
             name: id.clone(),
-            spec: NodeSpec {
-                slots: cfg.hardware.slots.max(1),
-                kv_capacity_tokens: cfg.hardware.kv_capacity_tokens,
-                prefill_tok_s: hw.prefill_tok_s,
-                decode_tok_s: hw.decode_tok_s,
-                bandwidth_bytes_s: link.bandwidth_bytes_s,
-            },
+            spec,
             sessions: merged,
             survival: curve,
             exp_rate_per_s: (d[i] + 1.0) / (e[i] + 1.0 / pooled_rate),
@@ -347,6 +353,33 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
         cutoff_s: cutoff,
         span_s: span,
     })
+}
+
+/// Applies explicit figures to a node's hardware, checking they are positive.
+fn apply(spec: &mut NodeSpec, o: &super::config::HardwareOverrides) -> anyhow::Result<()> {
+    let pos = |v: f64, name: &str| -> anyhow::Result<f64> {
+        if v.is_finite() && v > 0.0 {
+            Ok(v)
+        } else {
+            bail!("[hardware] {name} must be positive, got {v}")
+        }
+    };
+    if let Some(v) = o.prefill_tok_s {
+        spec.prefill_tok_s = pos(v, "prefill_tok_s")?;
+    }
+    if let Some(v) = o.decode_tok_s {
+        spec.decode_tok_s = pos(v, "decode_tok_s")?;
+    }
+    if let Some(v) = o.bandwidth_bytes_s {
+        spec.bandwidth_bytes_s = pos(v, "bandwidth_bytes_s")?;
+    }
+    if let Some(v) = o.slots {
+        spec.slots = v.max(1);
+    }
+    if let Some(v) = o.kv_capacity_tokens {
+        spec.kv_capacity_tokens = v;
+    }
+    Ok(())
 }
 
 fn r_scale(cfg: &ScenarioConfig) -> f64 {

@@ -25,12 +25,17 @@ slots = 8
 kv_capacity_tokens = 200000
 # Link between nodes: wan, 1gbe, 10gbe, rdma, nvlink.
 link = "10gbe"
+# Explicit figures override the preset: prefill_tok_s, decode_tok_s, bandwidth_bytes_s.
+# prefill_tok_s = 7741.0
+# decode_tok_s = 54.8
 
-# Per-group overrides: nodes whose attribute contains `value` get this preset instead.
+# Per-group overrides: nodes whose attribute contains `value` get this preset and/or these
+# figures (prefill_tok_s, decode_tok_s, bandwidth_bytes_s, slots, kv_capacity_tokens).
 # [[hardware.groups]]
 # attribute = "zone"
 # value = "us-east"
 # preset = "rtx4090"
+# slots = 4
 
 [model]
 # KV bytes per token: llama-2-7b, llama-2-13b, llama-3-8b, llama-70b.
@@ -103,6 +108,22 @@ impl Default for NodesConfig {
     }
 }
 
+/// Explicit serving figures that override a preset's (every field optional).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct HardwareOverrides {
+    /// Prefill rate p, tokens/s.
+    pub prefill_tok_s: Option<f64>,
+    /// Per-request decode rate d, tokens/s.
+    pub decode_tok_s: Option<f64>,
+    /// Bandwidth B, bytes/s (instead of the link tier).
+    pub bandwidth_bytes_s: Option<f64>,
+    /// Concurrency slots.
+    pub slots: Option<u32>,
+    /// KV capacity, tokens.
+    pub kv_capacity_tokens: Option<u64>,
+}
+
 /// One `[[hardware.groups]]` override.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -111,8 +132,12 @@ pub struct HardwareGroup {
     pub attribute: String,
     /// Substring to look for.
     pub value: String,
-    /// Hardware preset of matching nodes.
-    pub preset: String,
+    /// Hardware preset of matching nodes (default: the `[hardware]` preset).
+    #[serde(default)]
+    pub preset: Option<String>,
+    /// Explicit figures of matching nodes.
+    #[serde(flatten)]
+    pub overrides: HardwareOverrides,
 }
 
 /// `[hardware]`.
@@ -127,6 +152,9 @@ pub struct HardwareConfig {
     pub kv_capacity_tokens: u64,
     /// Link tier between nodes.
     pub link: String,
+    /// Explicit figures for every node (prefill, decode, bandwidth), overriding the preset.
+    #[serde(flatten)]
+    pub overrides: HardwareOverrides,
     /// Per-group overrides.
     pub groups: Vec<HardwareGroup>,
 }
@@ -138,6 +166,7 @@ impl Default for HardwareConfig {
             slots: 8,
             kv_capacity_tokens: 200_000,
             link: "10gbe".into(),
+            overrides: HardwareOverrides::default(),
             groups: Vec::new(),
         }
     }
@@ -325,5 +354,24 @@ mod tests {
     fn unknown_keys_are_errors_with_a_location() {
         let e = ScenarioConfig::from_toml("[replay]\nwindow = 3\n", "s.toml").unwrap_err();
         assert!(e.contains("s.toml") && e.contains("window"), "{e}");
+    }
+}
+
+#[cfg(test)]
+mod override_tests {
+    use super::*;
+
+    #[test]
+    fn hardware_overrides_parse_and_typos_are_caught() {
+        let cfg = ScenarioConfig::from_toml(
+            "[hardware]\npreset = \"a100\"\ndecode_tok_s = 12.5\n[[hardware.groups]]\nattribute = \"zone\"\nvalue = \"us-east\"\nslots = 2\n",
+            "h.toml",
+        )
+        .unwrap();
+        assert_eq!(cfg.hardware.overrides.decode_tok_s, Some(12.5));
+        assert_eq!(cfg.hardware.groups[0].overrides.slots, Some(2));
+        assert_eq!(cfg.hardware.groups[0].preset, None);
+        let e = ScenarioConfig::from_toml("[hardware]\ndecode_toks = 3\n", "h.toml").unwrap_err();
+        assert!(e.contains("decode_toks"), "{e}");
     }
 }

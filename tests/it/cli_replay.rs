@@ -149,3 +149,22 @@ fn compare_without_runs_says_what_to_run() {
     let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
     assert!(err.contains("hazardserve replay"), "{err}");
 }
+
+#[test]
+fn explicit_hardware_figures_change_the_service_times() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = demo(tmp.path());
+    let mean = |extra: &str| -> f64 {
+        let cfg = tmp.path().join("hw.toml");
+        std::fs::write(&cfg, format!("[hardware]\npreset = \"a100\"\n{extra}\n[replay]\nwindows = 2\npolicies = [\"fastest\"]\ninclude_overlap = false\n")).unwrap();
+        let mut c = hs(&store);
+        c.args(["replay", "--no-save", "--format", "json", "--config"])
+            .arg(&cfg);
+        let v = json(&ok(c));
+        v[0]["mean_completion_s"].as_f64().unwrap()
+    };
+    let fast = mean("");
+    let slow = mean("decode_tok_s = 5.0");
+    // Decode is most of a request's time: 11x slower decode is several times slower service.
+    assert!(slow > 4.0 * fast, "fast {fast} slow {slow}");
+}

@@ -461,3 +461,36 @@ fn unusable_inputs_fail_with_one_clear_line() {
         "{err}"
     );
 }
+
+#[test]
+fn identical_inputs_are_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let body = "{\"metadata\": {\"gap_seconds\": 60}, \"data\": [0, 1, 1, 0, 1]}";
+    write(tmp.path(), "t/a/z1_v100_1.json", body);
+    write(tmp.path(), "t/b/z1_v100_1.json", body);
+    write(
+        tmp.path(),
+        "t/c/z2_v100_1.json",
+        &body.replace("[0,", "[1,"),
+    );
+    let mut c = hs(&store);
+    c.args([
+        "ingest",
+        "--format",
+        "tick-json",
+        "--polarity",
+        "available",
+        "--source",
+        "dups",
+    ])
+    .arg(tmp.path().join("t"));
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("duplicate content (byte-identical): a/z1_v100_1.json, b/z1_v100_1.json"),
+        "{err}"
+    );
+    assert!(!err.contains("c/z2"), "{err}");
+}
