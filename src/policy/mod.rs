@@ -30,4 +30,4 @@ pub use cost::{NodeCost, RiskModel};
 pub use migration::{Crossover, MoveMethod};
 pub use model::{ClusterView, Foresight, NodeIdx, NodeView, Params, RequestView};
 pub use policies::{build, Explanation, Outcome, Policy, PolicyKind, StandardPolicy};
-pub use survival::{ConditionalSurvival, Exponential, StepCurve, Weibull};
+pub use survival::{ConditionalSurvival, Exponential, LinearCurve, StepCurve, Weibull};

@@ -417,6 +417,66 @@ impl ConditionalSurvival for StepCurve {
     }
 }
 
+/// A step curve read as piecewise linear: `S` falls linearly from one knot's value to the next
+/// (from `S(0) = 1` to the first knot), then follows the step curve's exponential tail.
+///
+/// A Kaplan-Meier step curve has zero hazard between observed failures, so a request whose
+/// horizon falls between two knots sees no risk at all; spreading each drop over the interval
+/// before it gives every horizon the hazard the data imply there (the usual linear smoothing
+/// of a KM curve). Values at the knots are unchanged.
+#[derive(Debug, Clone, PartialEq)]
+pub struct LinearCurve {
+    steps: StepCurve,
+}
+
+impl LinearCurve {
+    /// The linear reading of `steps`.
+    pub fn new(steps: StepCurve) -> LinearCurve {
+        LinearCurve { steps }
+    }
+}
+
+impl ConditionalSurvival for LinearCurve {
+    fn survival(&self, t: f64) -> f64 {
+        let t = nonneg(t);
+        let times = self.steps.times();
+        let values = self.steps.values();
+        let n = times.len();
+        if n == 0 {
+            return 1.0;
+        }
+        // First knot at or after t.
+        let i = times.partition_point(|&x| x < t);
+        if i >= n {
+            return self.steps.survival(t);
+        }
+        let (t0, s0) = if i == 0 {
+            (0.0, 1.0)
+        } else {
+            (times[i - 1], values[i - 1])
+        };
+        let (t1, s1) = (times[i], values[i]);
+        if t1 <= t0 {
+            return s1;
+        }
+        clamp01(s0 + (s1 - s0) * (t - t0) / (t1 - t0))
+    }
+
+    fn conditional(&self, age: f64, t: f64) -> f64 {
+        if t.is_nan() || t <= 0.0 {
+            return 1.0;
+        }
+        let a = nonneg(age);
+        let sa = self.survival(a);
+        if sa > 0.0 {
+            clamp01(self.survival(a + t) / sa)
+        } else {
+            // Past the curve's support: the tail hazard (flat without one).
+            self.steps.conditional(a, t)
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

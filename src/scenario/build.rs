@@ -288,7 +288,12 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
                 _ => merged.push(s),
             }
         }
-        let curve: Arc<dyn ConditionalSurvival> = Arc::new(priors.node_curve(id));
+        let steps = priors.node_curve(id);
+        let curve: Arc<dyn ConditionalSurvival> = match cfg.policy.survival_curve.as_str() {
+            "step" => Arc::new(steps),
+            "linear" => Arc::new(crate::policy::LinearCurve::new(steps)),
+            other => bail!("[policy] survival_curve {other:?}: use step or linear"),
+        };
         nodes.push(Node {
             name: id.clone(),
             spec,

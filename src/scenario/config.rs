@@ -52,6 +52,9 @@ hysteresis_s = 1.0
 max_hops = 2
 min_remaining_s = 5.0
 overlap = false
+# How policies read the fitted survival curves: "linear" (each Kaplan-Meier drop spread over
+# the interval before it, so short horizons see the hazard) or "step" (the steps as they are).
+survival_curve = "linear"
 
 [workload]
 # Request source in the store (ingested with azure-llm, mooncake or lengths-csv).
@@ -208,6 +211,9 @@ pub struct PolicyConfig {
     pub min_remaining_s: f64,
     /// Overlapped migration.
     pub overlap: bool,
+    /// How policies read the fitted curves: `step` (the Kaplan-Meier steps as they are) or
+    /// `linear` (each drop spread over the interval before it).
+    pub survival_curve: String,
 }
 
 impl Default for PolicyConfig {
@@ -222,6 +228,7 @@ impl Default for PolicyConfig {
             max_hops: p.max_hops,
             min_remaining_s: p.min_remaining_s,
             overlap: p.overlap,
+            survival_curve: "linear".into(),
         }
     }
 }

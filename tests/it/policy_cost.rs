@@ -173,3 +173,29 @@ fn degenerate_inputs_do_not_panic() {
         "certain failure with no fallback costs infinity: {l}"
     );
 }
+
+#[test]
+fn linear_reading_of_a_step_curve_keeps_knots_and_sees_risk_between_them() {
+    use hazardserve::policy::{ConditionalSurvival, LinearCurve, StepCurve};
+    let steps =
+        StepCurve::new(vec![100.0, 200.0, 400.0], vec![0.8, 0.5, 0.25], Some(0.01)).unwrap();
+    let lin = LinearCurve::new(steps.clone());
+    for t in [100.0, 200.0, 400.0, 450.0, 1000.0] {
+        assert_eq!(lin.survival(t), steps.survival(t), "t = {t}");
+    }
+    assert!((lin.survival(50.0) - 0.9).abs() < 1e-12);
+    assert!((lin.survival(300.0) - 0.375).abs() < 1e-12);
+    // Non-increasing everywhere.
+    let mut prev = 1.0;
+    for k in 0..2000 {
+        let s = lin.survival(k as f64 * 0.37);
+        assert!(s <= prev + 1e-15);
+        prev = s;
+    }
+    // A 20-second horizon between knots: the step curve sees no risk, the linear one does.
+    assert_eq!(steps.conditional(120.0, 20.0), 1.0);
+    let c = lin.conditional(120.0, 20.0);
+    assert!(c < 1.0 && c > 0.9, "{c}");
+    // Past the support both follow the tail.
+    assert!((lin.conditional(500.0, 100.0) - (-1.0f64).exp()).abs() < 1e-12);
+}
