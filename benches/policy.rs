@@ -62,11 +62,13 @@ fn bench_e(c: &mut Criterion) {
         scale: 14_400.0,
     };
     let exp = Exponential { mean: 7200.0 };
+    let linear = hazardserve::policy::LinearCurve::new(step.clone());
     let params = Params::default();
     let req = RequestView::new(1, 3000, 600);
     let mut g = c.benchmark_group("e_i");
     for (name, curve) in [
         ("step200", &step as &dyn ConditionalSurvival),
+        ("linear200", &linear),
         ("weibull", &weibull),
         ("exponential", &exp),
     ] {

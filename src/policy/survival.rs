@@ -427,39 +427,47 @@ impl ConditionalSurvival for StepCurve {
 #[derive(Debug, Clone, PartialEq)]
 pub struct LinearCurve {
     steps: StepCurve,
+    /// `(intercept, slope)` of S on the segment ending at each knot (from the previous knot, or
+    /// from (0, 1)): `S(t) = intercept + slope * t` there.
+    lines: Vec<(f64, f64)>,
 }
 
 impl LinearCurve {
     /// The linear reading of `steps`.
     pub fn new(steps: StepCurve) -> LinearCurve {
-        LinearCurve { steps }
+        let (times, values) = (steps.times(), steps.values());
+        let lines = (0..times.len())
+            .map(|i| {
+                let (t0, s0) = if i == 0 {
+                    (0.0, 1.0)
+                } else {
+                    (times[i - 1], values[i - 1])
+                };
+                let slope = if times[i] > t0 {
+                    (values[i] - s0) / (times[i] - t0)
+                } else {
+                    0.0
+                };
+                (s0 - slope * t0, slope)
+            })
+            .collect();
+        LinearCurve { steps, lines }
+    }
+
+    /// S(t) given `i`, the index of the first knot at or after `t`.
+    #[inline]
+    fn value(&self, i: usize, t: f64) -> f64 {
+        match self.lines.get(i) {
+            Some(&(b, m)) => clamp01(b + m * t),
+            None => self.steps.survival(t),
+        }
     }
 }
 
 impl ConditionalSurvival for LinearCurve {
     fn survival(&self, t: f64) -> f64 {
         let t = nonneg(t);
-        let times = self.steps.times();
-        let values = self.steps.values();
-        let n = times.len();
-        if n == 0 {
-            return 1.0;
-        }
-        // First knot at or after t.
-        let i = times.partition_point(|&x| x < t);
-        if i >= n {
-            return self.steps.survival(t);
-        }
-        let (t0, s0) = if i == 0 {
-            (0.0, 1.0)
-        } else {
-            (times[i - 1], values[i - 1])
-        };
-        let (t1, s1) = (times[i], values[i]);
-        if t1 <= t0 {
-            return s1;
-        }
-        clamp01(s0 + (s1 - s0) * (t - t0) / (t1 - t0))
+        self.value(self.steps.times().partition_point(|&x| x < t), t)
     }
 
     fn conditional(&self, age: f64, t: f64) -> f64 {
@@ -473,6 +481,38 @@ impl ConditionalSurvival for LinearCurve {
         } else {
             // Past the curve's support: the tail hazard (flat without one).
             self.steps.conditional(a, t)
+        }
+    }
+
+    /// One binary search for the age, then a forward walk over the knots for the 16 points.
+    fn conditional_grid(&self, age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
+        let a = nonneg(age);
+        let step = nonneg(step);
+        let times = self.steps.times();
+        let n = times.len();
+        let mut i = times.partition_point(|&x| x < a);
+        let sa = self.value(i, a);
+        out[0] = 1.0;
+        if sa <= 0.0 {
+            for (k, o) in out.iter_mut().enumerate().skip(1) {
+                *o = self.steps.conditional(a, k as f64 * step);
+            }
+            return;
+        }
+        let inv = 1.0 / sa;
+        let lines = &self.lines[..n];
+        for (k, o) in out.iter_mut().enumerate().skip(1) {
+            let t = a + k as f64 * step;
+            while i < n && times[i] < t {
+                i += 1;
+            }
+            let s = if i < n {
+                let (b, m) = lines[i];
+                b + m * t
+            } else {
+                self.steps.survival(t)
+            };
+            *o = clamp01(s * inv);
         }
     }
 }

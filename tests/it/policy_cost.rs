@@ -199,3 +199,24 @@ fn linear_reading_of_a_step_curve_keeps_knots_and_sees_risk_between_them() {
     // Past the support both follow the tail.
     assert!((lin.conditional(500.0, 100.0) - (-1.0f64).exp()).abs() < 1e-12);
 }
+
+#[test]
+fn linear_curve_grid_equals_pointwise_conditionals() {
+    use hazardserve::policy::{ConditionalSurvival, LinearCurve, StepCurve};
+    let times: Vec<f64> = (1..=50).map(|k| k as f64 * 37.0).collect();
+    let surv: Vec<f64> = (1..=50).map(|k| (1.0 - k as f64 / 60.0).max(0.0)).collect();
+    let lin = LinearCurve::new(StepCurve::new(times, surv, Some(0.002)).unwrap());
+    for age in [0.0, 10.0, 36.9, 37.0, 500.0, 1849.0, 1850.0, 5000.0] {
+        for step in [0.5, 7.0, 60.0, 400.0] {
+            let mut grid = [0.0; 17];
+            lin.conditional_grid(age, step, &mut grid);
+            for (k, g) in grid.iter().enumerate() {
+                let want = lin.conditional(age, k as f64 * step);
+                assert!(
+                    (g - want).abs() < 1e-12,
+                    "age {age} step {step} k {k}: {g} vs {want}"
+                );
+            }
+        }
+    }
+}
