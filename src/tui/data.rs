@@ -436,6 +436,31 @@ pub struct RequestRow {
     pub dropped: Option<String>,
 }
 
+/// The `replay_requests` columns that [`request_row`] reads, in its order.
+const REQUEST_COLUMNS: &str = "\"window\", seed, request, request_id, arrival_s, prompt_tokens, output_tokens, first_node, final_node, nodes_visited, ttft_s, completion_s, interruptions, planned_migrations, slo_met, dropped";
+
+/// One [`RequestRow`] from a row selected with [`REQUEST_COLUMNS`].
+fn request_row(r: &duckdb::Row<'_>) -> duckdb::Result<RequestRow> {
+    Ok(RequestRow {
+        window: r.get(0)?,
+        seed: r.get(1)?,
+        request: r.get(2)?,
+        request_id: r.get(3)?,
+        arrival_s: r.get(4)?,
+        prompt_tokens: r.get(5)?,
+        output_tokens: r.get(6)?,
+        first_node: r.get(7)?,
+        final_node: r.get(8)?,
+        nodes_visited: r.get(9)?,
+        ttft_s: r.get(10)?,
+        completion_s: r.get(11)?,
+        interruptions: r.get(12)?,
+        migrations: r.get(13)?,
+        slo_met: r.get(14)?,
+        dropped: r.get(15)?,
+    })
+}
+
 impl RequestRow {
     /// The key of this request in its run grid.
     pub fn key(&self) -> RequestKey {
@@ -940,30 +965,11 @@ impl Loader {
             )
             .map_err(sql_err)?;
         let mut stmt = conn.prepare(&format!(
-            "SELECT \"window\", seed, request, request_id, arrival_s, prompt_tokens, output_tokens, first_node, final_node, nodes_visited, ttft_s, completion_s, interruptions, planned_migrations, slo_met, dropped \
+            "SELECT {REQUEST_COLUMNS} \
              FROM replay_requests WHERE run_id = ? AND policy = ? AND param = ? \
              ORDER BY interruptions + planned_migrations DESC, completion_s DESC NULLS FIRST, \"window\", seed, request LIMIT {REQUEST_LIMIT}"
         ))?;
-        let rows = stmt.query_map([run, policy.as_str(), param.as_str()], |r| {
-            Ok(RequestRow {
-                window: r.get(0)?,
-                seed: r.get(1)?,
-                request: r.get(2)?,
-                request_id: r.get(3)?,
-                arrival_s: r.get(4)?,
-                prompt_tokens: r.get(5)?,
-                output_tokens: r.get(6)?,
-                first_node: r.get(7)?,
-                final_node: r.get(8)?,
-                nodes_visited: r.get(9)?,
-                ttft_s: r.get(10)?,
-                completion_s: r.get(11)?,
-                interruptions: r.get(12)?,
-                migrations: r.get(13)?,
-                slo_met: r.get(14)?,
-                dropped: r.get(15)?,
-            })
-        })?;
+        let rows = stmt.query_map([run, policy.as_str(), param.as_str()], request_row)?;
         let mut out = Vec::new();
         for row in rows {
             out.push(row?);
@@ -1308,29 +1314,12 @@ fn stored_request(
     let seed = key.seed.to_string();
     let request = key.request.to_string();
     conn.query_row(
-        "SELECT \"window\", seed, request, request_id, arrival_s, prompt_tokens, output_tokens, first_node, final_node, nodes_visited, ttft_s, completion_s, interruptions, planned_migrations, slo_met, dropped \
-         FROM replay_requests WHERE run_id = ? AND policy = ? AND param = ? AND \"window\" = CAST(? AS BIGINT) AND seed = CAST(? AS UBIGINT) AND request = CAST(? AS UBIGINT)",
+        &format!(
+            "SELECT {REQUEST_COLUMNS} \
+             FROM replay_requests WHERE run_id = ? AND policy = ? AND param = ? AND \"window\" = CAST(? AS BIGINT) AND seed = CAST(? AS UBIGINT) AND request = CAST(? AS UBIGINT)"
+        ),
         [run, policy, param, window.as_str(), seed.as_str(), request.as_str()],
-        |r| {
-            Ok(RequestRow {
-                window: r.get(0)?,
-                seed: r.get(1)?,
-                request: r.get(2)?,
-                request_id: r.get(3)?,
-                arrival_s: r.get(4)?,
-                prompt_tokens: r.get(5)?,
-                output_tokens: r.get(6)?,
-                first_node: r.get(7)?,
-                final_node: r.get(8)?,
-                nodes_visited: r.get(9)?,
-                ttft_s: r.get(10)?,
-                completion_s: r.get(11)?,
-                interruptions: r.get(12)?,
-                migrations: r.get(13)?,
-                slo_met: r.get(14)?,
-                dropped: r.get(15)?,
-            })
-        },
+        request_row,
     )
     .map_err(|e| anyhow!("request #{} of {policy} in window {} of {run}: {e}", key.request, key.window))
 }
