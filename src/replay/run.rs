@@ -119,34 +119,7 @@ pub fn run_grid(
     cfg: &ReplayConfig,
     grid: &Grid,
 ) -> Result<Vec<RunOutput>, ReplayError> {
-    cluster.validate()?;
-    cfg.validate()?;
-    workload.validate()?;
-    let specs = grid.specs(cfg);
-    for s in &specs {
-        validate_params(&s.params)?;
-        s.window.end_us()?;
-    }
-    let results: Vec<Result<RunOutput, ReplayError>> = specs
-        .par_iter()
-        .map(|s| {
-            let mut p = policy::build(s.policy, s.params, s.policy_seed());
-            simulate_unchecked(cluster, workload, cfg, s, p.as_mut())
-        })
-        .collect();
-    let mut out = Vec::with_capacity(results.len());
-    for r in results {
-        out.push(r?);
-    }
-    out.sort_by(|a, b| {
-        (rank(a.policy), a.window, a.seed, a.param).cmp(&(
-            rank(b.policy),
-            b.window,
-            b.seed,
-            b.param,
-        ))
-    });
-    Ok(out)
+    run_each(cluster, workload, cfg, grid, |o| o)
 }
 
 /// [`run_grid`] keeping only each run's metrics (the records are summarised inside the worker
@@ -157,6 +130,18 @@ pub fn run_grid_metrics(
     cfg: &ReplayConfig,
     grid: &Grid,
 ) -> Result<Vec<RunMetrics>, ReplayError> {
+    run_each(cluster, workload, cfg, grid, |o| o.metrics())
+}
+
+/// Validates the inputs once, runs every spec of the grid in parallel, keeps `keep` of each
+/// output, and returns them in (policy, window, seed, parameter point) order.
+fn run_each<T: Send>(
+    cluster: &Cluster,
+    workload: &Workload,
+    cfg: &ReplayConfig,
+    grid: &Grid,
+    keep: impl Fn(RunOutput) -> T + Sync,
+) -> Result<Vec<T>, ReplayError> {
     cluster.validate()?;
     cfg.validate()?;
     workload.validate()?;
@@ -165,27 +150,24 @@ pub fn run_grid_metrics(
         validate_params(&s.params)?;
         s.window.end_us()?;
     }
-    let results: Vec<Result<RunMetrics, ReplayError>> = specs
+    let results: Vec<Result<(RunKey, T), ReplayError>> = specs
         .par_iter()
         .map(|s| {
             let mut p = policy::build(s.policy, s.params, s.policy_seed());
-            simulate_unchecked(cluster, workload, cfg, s, p.as_mut()).map(|o| o.metrics())
+            let key = (rank(s.policy), s.window_index, s.seed, s.param_index);
+            simulate_unchecked(cluster, workload, cfg, s, p.as_mut()).map(|o| (key, keep(o)))
         })
         .collect();
     let mut out = Vec::with_capacity(results.len());
     for r in results {
         out.push(r?);
     }
-    out.sort_by(|a, b| {
-        (rank(a.policy), a.window, a.seed, a.param).cmp(&(
-            rank(b.policy),
-            b.window,
-            b.seed,
-            b.param,
-        ))
-    });
-    Ok(out)
+    out.sort_by_key(|(k, _)| *k);
+    Ok(out.into_iter().map(|(_, t)| t).collect())
 }
+
+/// Sort key of a run: policy rank, window, seed, parameter point.
+type RunKey = (usize, usize, u64, usize);
 
 /// Per-policy aggregates of finished runs ([`aggregate`]).
 pub fn summarize(runs: &[RunOutput], opts: &AggregateOptions) -> Vec<PolicySummary> {
