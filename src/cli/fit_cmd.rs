@@ -27,9 +27,10 @@ pub struct KmArgs {
     /// Column of durations (ages at exit when --entry is given).
     #[arg(long, default_value = "duration")]
     pub duration: String,
-    /// Column of event flags (1/0, true/false); all events when omitted and absent.
-    #[arg(long, default_value = "event")]
-    pub event: String,
+    /// Column of event flags (1/0, true/false). Default: the column `event` when the file has
+    /// one, else every row is an event.
+    #[arg(long)]
+    pub event: Option<String>,
     /// Column of entry ages (left truncation).
     #[arg(long)]
     pub entry: Option<String>,
@@ -70,14 +71,25 @@ pub fn km(_globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
             cols.join(", ")
         )
     })?;
-    let ei = find(&args.event);
+    let ei = match &args.event {
+        Some(c) => Some(find(c).with_context(|| {
+            format!(
+                "{name}:1: no event column {c:?} (columns: {})",
+                cols.join(", ")
+            )
+        })?),
+        None => find("event"),
+    };
     let ni = match &args.entry {
         Some(c) => Some(find(c).with_context(|| format!("{name}:1: no entry column {c:?}"))?),
         None => None,
     };
     let (mut dur, mut ev, mut ent) = (Vec::new(), Vec::new(), Vec::new());
     for (i, line) in lines {
-        let f: Vec<&str> = line.split(',').map(str::trim).collect();
+        let f: Vec<&str> = line
+            .split(',')
+            .map(|c| c.trim().trim_matches('"'))
+            .collect();
         let lineno = i + 1;
         let get = |k: usize| f.get(k).copied().unwrap_or("");
         let d: f64 = get(di)

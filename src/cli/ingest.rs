@@ -204,6 +204,9 @@ pub fn read_inputs(globals: &Globals, paths: &[String]) -> anyhow::Result<Vec<In
 /// The content key of an ingest: adapter, options and every input's content hash.
 fn content_key(adapter: &str, options: &serde_json::Value, files: &[InputFile]) -> String {
     let mut h = Sha256::new();
+    // A new parser or schema version re-ingests the same files.
+    h.update(env!("CARGO_PKG_VERSION").as_bytes());
+    h.update(hazardserve_ingest::batch::SCHEMA_VERSION.to_le_bytes());
     h.update(adapter.as_bytes());
     h.update(options.to_string().as_bytes());
     let mut hashes: Vec<(&str, &str)> = files

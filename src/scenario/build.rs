@@ -220,8 +220,11 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
         time_base: data.time_base.clone(),
         node_ids: data.node_ids.clone(),
     };
+    // Left-truncated sessions of unknown age are timelines, not lifetimes: the fit leaves them
+    // out (as `fit` and `priors export` do); the node timelines keep them.
+    let fit_data = load_sessions(store, source, None, false)?;
     let priors = fit_priors(
-        &data.sessions,
+        &fit_data.sessions,
         &meta,
         &ShrinkageOptions::default(),
         &PriorsOptions::default(),

@@ -336,7 +336,14 @@ pub fn commit_tables(
         Err(e) => return Err(e),
     };
     if let Some(prev) = &previous {
-        if prev.content_key == content_key {
+        // Sources and replay runs share the name space of manifests: never let one replace
+        // the other.
+        let prev_is_run = prev.files.iter().any(|f| f.table == "runs");
+        let new_is_run = tables.iter().any(|t| t.table == "runs");
+        if prev_is_run != new_is_run {
+            return Err(StoreError::NameTaken(source.to_string()));
+        }
+        if prev.content_key == content_key && prev.schema_version == batch::SCHEMA_VERSION {
             return Ok(IngestOutcome::Unchanged);
         }
         if !replace {
@@ -399,7 +406,12 @@ pub fn commit_tables(
         }
     }
     let _ = std::fs::remove_dir_all(&staging);
-    Catalog::rebuild_file(store)?;
+    // Committed: the Parquet files are the truth; a stale catalog file is only a convenience.
+    if let Err(e) = Catalog::rebuild_file(store) {
+        eprintln!(
+            "warning: {source} is stored, but catalog.duckdb could not be rebuilt ({e}); run `hazardserve store rebuild`"
+        );
+    }
     Ok(IngestOutcome::Committed {
         replaced: previous.is_some(),
     })
@@ -429,6 +441,16 @@ pub fn recover(store: &Store) -> Result<()> {
     if staging.exists() {
         std::fs::remove_dir_all(&staging).map_err(io_err(&staging))?;
         dirty = true;
+    }
+    // Temporary files of atomic writes that never reached their rename.
+    for dir in [root.join("manifests"), root.to_path_buf()] {
+        if let Ok(entries) = std::fs::read_dir(&dir) {
+            for e in entries.flatten() {
+                if e.file_name().to_string_lossy().contains(".tmp-") {
+                    let _ = std::fs::remove_file(e.path());
+                }
+            }
+        }
     }
     let live: std::collections::HashSet<String> = store
         .manifests()?

@@ -71,6 +71,11 @@ pub enum StoreError {
         "invalid source name {0:?}: use letters, digits, '.', '_' and '-' (at most 100 characters)"
     )]
     BadSourceName(String),
+    /// The name belongs to a source and is asked for a replay run, or the other way round.
+    #[error(
+        "the name {0:?} is already used by a source or run of the other kind; pick another name"
+    )]
+    NameTaken(String),
     /// The named source does not exist.
     #[error("no source {0:?} in the store (see `hazardserve sources`)")]
     NoSuchSource(String),

@@ -196,3 +196,22 @@ fn exported_priors_load_back_to_the_same_curves() {
     ok(c);
     assert!(std::fs::metadata(&pq).unwrap().len() > 100);
 }
+
+#[test]
+fn km_names_a_missing_event_column_and_reads_quoted_numbers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("q.csv");
+    std::fs::write(&csv, "\"duration\",\"died\"\n\"3\",\"1\"\n\"1\",\"0\"\n").unwrap();
+    let mut c = hs(tmp.path());
+    c.args(["km", "--event", "dead", "--input"]).arg(&csv);
+    let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+    assert!(
+        err.contains("no event column \"dead\"") && err.contains("died"),
+        "{err}"
+    );
+    let mut c = hs(tmp.path());
+    c.args(["km", "--event", "died", "--format", "json", "--input"])
+        .arg(&csv);
+    let v: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
+    assert_eq!(v["n_event"], serde_json::json!([0, 0, 1]));
+}

@@ -168,3 +168,21 @@ fn explicit_hardware_figures_change_the_service_times() {
     // Decode is most of a request's time: 11x slower decode is several times slower service.
     assert!(slow > 4.0 * fast, "fast {fast} slow {slow}");
 }
+
+#[test]
+fn a_run_never_replaces_a_source_of_the_same_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    // A source that happens to be called like the demo's run.
+    let mut c = hs(&store);
+    c.args(["ingest", "--format", "fta", "--source", "run-demo"])
+        .arg(samples().join("fta"));
+    ok(c);
+    let mut c = hs(&store);
+    c.arg("demo").arg("--samples").arg(samples());
+    let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+    assert!(err.contains("already used"), "{err}");
+    let mut c = hs(&store);
+    c.args(["sessions", "--source", "run-demo", "--format", "json"]);
+    assert_eq!(json(&ok(c)).as_array().unwrap().len(), 188);
+}
