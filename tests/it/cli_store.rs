@@ -494,3 +494,45 @@ fn identical_inputs_are_reported() {
     );
     assert!(!err.contains("c/z2"), "{err}");
 }
+
+#[test]
+fn gzipped_inputs_read_like_plain_ones() {
+    let tmp = tempfile::tempdir().unwrap();
+    let plain = tmp.path().join("plain");
+    let zipped = tmp.path().join("zipped");
+    std::fs::create_dir_all(&plain).unwrap();
+    std::fs::create_dir_all(&zipped).unwrap();
+    std::fs::copy(
+        samples().join("fta/event_trace.tab"),
+        plain.join("event_trace.tab"),
+    )
+    .unwrap();
+    std::fs::copy(
+        samples().join("fta/event_trace.tab"),
+        zipped.join("event_trace.tab"),
+    )
+    .unwrap();
+    match std::process::Command::new("gzip")
+        .arg(zipped.join("event_trace.tab"))
+        .status()
+    {
+        Ok(s) if s.success() => {}
+        _ => {
+            eprintln!("skipping: gzip not available");
+            return;
+        }
+    }
+    assert!(zipped.join("event_trace.tab.gz").is_file());
+    let store = tmp.path().join("store");
+    let mut sessions = Vec::new();
+    for (name, dir) in [("plain", &plain), ("zipped", &zipped)] {
+        let mut c = hs(&store);
+        c.args(["ingest", "--source", name]).arg(dir);
+        ok(c);
+        let mut c = hs(&store);
+        c.args(["sessions", "--source", name, "--format", "csv"]);
+        sessions.push(ok(c));
+    }
+    assert_eq!(sessions[0], sessions[1]);
+    assert!(sessions[0].lines().count() > 100);
+}
