@@ -12,7 +12,7 @@ use arrow::array::{
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 use arrow::record_batch::RecordBatch;
 
-use crate::model::{TimeBase, Trace};
+use crate::model::{Reject, TimeBase, Trace};
 use crate::Result;
 
 /// Version of the canonical tables' schema; bumped on any incompatible change.
@@ -150,9 +150,8 @@ pub fn nodes_batch(trace: &Trace) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(nodes_schema(), cols)?)
 }
 
-/// The `rejects` batch of a trace.
-pub fn rejects_batch(trace: &Trace) -> Result<RecordBatch> {
-    let r = &trace.rejects;
+/// The `rejects` batch of a list of rejected records.
+pub fn rejects_batch(r: &[Reject]) -> Result<RecordBatch> {
     let cols: Vec<ArrayRef> = vec![
         Arc::new(StringArray::from_iter_values(
             r.iter().map(|x| x.file.as_str()),

@@ -240,6 +240,18 @@ pub struct Trace {
 }
 
 impl Trace {
+    /// A trace with nothing in it yet.
+    pub fn empty(kind: Kind, time_base: TimeBase) -> Trace {
+        Trace {
+            kind,
+            time_base,
+            nodes: Vec::new(),
+            sessions: Vec::new(),
+            rejects: Vec::new(),
+            notes: Vec::new(),
+        }
+    }
+
     /// Earliest observation instant over all nodes (0 for an empty trace).
     pub fn observation_start(&self) -> f64 {
         self.nodes

@@ -25,6 +25,7 @@ use super::cost::{
 };
 use super::migration::{
     assess_move, check_guards, source_state, trigger_fires, Blocked, MoveAssessment, MoveMethod,
+    SourceState,
 };
 use super::model::{ClusterView, NodeIdx, NodeView, Params, RequestView};
 
@@ -374,6 +375,31 @@ pub fn build(kind: PolicyKind, params: Params, seed: u64) -> Box<dyn Policy> {
 }
 
 #[inline]
+/// The running request's cost on its source `from` (the start of every migration check),
+/// recorded in `out`.
+#[allow(clippy::too_many_arguments)]
+fn price_source(
+    req: &RequestView,
+    from: NodeIdx,
+    src: &NodeView<'_>,
+    fb: &Fallbacks,
+    params: &Params,
+    model: RiskModel,
+    remaining_up: Option<f64>,
+    out: &mut Explanation,
+) -> SourceState {
+    let source = source_state(
+        src,
+        req,
+        fb.for_node(from, src.prefill_tok_s),
+        params,
+        model,
+        remaining_up,
+    );
+    out.set_node_cost(&source.cost);
+    source
+}
+
 fn remaining_up(view: &ClusterView<'_>, model: RiskModel, idx: NodeIdx) -> Option<f64> {
     match (model, view.foresight) {
         (RiskModel::Oracle, Some(f)) => f.remaining_up(idx),
@@ -567,15 +593,7 @@ impl StandardPolicy {
         let h = params.hysteresis_s;
         out.hysteresis_s = h;
         let r_src = remaining_up(view, model, from);
-        let source = source_state(
-            src,
-            req,
-            fb.for_node(from, src.prefill_tok_s),
-            &params,
-            model,
-            r_src,
-        );
-        out.set_node_cost(&source.cost);
+        let source = price_source(req, from, src, fb, &params, model, r_src, out);
         if let Err(b) = check_guards(req.planned_hops, source.cost.t, &params) {
             out.outcome = match b {
                 Blocked::MaxHops => Outcome::MaxHops,
@@ -675,15 +693,7 @@ impl StandardPolicy {
         out.hysteresis_s = 0.0;
         let model = RiskModel::Oracle;
         let r_src = remaining_up(view, model, from);
-        let source = source_state(
-            src,
-            req,
-            fb.for_node(from, src.prefill_tok_s),
-            &params,
-            model,
-            r_src,
-        );
-        out.set_node_cost(&source.cost);
+        let source = price_source(req, from, src, fb, &params, model, r_src, out);
         if req.planned_hops >= params.max_hops {
             out.outcome = Outcome::MaxHops;
             return None;

@@ -281,7 +281,7 @@ pub fn commit_trace(
         },
         StagedTable {
             table: "rejects",
-            batch: batch::rejects_batch(trace)?,
+            batch: batch::rejects_batch(&trace.rejects)?,
         },
     ];
     commit_tables(store, lock, &rec.source, &rec.content_key, tables, replace)
@@ -295,14 +295,6 @@ pub fn commit_workload(
     workload: &Workload,
     replace: bool,
 ) -> Result<IngestOutcome> {
-    let rejects = Trace {
-        kind: hazardserve_ingest::Kind::Hpc,
-        time_base: hazardserve_ingest::TimeBase::Relative,
-        nodes: Vec::new(),
-        sessions: Vec::new(),
-        rejects: workload.rejects.clone(),
-        notes: Vec::new(),
-    };
     let tables = vec![
         StagedTable {
             table: "sources",
@@ -314,7 +306,7 @@ pub fn commit_workload(
         },
         StagedTable {
             table: "rejects",
-            batch: batch::rejects_batch(&rejects)?,
+            batch: batch::rejects_batch(&workload.rejects)?,
         },
     ];
     commit_tables(store, lock, &rec.source, &rec.content_key, tables, replace)

@@ -40,14 +40,7 @@ use crate::{
 /// Parses the files of one source (each file is its own event log).
 pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let mut rejects = Rejects::new(options.strict);
-    let mut trace = Trace {
-        kind: Kind::SpotLifetime,
-        time_base: TimeBase::Relative,
-        nodes: Vec::new(),
-        sessions: Vec::new(),
-        rejects: Vec::new(),
-        notes: Vec::new(),
-    };
+    let mut trace = Trace::empty(Kind::SpotLifetime, TimeBase::Relative);
     let mut any_record = false;
     for file in files {
         let text = file.text()?;

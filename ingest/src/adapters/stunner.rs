@@ -43,14 +43,7 @@ use crate::{
 /// Parses the files of one source.
 pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let mut rejects = Rejects::new(options.strict);
-    let mut trace = Trace {
-        kind: Kind::Mobile,
-        time_base: TimeBase::Utc,
-        nodes: Vec::new(),
-        sessions: Vec::new(),
-        rejects: Vec::new(),
-        notes: Vec::new(),
-    };
+    let mut trace = Trace::empty(Kind::Mobile, TimeBase::Utc);
     let mut any = false;
     for file in files {
         any |= parse_file(file, &mut trace, &mut rejects)?;
