@@ -10,32 +10,10 @@ use crate::policy::analysis::{
     crossover_rows, default_prefill_rates, trigger_rows, TriggerScenario, DEFAULT_HYSTERESIS_S,
     DEFAULT_UPTIMES_S,
 };
-use crate::policy::presets::{self, LinkPreset, ModelPreset, LINKS};
+use crate::policy::presets::{self, LINKS};
 use crate::policy::survival::{ConditionalSurvival, Exponential, Weibull};
 use crate::policy::Params;
 use crate::store::Store;
-
-/// Resolves a link name: `wan`, `1gbe`, `10gbe`, `rdma`, `nvlink` (or a preset's full name).
-pub fn link_by_name(name: &str) -> anyhow::Result<LinkPreset> {
-    let full = match name.to_ascii_lowercase().as_str() {
-        "wan" => "wan-100mbps",
-        "rdma" => "rdma-100gbps",
-        other => {
-            return presets::link(other).with_context(|| {
-                format!("unknown link {name:?}: use wan, 1gbe, 10gbe, rdma or nvlink")
-            })
-        }
-    };
-    presets::link(full).with_context(|| format!("unknown link {name:?}"))
-}
-
-/// Resolves a model preset by name.
-pub fn model_by_name(name: &str) -> anyhow::Result<ModelPreset> {
-    presets::model(name).with_context(|| {
-        let names: Vec<&str> = presets::MODELS.iter().map(|m| m.name).collect();
-        format!("unknown model {name:?}; presets: {}", names.join(", "))
-    })
-}
 
 /// Parses `weibull:SHAPE,SCALE_S` or `exp:MEAN_S`.
 pub fn parse_survival(spec: &str) -> anyhow::Result<Box<dyn ConditionalSurvival>> {
@@ -145,13 +123,7 @@ pub fn trigger(globals: &Globals, args: TriggerArgs) -> anyhow::Result<()> {
             (Some(spec), _) => (parse_survival(spec)?, parse_survival(spec)?),
             (None, Some(source)) => {
                 let store = Store::open(&globals.store)?;
-                let priors = super::fit_cmd::priors_for(
-                    &store,
-                    source,
-                    None,
-                    super::fit_cmd::ShrinkageArg::Auto,
-                    512,
-                )?;
+                let priors = crate::fit::priors_as_of(&store, source, None, None, 512)?;
                 match &args.node {
                     Some(n) => {
                         if priors.node(n).is_none() {
@@ -178,12 +150,12 @@ pub fn trigger(globals: &Globals, args: TriggerArgs) -> anyhow::Result<()> {
     let bandwidth = match args.bandwidth {
         Some(b) if b.is_finite() && b > 0.0 => b,
         Some(b) => bail!("--bandwidth must be positive bytes/s, got {b}"),
-        None => link_by_name(&args.link)?.bandwidth_bytes_s,
+        None => presets::find_link(&args.link)?.bandwidth_bytes_s,
     };
     let kv = match args.kv_bytes {
         Some(k) if k.is_finite() && k > 0.0 => k,
         Some(k) => bail!("--kv-bytes must be positive, got {k}"),
-        None => model_by_name(&args.model)?.kv_bytes_per_token,
+        None => presets::find_model(&args.model)?.kv_bytes_per_token,
     };
     for n in [&mut sc.source, &mut sc.dest] {
         n.prefill_tok_s = args.prefill;
@@ -283,7 +255,7 @@ pub struct CrossoverArgs {
 
 /// `hazardserve crossover`.
 pub fn crossover(_globals: &Globals, args: CrossoverArgs) -> anyhow::Result<()> {
-    let model = model_by_name(&args.model)?;
+    let model = presets::find_model(&args.model)?;
     let rates = match &args.prefill {
         Some(s) => {
             let v = parse_list(s, "--prefill")?;

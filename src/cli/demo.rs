@@ -119,8 +119,13 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
         "\nreplay of sample-requests over sample-spot ({} windows, every policy):",
         cfg.replay.windows
     );
-    let (run, rows) = super::replay_cmd::run_scenario(globals, &cfg, true, Some("run-demo"))?;
-    super::replay_cmd::print_rows(&rows, OutputFormat::Table)?;
+    let opts = crate::scenario::RunOptions {
+        save: true,
+        fixed_id: Some("run-demo".into()),
+    };
+    let result = super::replay_cmd::run_scenario(globals, &cfg, &opts)?;
+    let run = result.run_id;
+    super::replay_cmd::print_rows(&result.rows, OutputFormat::Table)?;
     let store = globals.store.display();
     use std::io::IsTerminal;
     if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {

@@ -10,8 +10,8 @@ use crate::fit::{self, ByColumn};
 use crate::output::{self, render, Col, OutputFormat};
 use crate::store::Store;
 use crate::survival::km::KmFit;
-use crate::survival::priors::{fit_priors, PriorsEstimator, PriorsMeta, PriorsOptions};
-use crate::survival::shrinkage::{EstimatorChoice, ShrinkageOptions};
+use crate::survival::priors::PriorsEstimator;
+use crate::survival::shrinkage::EstimatorChoice;
 use crate::survival::validate::{validate, Split, ValidateOptions};
 use crate::survival::{SurvivalData, Z_95};
 
@@ -436,52 +436,6 @@ pub struct PriorsExportArgs {
     pub max_points: usize,
 }
 
-/// Fits priors of a source as of `before` (default: the end of its observation).
-pub fn priors_for(
-    store: &Store,
-    source: &str,
-    before: Option<f64>,
-    shrinkage: ShrinkageArg,
-    max_points: usize,
-) -> anyhow::Result<crate::survival::priors::Priors> {
-    let data = fit::load_sessions(store, source, None, false)?;
-    let cutoff = match before {
-        Some(t) => t,
-        None => {
-            data.sessions
-                .iter()
-                .map(|s| s.end)
-                .fold(f64::NEG_INFINITY, f64::max)
-                + 1.0
-        }
-    };
-    if !cutoff.is_finite() {
-        bail!("source {source} has no usable sessions");
-    }
-    let meta = PriorsMeta {
-        source: source.to_string(),
-        cutoff_s: cutoff,
-        time_base: data.time_base.clone(),
-        node_ids: data.node_ids.clone(),
-    };
-    let popts = PriorsOptions {
-        estimator: match shrinkage {
-            ShrinkageArg::Beta => Some(PriorsEstimator::Beta),
-            ShrinkageArg::Frailty => Some(PriorsEstimator::Frailty),
-            ShrinkageArg::None => Some(PriorsEstimator::None),
-            ShrinkageArg::Auto => None,
-        },
-        max_points,
-        ..PriorsOptions::default()
-    };
-    let sopts = ShrinkageOptions {
-        estimator: shrinkage.choice().unwrap_or(EstimatorChoice::Auto),
-        ..ShrinkageOptions::default()
-    };
-    fit_priors(&data.sessions, &meta, &sopts, &popts)
-        .with_context(|| format!("fitting priors of {source}"))
-}
-
 /// `hazardserve priors ...`.
 pub fn priors(globals: &Globals, cmd: PriorsCommand) -> anyhow::Result<()> {
     let PriorsCommand::Export(args) = cmd;
@@ -492,13 +446,13 @@ pub fn priors(globals: &Globals, cmd: PriorsCommand) -> anyhow::Result<()> {
         .map(fit::parse_time)
         .transpose()
         .map_err(anyhow::Error::msg)?;
-    let priors = priors_for(
-        &store,
-        &args.source,
-        before,
-        args.shrinkage,
-        args.max_points,
-    )?;
+    let estimator = match args.shrinkage {
+        ShrinkageArg::Beta => Some(PriorsEstimator::Beta),
+        ShrinkageArg::Frailty => Some(PriorsEstimator::Frailty),
+        ShrinkageArg::None => Some(PriorsEstimator::None),
+        ShrinkageArg::Auto => None,
+    };
+    let priors = fit::priors_as_of(&store, &args.source, before, estimator, args.max_points)?;
     match args.format {
         PriorsFormat::Json => {
             let text = priors.to_json()?;

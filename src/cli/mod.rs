@@ -16,8 +16,6 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 
-pub use analysis_cmd::{link_by_name, model_by_name};
-
 use crate::output::OutputFormat;
 
 /// Hazard-aware LLM serving on unreliable nodes: ingest availability traces, fit survival,

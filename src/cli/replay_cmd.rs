@@ -2,16 +2,17 @@
 
 use std::path::PathBuf;
 
+use std::io::Write;
+
 use anyhow::{bail, Context};
 use clap::Args;
 
 use super::Globals;
 use crate::output::{self, human_float, render, Col, OutputFormat};
-use crate::replay::{run_grid, summarize, AggregateOptions};
+use crate::replay::{Metric, PolicySummary, METRICS};
 use crate::scenario::config::DEFAULT_CONFIG;
-use crate::scenario::results::comparison_rows;
-use crate::scenario::{self, RunInfo, ScenarioConfig, SummaryRow};
-use crate::store::{Store, WriteLock};
+use crate::scenario::{self, RunOptions, RunResult, ScenarioConfig};
+use crate::store::Store;
 
 /// `replay` arguments.
 #[derive(Debug, Args)]
@@ -74,14 +75,15 @@ pub struct ReplayArgs {
 }
 
 impl ReplayArgs {
-    /// The scenario: the file (or defaults) with the flags applied.
+    /// The scenario: the file (or defaults) with the flags applied, validated before anything
+    /// reads the store (a value from a flag and the same value from the file give the same
+    /// error).
     pub fn scenario(&self) -> anyhow::Result<ScenarioConfig> {
         let mut cfg = match &self.config {
             Some(p) => {
                 let text = std::fs::read_to_string(p)
                     .with_context(|| format!("{}: cannot read", p.display()))?;
-                ScenarioConfig::from_toml(&text, &p.display().to_string())
-                    .map_err(anyhow::Error::msg)?
+                ScenarioConfig::from_toml(&text, &p.display().to_string())?
             }
             None => ScenarioConfig::default(),
         };
@@ -113,9 +115,6 @@ impl ReplayArgs {
             cfg.hardware.preset = h.clone();
         }
         if let Some(r) = self.rate_scale {
-            if !(r.is_finite() && r > 0.0) {
-                bail!("--rate-scale must be positive, got {r}");
-            }
             cfg.workload.rate_scale = r;
         }
         if let Some(e) = &self.estimator {
@@ -124,85 +123,21 @@ impl ReplayArgs {
         if let Some(n) = self.sample {
             cfg.nodes.sample = n;
         }
+        cfg.validate()?;
         Ok(cfg)
     }
 }
 
-fn new_run_id() -> String {
-    format!("run-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%3f"))
-}
-
-/// Runs a scenario, stores it (unless `save` is false) and returns the run id and rows.
-/// `fixed_id` names the run instead of a fresh time-stamped id; such a run is stored again only
-/// when its scenario or its input sources changed.
+/// Runs a scenario over the global store, printing progress to stderr.
 pub fn run_scenario(
     globals: &Globals,
     cfg: &ScenarioConfig,
-    save: bool,
-    fixed_id: Option<&str>,
-) -> anyhow::Result<(String, Vec<SummaryRow>)> {
+    opts: &RunOptions,
+) -> anyhow::Result<RunResult> {
     let store = Store::open(&globals.store)?;
-    let sc = scenario::build(&store, cfg)?;
-    let n_runs = sc.grid.specs(&sc.config).len();
-    globals.say(format!(
-        "replaying {} requests over {} nodes of {}: {} runs ({} policies x {} windows x {} seeds{}), priors fitted before {:.0}",
-        sc.workload.requests.len(),
-        sc.cluster.nodes.len(),
-        cfg.nodes.source,
-        n_runs,
-        sc.grid.policies.len(),
-        sc.grid.windows.len(),
-        sc.grid.seeds.len(),
-        if sc.grid.params.len() > 1 { " x {default, overlap}" } else { "" },
-        sc.cutoff_s
-    ));
-    let started = std::time::Instant::now();
-    let runs = run_grid(&sc.cluster, &sc.workload, &sc.config, &sc.grid)?;
-    let simulated: usize = runs.iter().map(|r| r.records.len()).sum();
-    let secs = started.elapsed().as_secs_f64();
-    globals.say(format!(
-        "simulated {simulated} requests in {secs:.2} s ({:.0} requests/s)",
-        simulated as f64 / secs.max(1e-9)
-    ));
-    let summaries = summarize(&runs, &AggregateOptions::default());
-    let rows = comparison_rows(&summaries);
-    let run_id = fixed_id.map_or_else(new_run_id, str::to_string);
-    if save {
-        let st = Store::open(&globals.store)?;
-        let lock = WriteLock::acquire(&st)?;
-        let config_toml = toml::to_string(cfg).unwrap_or_default();
-        let key = format!(
-            "{}|{}|{}|{}",
-            env!("CARGO_PKG_VERSION"),
-            config_toml,
-            st.manifest(&cfg.nodes.source)?.content_key,
-            st.manifest(&cfg.workload.source)?.content_key
-        );
-        let info = RunInfo {
-            run_id: run_id.clone(),
-            nodes_source: cfg.nodes.source.clone(),
-            workload_source: cfg.workload.source.clone(),
-            windows: sc.grid.windows.len(),
-            seeds: sc.grid.seeds.clone(),
-            cutoff_s: sc.cutoff_s,
-            config: config_toml,
-        };
-        let names: Vec<String> = sc.cluster.nodes.iter().map(|n| n.name.clone()).collect();
-        let key = if fixed_id.is_some() {
-            key
-        } else {
-            run_id.clone()
-        };
-        let outcome = scenario::save_run(&st, &lock, &info, &key, &names, &runs, &rows)?;
-        let what = match outcome {
-            crate::store::IngestOutcome::Unchanged => "already stored",
-            crate::store::IngestOutcome::Committed { .. } => "stored",
-        };
-        globals.say(format!(
-            "{what} as {run_id} (`hazardserve compare {run_id}`)"
-        ));
-    }
-    Ok((run_id, rows))
+    Ok(scenario::run(&store, cfg, opts, &mut |line| {
+        globals.say(line)
+    })?)
 }
 
 /// `hazardserve replay`.
@@ -212,8 +147,12 @@ pub fn replay(globals: &Globals, args: ReplayArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let cfg = args.scenario()?;
-    let (_, rows) = run_scenario(globals, &cfg, !args.no_save, None)?;
-    print_rows(&rows, args.format)
+    let opts = RunOptions {
+        save: !args.no_save,
+        fixed_id: None,
+    };
+    let result = run_scenario(globals, &cfg, &opts)?;
+    print_rows(&result.rows, args.format)
 }
 
 /// `compare` arguments.
@@ -245,77 +184,117 @@ pub fn compare(globals: &Globals, args: CompareArgs) -> anyhow::Result<()> {
     print_rows(&rows, args.format)
 }
 
-/// Prints comparison rows: JSON as the stored objects, CSV flat with `_ci_lo`/`_ci_hi`
-/// columns, a table with `value [lo, hi]` cells.
-pub fn print_rows(rows: &[SummaryRow], format: OutputFormat) -> anyhow::Result<()> {
+/// Prints comparison rows: JSON as [`PolicySummary::to_json`] objects; CSV flat with
+/// `<metric>_ci_lo`/`_ci_hi` columns, the paired difference to `fastest` per metric
+/// (`vs_fastest_<metric>` with its interval) and `gap_closed`; a table with `value [lo, hi]`
+/// cells for the main metrics. A gap closed without a gap to close prints as "none".
+pub fn print_rows(rows: &[PolicySummary], format: OutputFormat) -> anyhow::Result<()> {
     let stdout = std::io::stdout();
     let mut out = stdout.lock();
     if format == OutputFormat::Json {
-        let v: Vec<&serde_json::Value> = rows.iter().map(|r| &r.summary).collect();
+        let v: Vec<serde_json::Value> = rows.iter().map(PolicySummary::to_json).collect();
         serde_json::to_writer_pretty(&mut out, &v)?;
-        println!();
+        writeln!(out)?;
         return Ok(());
     }
-    let get = |r: &SummaryRow, k: &str| r.summary.get(k).and_then(|v| v.as_f64());
-    let ci = |r: &SummaryRow, k: &str, i: usize| {
-        r.summary
-            .get(format!("{k}_ci"))
-            .and_then(|v| v.get(i))
-            .and_then(|v| v.as_f64())
-    };
-    let mut cols = vec![(
-        "policy",
-        Col::Str(rows.iter().map(|r| Some(r.policy.clone())).collect()),
-    )];
+    let labels = Col::Str(rows.iter().map(|r| Some(r.label.to_string())).collect());
     if format == OutputFormat::Csv {
-        let mut names = Vec::new();
-        for k in crate::replay::metrics::METRICS.iter().chain(&["requests"]) {
-            names.push((k.to_string(), format!("{k}_ci_lo"), format!("{k}_ci_hi")));
-        }
-        let mut owned: Vec<(String, Col)> = Vec::new();
-        for (k, lo, hi) in names {
+        let mut owned: Vec<(String, Col)> = vec![
+            ("policy".into(), labels),
+            (
+                "requests".into(),
+                Col::F64(rows.iter().map(|r| Some(r.requests as f64)).collect()),
+            ),
+        ];
+        for (m, def) in Metric::ALL.iter().zip(METRICS.iter()) {
+            let e = |r: &PolicySummary| r.get(*m);
             owned.push((
-                k.clone(),
-                Col::F64(rows.iter().map(|r| get(r, &k)).collect()),
+                def.key.into(),
+                Col::F64(rows.iter().map(|r| e(r).value).collect()),
             ));
-            if k != "requests" {
-                owned.push((lo, Col::F64(rows.iter().map(|r| ci(r, &k, 0)).collect())));
-                owned.push((hi, Col::F64(rows.iter().map(|r| ci(r, &k, 1)).collect())));
-            }
+            owned.push((
+                format!("{}_ci_lo", def.key),
+                Col::F64(rows.iter().map(|r| e(r).ci.map(|c| c[0])).collect()),
+            ));
+            owned.push((
+                format!("{}_ci_hi", def.key),
+                Col::F64(rows.iter().map(|r| e(r).ci.map(|c| c[1])).collect()),
+            ));
         }
-        let mut all: Vec<(&str, Col)> = cols;
-        for (n, c) in &owned {
-            all.push((n.as_str(), c.clone()));
+        for (m, def) in Metric::ALL.iter().zip(METRICS.iter()) {
+            let d = |r: &PolicySummary| r.vs_fastest.as_ref().and_then(|v| v.get(*m));
+            owned.push((
+                format!("vs_fastest_{}", def.key),
+                Col::F64(rows.iter().map(|r| d(r).map(|d| d.diff)).collect()),
+            ));
+            owned.push((
+                format!("vs_fastest_{}_ci_lo", def.key),
+                Col::F64(rows.iter().map(|r| d(r).and_then(|d| d.ci_low)).collect()),
+            ));
+            owned.push((
+                format!("vs_fastest_{}_ci_hi", def.key),
+                Col::F64(rows.iter().map(|r| d(r).and_then(|d| d.ci_high)).collect()),
+            ));
         }
-        let b = output::batch(all)?;
-        render(&[b], format, &mut out)?;
+        owned.push((
+            "gap_closed".into(),
+            Col::F64(rows.iter().map(|r| r.gap_closed.value).collect()),
+        ));
+        owned.push((
+            "gap_closed_ci_lo".into(),
+            Col::F64(rows.iter().map(|r| r.gap_closed.ci.map(|c| c[0])).collect()),
+        ));
+        owned.push((
+            "gap_closed_ci_hi".into(),
+            Col::F64(rows.iter().map(|r| r.gap_closed.ci.map(|c| c[1])).collect()),
+        ));
+        let cols: Vec<(&str, Col)> = owned.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
+        render(&[output::batch(cols)?], format, &mut out)?;
         return Ok(());
     }
-    let cell = |r: &SummaryRow, k: &str| -> Option<String> {
-        let v = get(r, k)?;
-        Some(match (ci(r, k, 0), ci(r, k, 1)) {
-            (Some(lo), Some(hi)) => format!(
-                "{} [{}, {}]",
-                human_float(v),
-                human_float(lo),
-                human_float(hi)
-            ),
-            _ => human_float(v),
+    let interval = |v: f64, ci: Option<[f64; 2]>| match ci {
+        Some([lo, hi]) => format!(
+            "{} [{}, {}]",
+            human_float(v),
+            human_float(lo),
+            human_float(hi)
+        ),
+        None => human_float(v),
+    };
+    let mut cols: Vec<(&str, Col)> = vec![("policy", labels)];
+    for m in [
+        Metric::MeanCompletion,
+        Metric::P99Completion,
+        Metric::Unfinished,
+        Metric::SloAttainment,
+        Metric::UnplannedInterruptions,
+        Metric::Recovery,
+        Metric::PlannedMigrations,
+    ] {
+        let cell = |r: &PolicySummary| {
+            let e = r.get(m);
+            e.value.map(|v| interval(v, e.ci))
+        };
+        cols.push((m.def().title, Col::Str(rows.iter().map(cell).collect())));
+    }
+    let diff = |r: &PolicySummary| {
+        let d = r.vs_fastest.as_ref()?.get(Metric::MeanCompletion)?;
+        Some(interval(
+            d.diff,
+            d.ci_low.zip(d.ci_high).map(|(a, b)| [a, b]),
+        ))
+    };
+    cols.push((
+        "mean_vs_fastest_s",
+        Col::Str(rows.iter().map(diff).collect()),
+    ));
+    let gap = |r: &PolicySummary| {
+        Some(match r.gap_closed.value {
+            Some(v) => interval(v, r.gap_closed.ci),
+            None => "none".to_string(),
         })
     };
-    for (k, title) in [
-        ("mean_completion_s", "mean_s"),
-        ("p99_completion_s", "p99_s"),
-        ("ttft_p50_s", "ttft_p50_s"),
-        ("slo_attainment", "slo"),
-        ("goodput_tok_s", "goodput_tok_s"),
-        ("unplanned_interruptions", "interrupts"),
-        ("planned_migrations", "migrations"),
-        ("gap_closed", "gap_closed"),
-    ] {
-        cols.push((title, Col::Str(rows.iter().map(|r| cell(r, k)).collect())));
-    }
-    let b = output::batch(cols)?;
-    render(&[b], format, &mut out)?;
+    cols.push(("gap_closed", Col::Str(rows.iter().map(gap).collect())));
+    render(&[output::batch(cols)?], format, &mut out)?;
     Ok(())
 }

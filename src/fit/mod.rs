@@ -2,9 +2,11 @@
 //! attribute, summarise pooled curves and hazard shapes, validate out of time, export priors.
 
 mod load;
+mod priors;
 mod summary;
 
 pub use load::{load_sessions, ByColumn, SourceSessions};
+pub use priors::{priors_as_of, PriorsExportError};
 pub use summary::{fit_groups, verdict_name, GroupFit, HORIZONS_S};
 
 /// Parses a time argument: a number of seconds on the source's clock, or (for `utc` sources)

@@ -221,6 +221,70 @@ pub fn link(name: &str) -> Option<LinkPreset> {
         .find(|l| l.name.eq_ignore_ascii_case(name))
 }
 
+/// The kind of preset a lookup was for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PresetKind {
+    /// A [`HardwarePreset`].
+    Hardware,
+    /// A [`ModelPreset`].
+    Model,
+    /// A [`LinkPreset`].
+    Link,
+}
+
+impl std::fmt::Display for PresetKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PresetKind::Hardware => "hardware preset",
+            PresetKind::Model => "model",
+            PresetKind::Link => "link",
+        })
+    }
+}
+
+/// A preset name that no preset of its kind has; the message lists the known names.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown {kind} {name:?}; known: {}", known.join(", "))]
+pub struct UnknownPreset {
+    /// What was looked up.
+    pub kind: PresetKind,
+    /// The name given.
+    pub name: String,
+    /// The names that would have been accepted.
+    pub known: Vec<&'static str>,
+}
+
+/// Short names of the links, as [`link_by_alias`] accepts them.
+pub const LINK_ALIASES: [&str; 5] = ["wan", "1gbe", "10gbe", "rdma", "nvlink"];
+
+/// A hardware preset by name, or an error listing the presets.
+pub fn find_hardware(name: &str) -> Result<HardwarePreset, UnknownPreset> {
+    hardware(name).ok_or_else(|| UnknownPreset {
+        kind: PresetKind::Hardware,
+        name: name.to_string(),
+        known: HARDWARE.iter().map(|h| h.name).collect(),
+    })
+}
+
+/// A model preset by name, or an error listing the presets.
+pub fn find_model(name: &str) -> Result<ModelPreset, UnknownPreset> {
+    model(name).ok_or_else(|| UnknownPreset {
+        kind: PresetKind::Model,
+        name: name.to_string(),
+        known: MODELS.iter().map(|m| m.name).collect(),
+    })
+}
+
+/// A link by short name (`wan`, `1gbe`, `10gbe`, `rdma`, `nvlink`) or full preset name, or an
+/// error listing the short names.
+pub fn find_link(name: &str) -> Result<LinkPreset, UnknownPreset> {
+    link_by_alias(name).ok_or_else(|| UnknownPreset {
+        kind: PresetKind::Link,
+        name: name.to_string(),
+        known: LINK_ALIASES.to_vec(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,5 +295,23 @@ mod tests {
         assert_eq!(LLAMA2_13B.kv_bytes_per_token, 800.0 * 1024.0);
         assert_eq!(LLAMA3_8B.kv_bytes_per_token, 128.0 * 1024.0);
         assert_eq!(LLAMA_70B.kv_bytes_per_token, 320.0 * 1024.0);
+    }
+
+    #[test]
+    fn lookups_name_the_known_presets() {
+        assert_eq!(find_link("WAN").map(|l| l.name), Ok("wan-100mbps"));
+        assert_eq!(find_link("nvlink").map(|l| l.name), Ok("nvlink"));
+        let e = find_link("wam").map(|l| l.name);
+        assert_eq!(
+            e.map_err(|e| e.to_string()),
+            Err("unknown link \"wam\"; known: wan, 1gbe, 10gbe, rdma, nvlink".to_string())
+        );
+        assert!(find_model("llama-3-8b").is_ok());
+        let m = find_model("gpt").map(|m| m.name).map_err(|e| e.to_string());
+        assert!(m.is_err_and(|e| e.contains("llama-3-8b")));
+        assert!(find_hardware("A100").is_ok());
+        for alias in LINK_ALIASES {
+            assert!(find_link(alias).is_ok(), "{alias}");
+        }
     }
 }

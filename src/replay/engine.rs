@@ -1474,6 +1474,8 @@ impl<'a> Sim<'a> {
                 kv_bytes_moved: q.kv_bytes,
                 interruptions: q.interruptions,
                 planned_migrations: q.planned,
+                recovery_s: 0.0,
+                interruption_causes: Vec::new(),
                 slo_deadline_s: q.deadline_s,
                 slo_met,
                 dropped: (q.phase != Phase::Done).then_some(DropReason::WindowEnd),

@@ -126,6 +126,16 @@ impl Session {
         Session { start_us, end_us }
     }
 
+    /// Records how the session ended (placeholder until the engine reads it).
+    pub fn with_end(self, _censored: bool, _cause: &str) -> Session {
+        self
+    }
+
+    /// Records left truncation (placeholder until the engine reads it).
+    pub fn with_truncation(self, _left_truncated: bool, _entry_s: f64) -> Session {
+        self
+    }
+
     /// True when the node is up at `t` under this session.
     #[inline]
     pub fn contains(&self, t: i64) -> bool {

@@ -1,11 +1,8 @@
-//! Per-request records, per-run summaries, per-policy aggregates with bootstrap confidence
-//! intervals over windows, and the fraction of the fastest-to-oracle gap a policy closes.
+//! Per-request records, the one list of reported metrics ([`METRICS`]), per-run summaries and
+//! the bootstrap intervals the comparison ([`super::compare`]) is built from.
 //!
-//! Aggregation scheme: every metric is first computed per run (one policy, window, seed and
-//! parameter point), then averaged over the seeds of a window (the per-window value), then
-//! averaged over windows (the reported value). Its 95% interval is the percentile bootstrap of
-//! that mean over windows (windows resampled with replacement, seeded, [`AggregateOptions`]);
-//! no interval with fewer than two windows.
+//! Every policy is scored on the same requests: a request not finished by the window end is
+//! censored at it (restricted completion time) and counted as `unfinished`, never dropped.
 
 use std::collections::BTreeMap;
 
@@ -73,6 +70,11 @@ pub struct RequestRecord {
     pub interruptions: u32,
     /// Planned migrations completed or started (cutover reached).
     pub planned_migrations: u32,
+    /// Seconds from each unplanned loss until the request produced new tokens again (end of
+    /// its re-prefill), summed; a loss never recovered from counts up to the window end.
+    pub recovery_s: f64,
+    /// The `end_cause` of the session behind each unplanned interruption (empty when none).
+    pub interruption_causes: Vec<String>,
     /// SLO deadline `slo_factor * (P_r / p_max + L_r / d_max)`, seconds after arrival.
     pub slo_deadline_s: f64,
     /// Completed within the deadline.
@@ -95,7 +97,7 @@ pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
     Some(sorted[lo] + (h - lo as f64) * (sorted[hi] - sorted[lo]))
 }
 
-fn mean(xs: &[f64]) -> Option<f64> {
+pub(crate) fn mean(xs: &[f64]) -> Option<f64> {
     if xs.is_empty() {
         None
     } else {
@@ -103,41 +105,222 @@ fn mean(xs: &[f64]) -> Option<f64> {
     }
 }
 
-/// The metrics of one run.
+/// Whether a smaller or a larger value of a metric is better.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    /// Smaller is better (times, interruptions, recomputation).
+    Lower,
+    /// Larger is better (SLO attainment, goodput).
+    Higher,
+    /// Neither: a count that describes behaviour (planned migrations).
+    Neither,
+}
+
+/// One reported metric: its key (JSON key, CSV column), unit, direction and meaning. The
+/// one list [`METRICS`] drives the CLI table, the JSON keys, the TUI and reports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MetricDef {
+    /// Key in JSON and CSV (`mean_completion_s`).
+    pub key: &'static str,
+    /// Short column title for tables.
+    pub title: &'static str,
+    /// Unit (`s`, `tokens`, `tok/s`, `1`).
+    pub unit: &'static str,
+    /// Which direction is better.
+    pub better: Better,
+    /// What it measures.
+    pub description: &'static str,
+}
+
+/// The metrics of a run, in [`METRICS`] order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Metric {
+    /// Restricted mean completion time.
+    MeanCompletion = 0,
+    /// Median restricted completion time.
+    P50Completion,
+    /// 90th percentile restricted completion time.
+    P90Completion,
+    /// 99th percentile restricted completion time.
+    P99Completion,
+    /// Median time to first token (requests that got one).
+    TtftP50,
+    /// 99th percentile time to first token.
+    TtftP99,
+    /// Requests not finished by the window end.
+    Unfinished,
+    /// Unplanned interruptions.
+    UnplannedInterruptions,
+    /// Seconds spent recovering from unplanned interruptions.
+    Recovery,
+    /// Recomputed tokens.
+    RecomputedTokens,
+    /// Planned migrations.
+    PlannedMigrations,
+    /// Share of requests meeting the SLO.
+    SloAttainment,
+    /// Output tokens of SLO-met requests per second.
+    SloGoodput,
+}
+
+/// Number of metrics in [`METRICS`].
+pub const N_METRICS: usize = 13;
+
+/// Every metric, in the order of [`Metric`].
+pub const METRICS: [MetricDef; N_METRICS] = [
+    MetricDef {
+        key: "mean_completion_s",
+        title: "mean_s",
+        unit: "s",
+        better: Better::Lower,
+        description: "restricted mean completion time: arrival to last token, or to the window end for requests not finished by then (every policy is scored on the same requests)",
+    },
+    MetricDef {
+        key: "p50_completion_s",
+        title: "p50_s",
+        unit: "s",
+        better: Better::Lower,
+        description: "median restricted completion time",
+    },
+    MetricDef {
+        key: "p90_completion_s",
+        title: "p90_s",
+        unit: "s",
+        better: Better::Lower,
+        description: "90th percentile restricted completion time",
+    },
+    MetricDef {
+        key: "p99_completion_s",
+        title: "p99_s",
+        unit: "s",
+        better: Better::Lower,
+        description: "99th percentile restricted completion time",
+    },
+    MetricDef {
+        key: "ttft_p50_s",
+        title: "ttft_p50_s",
+        unit: "s",
+        better: Better::Lower,
+        description: "median time to first token of the requests that got one",
+    },
+    MetricDef {
+        key: "ttft_p99_s",
+        title: "ttft_p99_s",
+        unit: "s",
+        better: Better::Lower,
+        description: "99th percentile time to first token",
+    },
+    MetricDef {
+        key: "unfinished",
+        title: "unfinished",
+        unit: "requests",
+        better: Better::Lower,
+        description: "requests not finished by the window end, per window",
+    },
+    MetricDef {
+        key: "unplanned_interruptions",
+        title: "interrupts",
+        unit: "count",
+        better: Better::Lower,
+        description: "unplanned interruptions (a node holding a request's KV cache went down), per window",
+    },
+    MetricDef {
+        key: "recovery_s",
+        title: "recovery_s",
+        unit: "s",
+        better: Better::Lower,
+        description: "seconds from each unplanned loss until the request produced tokens again, summed per window",
+    },
+    MetricDef {
+        key: "recomputed_tokens",
+        title: "recomputed",
+        unit: "tokens",
+        better: Better::Lower,
+        description: "tokens prefilled again after unplanned losses and recompute moves, per window",
+    },
+    MetricDef {
+        key: "planned_migrations",
+        title: "migrations",
+        unit: "count",
+        better: Better::Neither,
+        description: "planned (pre-emptive) migrations, per window",
+    },
+    MetricDef {
+        key: "slo_attainment",
+        title: "slo",
+        unit: "1",
+        better: Better::Higher,
+        description: "share of requests finished within the SLO deadline (unfinished ones miss it)",
+    },
+    MetricDef {
+        key: "slo_goodput",
+        title: "goodput_tok_s",
+        unit: "tok/s",
+        better: Better::Higher,
+        description: "output tokens of SLO-met requests per second of window",
+    },
+];
+
+impl Metric {
+    /// Every metric, in [`METRICS`] order.
+    pub const ALL: [Metric; N_METRICS] = [
+        Metric::MeanCompletion,
+        Metric::P50Completion,
+        Metric::P90Completion,
+        Metric::P99Completion,
+        Metric::TtftP50,
+        Metric::TtftP99,
+        Metric::Unfinished,
+        Metric::UnplannedInterruptions,
+        Metric::Recovery,
+        Metric::RecomputedTokens,
+        Metric::PlannedMigrations,
+        Metric::SloAttainment,
+        Metric::SloGoodput,
+    ];
+
+    /// Its definition.
+    pub fn def(self) -> &'static MetricDef {
+        &METRICS[self as usize]
+    }
+
+    /// Its key (`mean_completion_s`).
+    pub fn key(self) -> &'static str {
+        self.def().key
+    }
+
+    /// The metric with this key.
+    pub fn from_key(key: &str) -> Option<Metric> {
+        Metric::ALL.into_iter().find(|m| m.key() == key)
+    }
+}
+
+/// The metrics of one run: one value per [`Metric`] (`None` where undefined, e.g. a TTFT
+/// percentile when no request got a first token) and the unplanned interruptions by the end
+/// cause of the session behind them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
     /// Requests that arrived in the window.
     pub requests: u64,
-    /// Of which completed.
-    pub completed: u64,
-    /// Mean completion time of completed requests, seconds.
-    pub mean_completion_s: Option<f64>,
-    /// Median completion time, seconds.
-    pub p50_completion_s: Option<f64>,
-    /// 90th percentile completion time, seconds.
-    pub p90_completion_s: Option<f64>,
-    /// 99th percentile completion time, seconds.
-    pub p99_completion_s: Option<f64>,
-    /// Median TTFT, seconds.
-    pub ttft_p50_s: Option<f64>,
-    /// 99th percentile TTFT, seconds.
-    pub ttft_p99_s: Option<f64>,
-    /// SLO-met requests over all requests (dropped ones miss); `None` without requests.
-    pub slo_attainment: Option<f64>,
-    /// Goodput: output tokens of SLO-met requests per second of window.
-    pub goodput_tok_s: f64,
-    /// Recomputed tokens, unplanned plus planned.
-    pub recomputed_tokens: f64,
-    /// Planned migrations.
-    pub planned_migrations: f64,
-    /// Unplanned interruptions.
-    pub unplanned_interruptions: f64,
+    /// Values in [`METRICS`] order.
+    pub values: [Option<f64>; N_METRICS],
+    /// Unplanned interruptions by end cause (`preempted`, `lifetime-cap`, ...).
+    pub interruptions_by_cause: BTreeMap<String, f64>,
 }
 
 impl RunSummary {
     /// Summarises the records of one run over a window of `window_length_s` seconds.
+    ///
+    /// Completion times are restricted to the window: a request not finished by the window end
+    /// counts with `window_length_s - arrival_s` (a lower bound of its completion time), so
+    /// every policy is scored on the same requests and dropping a request never looks fast.
     pub fn from_records(records: &[RequestRecord], window_length_s: f64) -> RunSummary {
-        let mut completion: Vec<f64> = records.iter().filter_map(|r| r.completion_s).collect();
+        let restricted = |r: &RequestRecord| match r.completion_s {
+            Some(c) => c,
+            None => (window_length_s - r.arrival_s).max(0.0),
+        };
+        let mut completion: Vec<f64> = records.iter().map(restricted).collect();
         let mut ttft: Vec<f64> = records.iter().filter_map(|r| r.ttft_s).collect();
         completion.sort_by(f64::total_cmp);
         ttft.sort_by(f64::total_cmp);
@@ -147,67 +330,50 @@ impl RunSummary {
             .filter(|r| r.slo_met)
             .map(|r| r.output_tokens as f64)
             .sum();
+        let sum = |f: &dyn Fn(&RequestRecord) -> f64| -> f64 { records.iter().map(f).sum() };
+        let mut by_cause: BTreeMap<String, f64> = BTreeMap::new();
+        for r in records {
+            for c in &r.interruption_causes {
+                let key = if c.is_empty() { "unknown" } else { c.as_str() };
+                *by_cause.entry(key.to_string()).or_insert(0.0) += 1.0;
+            }
+        }
+        let mut values = [None; N_METRICS];
+        values[Metric::MeanCompletion as usize] = mean(&completion);
+        values[Metric::P50Completion as usize] = percentile_sorted(&completion, 0.50);
+        values[Metric::P90Completion as usize] = percentile_sorted(&completion, 0.90);
+        values[Metric::P99Completion as usize] = percentile_sorted(&completion, 0.99);
+        values[Metric::TtftP50 as usize] = percentile_sorted(&ttft, 0.50);
+        values[Metric::TtftP99 as usize] = percentile_sorted(&ttft, 0.99);
+        values[Metric::Unfinished as usize] =
+            Some(records.iter().filter(|r| r.completion_s.is_none()).count() as f64);
+        values[Metric::UnplannedInterruptions as usize] =
+            Some(sum(&|r| f64::from(r.interruptions)));
+        values[Metric::Recovery as usize] = Some(sum(&|r| r.recovery_s));
+        values[Metric::RecomputedTokens as usize] = Some(sum(&|r| {
+            (r.recomputed_unplanned_tokens + r.recomputed_planned_tokens) as f64
+        }));
+        values[Metric::PlannedMigrations as usize] =
+            Some(sum(&|r| f64::from(r.planned_migrations)));
+        values[Metric::SloAttainment as usize] =
+            (!records.is_empty()).then(|| met as f64 / records.len() as f64);
+        values[Metric::SloGoodput as usize] = Some(if window_length_s > 0.0 {
+            good_tokens / window_length_s
+        } else {
+            0.0
+        });
         RunSummary {
             requests: records.len() as u64,
-            completed: completion.len() as u64,
-            mean_completion_s: mean(&completion),
-            p50_completion_s: percentile_sorted(&completion, 0.50),
-            p90_completion_s: percentile_sorted(&completion, 0.90),
-            p99_completion_s: percentile_sorted(&completion, 0.99),
-            ttft_p50_s: percentile_sorted(&ttft, 0.50),
-            ttft_p99_s: percentile_sorted(&ttft, 0.99),
-            slo_attainment: (!records.is_empty()).then(|| met as f64 / records.len() as f64),
-            goodput_tok_s: if window_length_s > 0.0 {
-                good_tokens / window_length_s
-            } else {
-                0.0
-            },
-            recomputed_tokens: records
-                .iter()
-                .map(|r| (r.recomputed_unplanned_tokens + r.recomputed_planned_tokens) as f64)
-                .sum(),
-            planned_migrations: records
-                .iter()
-                .map(|r| f64::from(r.planned_migrations))
-                .sum(),
-            unplanned_interruptions: records.iter().map(|r| f64::from(r.interruptions)).sum(),
+            values,
+            interruptions_by_cause: by_cause,
         }
     }
 
-    /// The metric vector in [`METRICS`] order (`gap_closed` excluded).
-    fn values(&self) -> [Option<f64>; 12] {
-        [
-            self.mean_completion_s,
-            self.p50_completion_s,
-            self.p90_completion_s,
-            self.p99_completion_s,
-            self.ttft_p50_s,
-            self.ttft_p99_s,
-            self.slo_attainment,
-            Some(self.goodput_tok_s),
-            Some(self.recomputed_tokens),
-            Some(self.planned_migrations),
-            Some(self.unplanned_interruptions),
-            None,
-        ]
+    /// The value of one metric.
+    pub fn get(&self, m: Metric) -> Option<f64> {
+        self.values[m as usize]
     }
 }
-
-/// Metric keys, in the order of [`PolicySummary`]'s fields.
-pub const METRICS: [&str; 12] = [
-    "mean_completion_s",
-    "p50_completion_s",
-    "p90_completion_s",
-    "p99_completion_s",
-    "ttft_p50_s",
-    "ttft_p99_s",
-    "slo_attainment",
-    "goodput_tok_s",
-    "recomputed_tokens",
-    "planned_migrations",
-    "unplanned_interruptions",
-    "gap_closed",
-];
 
 /// The outcome of one run, as aggregation needs it.
 #[derive(Debug, Clone, PartialEq)]
@@ -224,90 +390,6 @@ pub struct RunMetrics {
     pub param_label: String,
     /// The run's summary.
     pub summary: RunSummary,
-}
-
-/// Per-policy aggregate over windows and seeds (see the module docs for the scheme).
-///
-/// Serialises with the keys `policy`, `requests`, `mean_completion_s`, `p50_completion_s`,
-/// `p90_completion_s`, `p99_completion_s`, `ttft_p50_s`, `ttft_p99_s`, `slo_attainment`,
-/// `goodput_tok_s`, `recomputed_tokens`, `planned_migrations`, `unplanned_interruptions`,
-/// `gap_closed`, each metric followed by `<key>_ci = [low, high]` when an interval exists, and
-/// `param` when the grid has a parameter label. Undefined metrics are `null`. Counts
-/// (`recomputed_tokens`, `planned_migrations`, `unplanned_interruptions`) are per run (per
-/// window and seed), averaged; `requests` is the total over all runs.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct PolicySummary {
-    /// Policy name.
-    pub policy: String,
-    /// Parameter-point label, when the grid has several.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub param: Option<String>,
-    /// Requests over all runs of this policy and parameter point.
-    pub requests: u64,
-    /// Mean completion time, seconds.
-    pub mean_completion_s: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub mean_completion_s_ci: Option<[f64; 2]>,
-    /// Median completion time, seconds.
-    pub p50_completion_s: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p50_completion_s_ci: Option<[f64; 2]>,
-    /// 90th percentile completion time, seconds.
-    pub p90_completion_s: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p90_completion_s_ci: Option<[f64; 2]>,
-    /// 99th percentile completion time, seconds.
-    pub p99_completion_s: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub p99_completion_s_ci: Option<[f64; 2]>,
-    /// Median TTFT, seconds.
-    pub ttft_p50_s: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_p50_s_ci: Option<[f64; 2]>,
-    /// 99th percentile TTFT, seconds.
-    pub ttft_p99_s: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ttft_p99_s_ci: Option<[f64; 2]>,
-    /// Fraction of requests meeting the SLO.
-    pub slo_attainment: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slo_attainment_ci: Option<[f64; 2]>,
-    /// Goodput, tokens/s of SLO-met requests over the window.
-    pub goodput_tok_s: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub goodput_tok_s_ci: Option<[f64; 2]>,
-    /// Recomputed tokens per run.
-    pub recomputed_tokens: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub recomputed_tokens_ci: Option<[f64; 2]>,
-    /// Planned migrations per run.
-    pub planned_migrations: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub planned_migrations_ci: Option<[f64; 2]>,
-    /// Unplanned interruptions per run.
-    pub unplanned_interruptions: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub unplanned_interruptions_ci: Option<[f64; 2]>,
-    /// Fraction of the fastest-to-oracle gap closed, per window
-    /// `(mean_completion(fastest) - mean_completion(policy)) /
-    /// (mean_completion(fastest) - mean_completion(oracle))`, averaged over the windows where
-    /// the gap is not ~0 (`|gap| >= 1 us`, the clock's resolution); `None` when there is no such
-    /// window or `fastest`/`oracle` were not run.
-    pub gap_closed: Option<f64>,
-    /// 95% CI.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub gap_closed_ci: Option<[f64; 2]>,
 }
 
 /// Aggregation settings.
@@ -352,118 +434,37 @@ pub fn bootstrap_mean_ci(values: &[f64], resamples: usize, seed: u64) -> Option<
     ])
 }
 
-/// `(F - P) / (F - O)`, or `None` when `|F - O| < 1e-6` s (the gap is below the clock's
-/// resolution) or an input is undefined.
-pub fn gap_closed(fastest: Option<f64>, policy: Option<f64>, oracle: Option<f64>) -> Option<f64> {
-    let (f, p, o) = (fastest?, policy?, oracle?);
-    let gap = f - o;
-    if !(gap.abs() >= 1e-6) {
+/// Paired-bootstrap 95% interval of the ratio of sums `sum(num) / sum(den)`: windows (pairs
+/// `(num_w, den_w)`) are resampled with replacement; resamples whose denominator is 0 are
+/// skipped. `None` with fewer than two pairs or when every resample has a zero denominator.
+pub fn bootstrap_ratio_ci(
+    num: &[f64],
+    den: &[f64],
+    resamples: usize,
+    seed: u64,
+) -> Option<[f64; 2]> {
+    let n = num.len().min(den.len());
+    if n < 2 || resamples == 0 {
         return None;
     }
-    let g = (f - p) / gap;
-    g.is_finite().then_some(g)
-}
-
-fn policy_rank(k: PolicyKind) -> usize {
-    PolicyKind::ALL
-        .iter()
-        .position(|&x| x == k)
-        .unwrap_or(usize::MAX)
-}
-
-/// Aggregates runs per (policy, parameter point). Runs are first sorted by
-/// (policy, window, seed, parameter point), so the result does not depend on the order they
-/// were produced in. Output order: parameter point, then [`PolicyKind::ALL`] order.
-pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySummary> {
-    let mut runs: Vec<&RunMetrics> = runs.iter().collect();
-    runs.sort_by(|a, b| {
-        (policy_rank(a.policy), a.window, a.seed, a.param).cmp(&(
-            policy_rank(b.policy),
-            b.window,
-            b.seed,
-            b.param,
-        ))
-    });
-    // (param, policy rank) -> window -> per-seed metric vectors.
-    type PerWindow = BTreeMap<usize, Vec<[Option<f64>; 12]>>;
-    type WindowValues = BTreeMap<usize, [Option<f64>; 12]>;
-    let mut groups: BTreeMap<(usize, usize), (PolicyKind, String, u64, PerWindow)> =
-        BTreeMap::new();
-    for r in &runs {
-        let g = groups
-            .entry((r.param, policy_rank(r.policy)))
-            .or_insert_with(|| (r.policy, r.param_label.clone(), 0, BTreeMap::new()));
-        g.2 += r.summary.requests;
-        g.3.entry(r.window).or_default().push(r.summary.values());
-    }
-    // Per-window values: mean over seeds of each metric (where defined).
-    let window_values = |per: &PerWindow| -> WindowValues {
-        per.iter()
-            .map(|(&w, seeds)| {
-                let mut out = [None; 12];
-                for (m, o) in out.iter_mut().enumerate() {
-                    let xs: Vec<f64> = seeds.iter().filter_map(|v| v[m]).collect();
-                    *o = mean(&xs);
-                }
-                (w, out)
-            })
-            .collect()
-    };
-    let per_window: BTreeMap<(usize, usize), WindowValues> = groups
-        .iter()
-        .map(|(k, g)| (*k, window_values(&g.3)))
-        .collect();
-    let fastest = policy_rank(PolicyKind::Fastest);
-    let oracle = policy_rank(PolicyKind::Oracle);
-    let mut out = Vec::with_capacity(groups.len());
-    for (key, (policy, label, requests, _)) in &groups {
-        let mut wv = per_window.get(key).cloned().unwrap_or_default();
-        let f = per_window.get(&(key.0, fastest));
-        let o = per_window.get(&(key.0, oracle));
-        for (w, v) in wv.iter_mut() {
-            let fm = f.and_then(|f| f.get(w)).and_then(|v| v[0]);
-            let om = o.and_then(|o| o.get(w)).and_then(|v| v[0]);
-            v[11] = gap_closed(fm, v[0], om);
+    let mut rng = Rng::new(seed);
+    let mut ratios = Vec::with_capacity(resamples);
+    for _ in 0..resamples {
+        let (mut a, mut b) = (0.0, 0.0);
+        for _ in 0..n {
+            let i = rng.below(n as u64) as usize;
+            a += num[i];
+            b += den[i];
         }
-        let mut point = [None; 12];
-        let mut ci = [None; 12];
-        for m in 0..12 {
-            let xs: Vec<f64> = wv.values().filter_map(|v| v[m]).collect();
-            point[m] = mean(&xs);
-            let seed = opts.seed ^ (m as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15);
-            ci[m] = bootstrap_mean_ci(&xs, opts.resamples, seed);
+        if b != 0.0 {
+            ratios.push(a / b);
         }
-        out.push(PolicySummary {
-            policy: policy.name().to_string(),
-            param: (!label.is_empty()).then(|| label.clone()),
-            requests: *requests,
-            mean_completion_s: point[0],
-            mean_completion_s_ci: ci[0],
-            p50_completion_s: point[1],
-            p50_completion_s_ci: ci[1],
-            p90_completion_s: point[2],
-            p90_completion_s_ci: ci[2],
-            p99_completion_s: point[3],
-            p99_completion_s_ci: ci[3],
-            ttft_p50_s: point[4],
-            ttft_p50_s_ci: ci[4],
-            ttft_p99_s: point[5],
-            ttft_p99_s_ci: ci[5],
-            slo_attainment: point[6],
-            slo_attainment_ci: ci[6],
-            goodput_tok_s: point[7],
-            goodput_tok_s_ci: ci[7],
-            recomputed_tokens: point[8],
-            recomputed_tokens_ci: ci[8],
-            planned_migrations: point[9],
-            planned_migrations_ci: ci[9],
-            unplanned_interruptions: point[10],
-            unplanned_interruptions_ci: ci[10],
-            gap_closed: point[11],
-            gap_closed_ci: ci[11],
-        });
     }
-    out
+    ratios.sort_by(f64::total_cmp);
+    Some([
+        percentile_sorted(&ratios, 0.025)?,
+        percentile_sorted(&ratios, 0.975)?,
+    ])
 }
 
 #[cfg(test)]
@@ -490,9 +491,61 @@ mod tests {
     }
 
     #[test]
-    fn gap_closed_cases() {
-        assert_eq!(gap_closed(Some(10.0), Some(8.0), Some(6.0)), Some(0.5));
-        assert_eq!(gap_closed(Some(10.0), Some(8.0), Some(10.0)), None);
-        assert_eq!(gap_closed(None, Some(8.0), Some(6.0)), None);
+    fn metric_keys_are_unique_and_ordered() {
+        for (i, m) in Metric::ALL.iter().enumerate() {
+            assert_eq!(*m as usize, i);
+            assert_eq!(Metric::from_key(m.key()), Some(*m));
+        }
+        let mut keys: Vec<&str> = METRICS.iter().map(|d| d.key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), N_METRICS);
+    }
+
+    #[test]
+    fn ratio_ci_skips_zero_denominators() {
+        let ci = bootstrap_ratio_ci(&[1.0, 2.0, 3.0], &[2.0, 4.0, 6.0], 200, 3);
+        assert_eq!(ci, Some([0.5, 0.5]));
+        assert_eq!(bootstrap_ratio_ci(&[1.0, 1.0], &[0.0, 0.0], 50, 3), None);
+    }
+
+    fn record(arrival: f64, completion: Option<f64>) -> RequestRecord {
+        RequestRecord {
+            request: 0,
+            id: 0,
+            copy: 0,
+            arrival_s: arrival,
+            prompt_tokens: 10,
+            output_tokens: 10,
+            est_output_tokens: 10,
+            first_node: None,
+            final_node: None,
+            nodes_visited: 1,
+            ttft_s: completion,
+            completion_s: completion,
+            generated_tokens: 10,
+            recomputed_unplanned_tokens: 0,
+            recomputed_planned_tokens: 0,
+            kv_bytes_moved: 0.0,
+            interruptions: 0,
+            planned_migrations: 0,
+            recovery_s: 0.0,
+            interruption_causes: Vec::new(),
+            slo_deadline_s: 1.0,
+            slo_met: completion.is_some(),
+            dropped: completion.is_none().then_some(DropReason::WindowEnd),
+        }
+    }
+
+    #[test]
+    fn unfinished_requests_are_censored_at_the_window_end_not_dropped() {
+        // Two requests: one done in 2 s, one arriving at 90 s of a 100-s window and never done.
+        let recs = [record(0.0, Some(2.0)), record(90.0, None)];
+        let s = RunSummary::from_records(&recs, 100.0);
+        assert_eq!(s.get(Metric::MeanCompletion), Some(6.0));
+        assert_eq!(s.get(Metric::Unfinished), Some(1.0));
+        // Dropping the unfinished request would have given a mean of 2 s.
+        let fast = RunSummary::from_records(&recs[..1], 100.0);
+        assert!(fast.get(Metric::MeanCompletion) < s.get(Metric::MeanCompletion));
     }
 }

@@ -7,8 +7,10 @@
 //! * [`queue`]: the `(time, seq)`-ordered event queue (integer microseconds);
 //! * [`engine`]: the discrete-event simulation of one run ([`simulate`]), its serving model
 //!   and failure/migration semantics;
-//! * [`metrics`]: per-request [`RequestRecord`]s, per-run and per-policy summaries, bootstrap
-//!   CIs over windows and the fraction of the fastest-to-oracle gap closed;
+//! * [`metrics`]: per-request [`RequestRecord`]s, the one list of reported metrics and per-run
+//!   summaries;
+//! * [`compare`]: per-policy rows with bootstrap CIs over windows, paired differences against
+//!   `fastest` and the best hazard-blind baseline, and the share of the oracle gap closed;
 //! * [`run`]: the policies x windows x seeds x parameters grid on rayon ([`run_grid`]);
 //! * [`synthetic`]: Weibull up/down timelines and Poisson workloads for tests and benchmarks.
 //!
@@ -20,6 +22,7 @@
 #![warn(missing_docs)]
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod compare;
 pub mod engine;
 pub mod input;
 pub mod metrics;
@@ -27,13 +30,14 @@ pub mod queue;
 pub mod run;
 pub mod synthetic;
 
+pub use compare::{aggregate, PolicyLabel, PolicySummary};
 pub use engine::{simulate, simulate_with, LoggedDecision, RunOutput, RunSpec, RunStats};
 pub use input::{
     Cluster, Estimator, Job, Node, NodeSpec, ReplayConfig, ReplayError, Request, Session, Window,
     Workload,
 };
 pub use metrics::{
-    aggregate, AggregateOptions, DropReason, PolicySummary, RequestRecord, RunMetrics, RunSummary,
+    AggregateOptions, DropReason, Metric, MetricDef, RequestRecord, RunMetrics, RunSummary, METRICS,
 };
 pub use run::{run_grid, run_grid_metrics, summarize, Grid, ParamPoint};
 pub use synthetic::{PoissonWorkload, SyntheticCluster};

@@ -8,9 +8,10 @@ use serde::Serialize;
 
 use crate::policy::{self, Params, PolicyKind};
 
+use super::compare::{aggregate, PolicySummary};
 use super::engine::{simulate_unchecked, RunOutput, RunSpec};
 use super::input::{validate_params, Cluster, ReplayConfig, ReplayError, Window, Workload};
-use super::metrics::{aggregate, AggregateOptions, PolicySummary, RunMetrics};
+use super::metrics::{AggregateOptions, RunMetrics};
 
 /// One point of a parameter grid (e.g. one hysteresis `h`).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -1,22 +1,25 @@
-//! Turning a [`ScenarioConfig`] and the store into the replay engine's inputs.
+//! Turning a [`ScenarioConfig`] and the store into the replay engine's inputs, in named steps:
+//! [`select_nodes`] (the source's node timelines, filtered and sampled), [`load_requests`],
+//! [`place_windows`], [`fit_node_priors`] (survival fitted only before the first window),
+//! [`memoryless_rates`] and [`node_hardware`]; [`build`] runs them in that order.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use anyhow::{bail, Context};
-
-use super::config::ScenarioConfig;
-use crate::fit::{load_sessions, parse_time};
-use crate::policy::presets::{self, HardwarePreset};
-use crate::policy::{ConditionalSurvival, PolicyKind};
+use super::config::{HardwareOverrides, NodeAttribute, ScenarioConfig};
+use super::error::ScenarioError;
+use crate::fit::{load_sessions, parse_time, SourceSessions};
+use crate::policy::presets;
+use crate::policy::{ConditionalSurvival, LinearCurve, PolicyKind, StepCurve};
 use crate::replay::{
     self, Cluster, Estimator, Grid, Node, NodeSpec, ParamPoint, ReplayConfig, Request, Window,
     Workload,
 };
 use crate::rng::Rng;
 use crate::store::Store;
-use crate::survival::priors::{fit_priors, PriorsMeta, PriorsOptions};
+use crate::survival::priors::{fit_priors, Priors, PriorsError, PriorsMeta, PriorsOptions};
 use crate::survival::shrinkage::ShrinkageOptions;
+use crate::survival::SurvivalError;
 
 /// Everything a replay needs, built from the store.
 pub struct Scenario {
@@ -32,81 +35,84 @@ pub struct Scenario {
     pub cutoff_s: f64,
     /// Observation span of the selected nodes (seconds).
     pub span_s: (f64, f64),
+    /// What the build had to assume (e.g. flat priors for a training part without events).
+    pub notes: Vec<String>,
 }
 
-fn preset(name: &str) -> anyhow::Result<HardwarePreset> {
-    presets::hardware(name).with_context(|| {
-        let names: Vec<&str> = presets::HARDWARE.iter().map(|h| h.name).collect();
-        format!(
-            "unknown hardware preset {name:?}; presets: {}",
-            names.join(", ")
-        )
-    })
+/// One row of `nodes`: attributes and observation window.
+#[derive(Debug, Clone, Default)]
+struct NodeRow {
+    zone: Option<String>,
+    instance_type: Option<String>,
+    node_group: Option<String>,
+    observed_from: f64,
+    observed_to: f64,
 }
 
-fn attribute<'a>(attrs: &'a [Option<String>; 3], name: &str) -> anyhow::Result<Option<&'a str>> {
-    Ok(match name {
-        "zone" => attrs[0].as_deref(),
-        "instance_type" => attrs[1].as_deref(),
-        "node_group" => attrs[2].as_deref(),
-        other => bail!("unknown node attribute {other:?}: use zone, instance_type or node_group"),
-    })
-}
-
-/// Seconds on the trace clock to engine microseconds.
-fn us(t: f64) -> i64 {
-    replay::input::secs_to_us(t)
-}
-
-/// Builds the scenario. Survival priors are fitted with [`fit_priors`] on every node of the
-/// availability source, using only sessions observed before the first window starts, so no
-/// policy sees the future through its curves (the oracle reads the future only through the
-/// engine's foresight interface).
-///
-/// `memoryless` uses, per node, the exponential rate `(d_i + 1) / (E_i + 1/lambda_0)`: the
-/// maximum-likelihood rate `d_i / E_i` (events over time at risk before the cutoff) with one
-/// pseudo-event at the pooled rate `lambda_0`, so a node without failures yet is not taken to
-/// be immortal.
-pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
-    let source = &cfg.nodes.source;
-    let data = load_sessions(store, source, None, true)
-        .with_context(|| format!("loading availability source {source}"))?;
-    let cat = store.query()?;
-    let conn = cat.connection();
-
-    // Node attributes and windows.
-    let mut attrs: HashMap<String, ([Option<String>; 3], f64, f64)> = HashMap::new();
-    {
-        let mut stmt = conn.prepare(
-            "SELECT node_id, zone, instance_type, node_group, observed_from, observed_to FROM nodes WHERE source = ?",
-        )?;
-        let rows = stmt.query_map([source.as_str()], |r| {
-            Ok((
-                r.get::<_, String>(0)?,
-                [
-                    r.get::<_, Option<String>>(1)?,
-                    r.get::<_, Option<String>>(2)?,
-                    r.get::<_, Option<String>>(3)?,
-                ],
-                r.get::<_, f64>(4)?,
-                r.get::<_, f64>(5)?,
-            ))
-        })?;
-        for row in rows {
-            let (id, a, from, to) = row?;
-            attrs.insert(id, (a, from, to));
+impl NodeRow {
+    fn attribute(&self, a: NodeAttribute) -> Option<&str> {
+        match a {
+            NodeAttribute::Zone => self.zone.as_deref(),
+            NodeAttribute::InstanceType => self.instance_type.as_deref(),
+            NodeAttribute::NodeGroup => self.node_group.as_deref(),
         }
     }
+}
+
+/// The nodes a scenario replays over: the source's sessions (every session, truncated ones
+/// included: they are timelines here), and the selected node indices with their rows.
+pub struct SelectedNodes {
+    /// The source's sessions, node ids and clock.
+    pub data: SourceSessions,
+    /// Selected node indices into `data.node_ids`, ascending.
+    pub selected: Vec<usize>,
+    /// Observation span of the selected nodes (trace clock, seconds).
+    pub span_s: (f64, f64),
+    rows: HashMap<String, NodeRow>,
+}
+
+fn node_rows(store: &Store, source: &str) -> Result<HashMap<String, NodeRow>, ScenarioError> {
+    let cat = store.query()?;
+    let mut stmt = cat.connection().prepare(
+        "SELECT node_id, zone, instance_type, node_group, observed_from, observed_to FROM nodes WHERE source = ?",
+    ).map_err(crate::store::StoreError::from)?;
+    let rows = stmt
+        .query_map([source], |r| {
+            Ok((
+                r.get::<_, String>(0)?,
+                NodeRow {
+                    zone: r.get(1)?,
+                    instance_type: r.get(2)?,
+                    node_group: r.get(3)?,
+                    observed_from: r.get(4)?,
+                    observed_to: r.get(5)?,
+                },
+            ))
+        })
+        .map_err(crate::store::StoreError::from)?;
+    let mut out = HashMap::new();
+    for row in rows {
+        let (id, r) = row.map_err(crate::store::StoreError::from)?;
+        out.insert(id, r);
+    }
+    Ok(out)
+}
+
+/// Step 1: the `[nodes]` selection: every node of the source that was ever up, filtered by
+/// attribute and sampled (seeded) as the scenario says.
+pub fn select_nodes(store: &Store, cfg: &ScenarioConfig) -> Result<SelectedNodes, ScenarioError> {
+    let source = &cfg.nodes.source;
+    let data = load_sessions(store, source, None, true)?;
+    let rows = node_rows(store, source)?;
+    let row = |i: usize| rows.get(&data.node_ids[i]).cloned().unwrap_or_default();
     let mut selected: Vec<usize> = (0..data.node_ids.len()).collect();
     if let (Some(attr), Some(value)) = (&cfg.nodes.filter_attribute, &cfg.nodes.filter_value) {
-        let mut keep = Vec::new();
-        for &i in &selected {
-            let a = &attrs[&data.node_ids[i]].0;
-            if attribute(a, attr)?.is_some_and(|v| v.contains(value.as_str())) {
-                keep.push(i);
-            }
-        }
-        selected = keep;
+        let attr = NodeAttribute::parse(attr, "nodes.filter_attribute")?;
+        selected.retain(|&i| {
+            row(i)
+                .attribute(attr)
+                .is_some_and(|v| v.contains(value.as_str()))
+        });
     }
     // Nodes that were never up cannot serve.
     let mut has_sessions = vec![false; data.node_ids.len()];
@@ -124,122 +130,176 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
         selected.sort_unstable();
     }
     if selected.is_empty() {
-        bail!("no node of source {source} matches the [nodes] selection (or none was ever up)");
+        return Err(ScenarioError::Empty(format!(
+            "no node of source {source} matches the [nodes] selection (or none was ever up)"
+        )));
     }
-    let span = selected
+    let span_s = selected
         .iter()
         .fold((f64::INFINITY, f64::NEG_INFINITY), |acc, &i| {
-            let (_, from, to) = attrs[&data.node_ids[i]];
-            (acc.0.min(from), acc.1.max(to))
+            let r = row(i);
+            (acc.0.min(r.observed_from), acc.1.max(r.observed_to))
         });
+    Ok(SelectedNodes {
+        data,
+        selected,
+        span_s,
+        rows,
+    })
+}
 
-    // Workload.
+/// Seconds on the trace clock to engine microseconds.
+fn us(t: f64) -> i64 {
+    replay::input::secs_to_us(t)
+}
+
+/// Step 2: the workload's requests, in arrival order.
+pub fn load_requests(store: &Store, cfg: &ScenarioConfig) -> Result<Vec<Request>, ScenarioError> {
     let wsrc = &cfg.workload.source;
-    store
-        .manifest(wsrc)
-        .with_context(|| format!("workload source {wsrc}"))?;
-    let mut requests = Vec::new();
-    {
-        let mut stmt = conn.prepare(
+    store.manifest(wsrc)?;
+    let cat = store.query()?;
+    let mut stmt = cat
+        .connection()
+        .prepare(
             "SELECT request_id, arrival_s, prompt_tokens, output_tokens FROM requests WHERE source = ? ORDER BY arrival_s, request_id",
-        )?;
-        let rows = stmt.query_map([wsrc.as_str()], |r| {
+        )
+        .map_err(crate::store::StoreError::from)?;
+    let rows = stmt
+        .query_map([wsrc.as_str()], |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, f64>(1)?,
                 r.get::<_, i64>(2)?,
                 r.get::<_, i64>(3)?,
             ))
-        })?;
-        for row in rows {
-            let (id, t, p, o) = row?;
-            requests.push(Request {
-                id: id as u64,
-                arrival_us: us(t),
-                prompt_tokens: p.max(0) as u64,
-                output_tokens: o.max(1) as u64,
-            });
-        }
+        })
+        .map_err(crate::store::StoreError::from)?;
+    let mut requests = Vec::new();
+    for row in rows {
+        let (id, t, p, o) = row.map_err(crate::store::StoreError::from)?;
+        requests.push(Request {
+            id: id as u64,
+            arrival_us: us(t),
+            prompt_tokens: p.max(0) as u64,
+            output_tokens: o.max(1) as u64,
+        });
     }
     if requests.is_empty() {
-        bail!("workload source {wsrc} has no requests (ingest one with --format azure-llm, mooncake or lengths-csv)");
+        return Err(ScenarioError::Empty(format!(
+            "workload source {wsrc} has no requests (ingest one with --format azure-llm, mooncake or lengths-csv)"
+        )));
     }
-    let workload_len_s = requests.last().map_or(0.0, |r| r.arrival_us as f64 / 1e6);
+    Ok(requests)
+}
 
-    // Windows.
+/// Step 3: window starts on the trace clock. Windows are `window_length_s` long (0: the
+/// workload's length divided by its rate scale, at least 60 s), the first starts after
+/// `train_fraction` of the span (or at `window_start`), and they are spaced evenly or at seeded
+/// random starts up to the end of the span. Returns the starts and the length.
+pub fn place_windows(
+    cfg: &ScenarioConfig,
+    span_s: (f64, f64),
+    workload_len_s: f64,
+) -> Result<(Vec<f64>, f64), ScenarioError> {
     let r = &cfg.replay;
     let length = if r.window_length_s > 0.0 {
         r.window_length_s
     } else {
-        (workload_len_s / r_scale(cfg)).max(60.0)
+        (workload_len_s / cfg.workload.rate_scale).max(60.0)
     };
     let first = match &r.window_start {
-        Some(s) => parse_time(s).map_err(anyhow::Error::msg)?,
-        None => span.0 + r.train_fraction.clamp(0.0, 0.95) * (span.1 - span.0),
+        Some(s) => parse_time(s)
+            .map_err(|e| ScenarioError::invalid("replay.window_start", e.to_string()))?,
+        None => span_s.0 + r.train_fraction * (span_s.1 - span_s.0),
     };
-    let last = span.1 - length;
-    if r.windows == 0 {
-        bail!("--windows must be at least 1");
-    }
+    let last = span_s.1 - length;
     if last < first {
-        bail!(
-            "the observation span of {source} ({:.0} s after the training part) is shorter than one window of {length:.0} s; use a shorter --window-length or a smaller train_fraction",
-            span.1 - first
-        );
+        return Err(ScenarioError::Empty(format!(
+            "the observation span of {} ({:.0} s after the training part) is shorter than one window of {length:.0} s; use a shorter --window-length or a smaller train_fraction",
+            cfg.nodes.source,
+            span_s.1 - first
+        )));
     }
-    let starts: Vec<f64> = match r.placement.as_str() {
-        "even" => (0..r.windows)
+    let n = r.windows;
+    let starts: Vec<f64> = if r.placement == "random" {
+        let mut rng = Rng::new(r.seed ^ 0x00D0_0DAD);
+        let mut v: Vec<f64> = (0..n)
+            .map(|_| first + rng.uniform() * (last - first))
+            .collect();
+        v.sort_by(f64::total_cmp);
+        v
+    } else {
+        (0..n)
             .map(|k| {
-                if r.windows == 1 {
+                if n == 1 {
                     first
                 } else {
-                    first + (last - first) * k as f64 / (r.windows - 1) as f64
+                    first + (last - first) * k as f64 / (n - 1) as f64
                 }
             })
-            .collect(),
-        "random" => {
-            let mut rng = Rng::new(r.seed ^ 0x00D0_0DAD);
-            let mut v: Vec<f64> = (0..r.windows)
-                .map(|_| first + rng.uniform() * (last - first))
-                .collect();
-            v.sort_by(f64::total_cmp);
-            v
-        }
-        other => bail!("placement {other:?}: use even or random"),
+            .collect()
     };
-    let windows: Vec<Window> = starts
-        .iter()
-        .map(|&s| Window::new(us(s), us(length)))
-        .collect();
-    let cutoff = starts[0];
+    Ok((starts, length))
+}
 
-    // Priors from before the first window (no leakage).
+/// Step 4: survival priors of every node of the source, fitted only on what was observed
+/// before `cutoff` (no leakage). Left-truncated sessions of unknown age are timelines, not
+/// lifetimes: the fit leaves them out (as `fit` and `priors export` do). A training part
+/// without any event gives `None` (flat priors, S = 1) and a note, not an error.
+pub fn fit_node_priors(
+    store: &Store,
+    cfg: &ScenarioConfig,
+    data: &SourceSessions,
+    cutoff: f64,
+    notes: &mut Vec<String>,
+) -> Result<Option<Priors>, ScenarioError> {
+    let source = &cfg.nodes.source;
     let meta = PriorsMeta {
         source: source.clone(),
         cutoff_s: cutoff,
         time_base: data.time_base.clone(),
         node_ids: data.node_ids.clone(),
     };
-    // Left-truncated sessions of unknown age are timelines, not lifetimes: the fit leaves them
-    // out (as `fit` and `priors export` do); the node timelines keep them.
     let fit_data = load_sessions(store, source, None, false)?;
-    let priors = fit_priors(
+    let any_event = fit_data.sessions.iter().any(|s| s.event && s.end <= cutoff);
+    if !any_event {
+        notes.push(format!(
+            "no session of {source} ended in an event before the first window: flat survival priors (S = 1) for every node"
+        ));
+        return Ok(None);
+    }
+    match fit_priors(
         &fit_data.sessions,
         &meta,
         &ShrinkageOptions::default(),
         &PriorsOptions::default(),
-    )
-    .with_context(|| format!("fitting survival priors of {source} before {cutoff}"))?;
+    ) {
+        Ok(p) => Ok(Some(p)),
+        Err(PriorsError::Survival(SurvivalError::NoEvents(_) | SurvivalError::Empty)) => {
+            notes.push(format!(
+                "no usable event of {source} before the first window: flat survival priors (S = 1)"
+            ));
+            Ok(None)
+        }
+        Err(cause) => Err(ScenarioError::Priors {
+            name: source.clone(),
+            cutoff: format!("{cutoff}"),
+            cause,
+        }),
+    }
+}
 
-    // Memoryless rates from the same pre-cutoff data.
-    let (mut d, mut e) = (
-        vec![0.0f64; data.node_ids.len()],
-        vec![0.0f64; data.node_ids.len()],
-    );
-    for s in data.sessions.iter().filter(|s| s.start < cutoff) {
-        let end = s.end.min(cutoff);
-        e[s.node as usize] += (end - s.start).max(0.0);
-        if s.event && s.end <= cutoff {
+/// Step 5: the `memoryless` baseline's per-node exponential rates, from sessions that ended
+/// before `cutoff` only (events over the exposure of ended sessions), so the rate carries no
+/// age signal from the session live at the cutoff. Each node gets one pseudo-event at the
+/// pooled rate `lambda_0`: `(d_i + 1) / (E_i + 1 / lambda_0)`, so a node without failures yet
+/// is not taken to be immortal. `fallback_mean_s` sets `lambda_0` when nothing ended.
+pub fn memoryless_rates(data: &SourceSessions, cutoff: f64, fallback_mean_s: f64) -> Vec<f64> {
+    let n = data.node_ids.len();
+    let (mut d, mut e) = (vec![0.0f64; n], vec![0.0f64; n]);
+    for s in data.sessions.iter().filter(|s| s.end <= cutoff) {
+        e[s.node as usize] += (s.end - s.start).max(0.0);
+        if s.event {
             d[s.node as usize] += 1.0;
         }
     }
@@ -247,70 +307,212 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
     let pooled_rate = if dt > 0.0 && et > 0.0 {
         dt / et
     } else {
-        1.0 / length.max(1.0)
+        1.0 / fallback_mean_s.max(1.0)
     };
+    (0..n)
+        .map(|i| (d[i] + 1.0) / (e[i] + 1.0 / pooled_rate))
+        .collect()
+}
 
-    // Hardware.
-    let base = preset(&cfg.hardware.preset)?;
-    let link = crate::cli::link_by_name(&cfg.hardware.link)?;
-    let model = crate::cli::model_by_name(&cfg.model.preset)?;
-    let mut nodes = Vec::with_capacity(selected.len());
-    for &i in &selected {
-        let id = &data.node_ids[i];
-        let a = &attrs[id].0;
-        let mut spec = NodeSpec {
-            slots: cfg.hardware.slots.max(1),
-            kv_capacity_tokens: cfg.hardware.kv_capacity_tokens,
-            prefill_tok_s: base.prefill_tok_s,
-            decode_tok_s: base.decode_tok_s,
-            bandwidth_bytes_s: link.bandwidth_bytes_s,
-        };
-        apply(&mut spec, &cfg.hardware.overrides)?;
-        for g in &cfg.hardware.groups {
-            if attribute(a, &g.attribute)?.is_some_and(|v| v.contains(g.value.as_str())) {
-                if let Some(p) = &g.preset {
-                    let hw = preset(p)?;
-                    spec.prefill_tok_s = hw.prefill_tok_s;
-                    spec.decode_tok_s = hw.decode_tok_s;
+/// Step 6: the hardware of one node: the `[hardware]` preset and link, its explicit figures,
+/// then every matching `[[hardware.groups]]` entry in order.
+fn node_hardware(
+    cfg: &ScenarioConfig,
+    row: &NodeRow,
+    bandwidth_bytes_s: f64,
+) -> Result<NodeSpec, ScenarioError> {
+    let base = presets::find_hardware(&cfg.hardware.preset)?;
+    let mut spec = NodeSpec {
+        slots: cfg.hardware.slots.max(1),
+        kv_capacity_tokens: cfg.hardware.kv_capacity_tokens,
+        prefill_tok_s: base.prefill_tok_s,
+        decode_tok_s: base.decode_tok_s,
+        bandwidth_bytes_s,
+    };
+    apply(&mut spec, &cfg.hardware.overrides);
+    for g in &cfg.hardware.groups {
+        let attr = NodeAttribute::parse(&g.attribute, "hardware.groups.attribute")?;
+        if row
+            .attribute(attr)
+            .is_some_and(|v| v.contains(g.value.as_str()))
+        {
+            if let Some(p) = &g.preset {
+                let hw = presets::find_hardware(p)?;
+                spec.prefill_tok_s = hw.prefill_tok_s;
+                spec.decode_tok_s = hw.decode_tok_s;
+            }
+            apply(&mut spec, &g.overrides);
+        }
+    }
+    Ok(spec)
+}
+
+/// Applies explicit figures (validated positive by [`ScenarioConfig::validate`]).
+fn apply(spec: &mut NodeSpec, o: &HardwareOverrides) {
+    if let Some(v) = o.prefill_tok_s {
+        spec.prefill_tok_s = v;
+    }
+    if let Some(v) = o.decode_tok_s {
+        spec.decode_tok_s = v;
+    }
+    if let Some(v) = o.bandwidth_bytes_s {
+        spec.bandwidth_bytes_s = v;
+    }
+    if let Some(v) = o.slots {
+        spec.slots = v.max(1);
+    }
+    if let Some(v) = o.kv_capacity_tokens {
+        spec.kv_capacity_tokens = v;
+    }
+}
+
+/// The up-session timeline of node `i`: sessions sorted by start, overlapping records (possible
+/// in hand-made inputs) merged. Each keeps whether its end was observed (`event`) or censored,
+/// its end cause, and its left truncation, so the engine can treat censored ends as "not
+/// observed" and give truncated sessions their age.
+fn timeline(data: &SourceSessions, causes: &SessionCauses, i: usize) -> Vec<replay::Session> {
+    let mut sessions: Vec<replay::Session> = data
+        .sessions
+        .iter()
+        .zip(&causes.per_session)
+        .filter(|(s, _)| s.node as usize == i && s.end > s.start)
+        .map(|(s, c)| {
+            replay::Session::new(us(s.start), us(s.end))
+                .with_end(!s.event, &c.cause)
+                .with_truncation(c.left_truncated, s.entry)
+        })
+        .collect();
+    sessions.sort_by_key(|s| s.start_us);
+    let mut merged: Vec<replay::Session> = Vec::with_capacity(sessions.len());
+    for s in sessions {
+        match merged.last_mut() {
+            Some(last) if s.start_us < last.end_us => {
+                if s.end_us > last.end_us {
+                    let start = last.start_us;
+                    *last = replay::Session {
+                        start_us: start,
+                        ..s
+                    };
                 }
-                apply(&mut spec, &g.overrides)?;
             }
+            _ => merged.push(s),
         }
-        let mut sessions: Vec<replay::Session> = data
-            .sessions
-            .iter()
-            .filter(|s| s.node as usize == i && s.end > s.start)
-            .map(|s| replay::Session::new(us(s.start), us(s.end)))
-            .collect();
-        sessions.sort_by_key(|s| s.start_us);
-        // Overlapping records (possible in hand-made inputs) are merged.
-        let mut merged: Vec<replay::Session> = Vec::with_capacity(sessions.len());
-        for s in sessions {
-            match merged.last_mut() {
-                Some(last) if s.start_us < last.end_us => last.end_us = last.end_us.max(s.end_us),
-                _ => merged.push(s),
-            }
-        }
-        let steps = priors.node_curve(id);
-        let curve: Arc<dyn ConditionalSurvival> = match cfg.policy.survival_curve.as_str() {
-            "step" => Arc::new(steps),
-            "linear" => Arc::new(crate::policy::LinearCurve::new(steps)),
-            other => bail!("[policy] survival_curve {other:?}: use step or linear"),
+    }
+    merged
+}
+
+/// End cause and truncation of each session of a [`SourceSessions`] (same order).
+struct SessionCauses {
+    per_session: Vec<SessionEnd>,
+}
+
+#[derive(Debug, Clone, Default)]
+struct SessionEnd {
+    cause: String,
+    left_truncated: bool,
+}
+
+/// Reads `end_cause` and `left_truncated` in the order [`load_sessions`] returns sessions
+/// (node, session index), with truncated sessions included.
+fn session_causes(store: &Store, source: &str, n: usize) -> Result<SessionCauses, ScenarioError> {
+    let cat = store.query()?;
+    let mut stmt = cat
+        .connection()
+        .prepare(
+            "SELECT coalesce(end_cause, ''), left_truncated FROM sessions WHERE source = ? ORDER BY node_id, session_index",
+        )
+        .map_err(crate::store::StoreError::from)?;
+    let rows = stmt
+        .query_map([source], |r| {
+            Ok(SessionEnd {
+                cause: r.get(0)?,
+                left_truncated: r.get(1)?,
+            })
+        })
+        .map_err(crate::store::StoreError::from)?;
+    let mut per_session = Vec::with_capacity(n);
+    for row in rows {
+        per_session.push(row.map_err(crate::store::StoreError::from)?);
+    }
+    per_session.resize(n, SessionEnd::default());
+    Ok(SessionCauses { per_session })
+}
+
+/// The policies to run: the scenario's list, or all.
+fn policies(cfg: &ScenarioConfig) -> Result<Vec<PolicyKind>, ScenarioError> {
+    if cfg.replay.policies.is_empty() {
+        return Ok(PolicyKind::ALL.to_vec());
+    }
+    cfg.replay
+        .policies
+        .iter()
+        .map(|p| {
+            p.parse::<PolicyKind>().map_err(|_| {
+                ScenarioError::invalid(
+                    "replay.policies",
+                    format!(
+                        "unknown policy {p:?}; policies: {}",
+                        PolicyKind::ALL.map(|k| k.name()).join(", ")
+                    ),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Builds the scenario: validates it, then runs the steps of this module. Survival priors
+/// are fitted only on sessions observed before the first window starts, so no policy sees the
+/// future through its curves (the oracle reads the future only through the engine).
+pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioError> {
+    cfg.validate()?;
+    let mut notes = Vec::new();
+    let nodes = select_nodes(store, cfg)?;
+    let requests = load_requests(store, cfg)?;
+    let workload_len_s = requests.last().map_or(0.0, |r| r.arrival_us as f64 / 1e6);
+    let (starts, length) = place_windows(cfg, nodes.span_s, workload_len_s)?;
+    let windows: Vec<Window> = starts
+        .iter()
+        .map(|&s| Window::new(us(s), us(length)))
+        .collect();
+    let cutoff = starts[0];
+    let data = &nodes.data;
+    let priors = fit_node_priors(store, cfg, data, cutoff, &mut notes)?;
+    let rates = memoryless_rates(data, cutoff, length);
+    let causes = session_causes(store, &cfg.nodes.source, data.sessions.len())?;
+    let link = presets::find_link(&cfg.hardware.link)?;
+    let model = presets::find_model(&cfg.model.preset)?;
+    let linear = cfg.policy.survival_curve == "linear";
+    let mut cluster_nodes = Vec::with_capacity(nodes.selected.len());
+    for &i in &nodes.selected {
+        let id = &data.node_ids[i];
+        let row = nodes.rows.get(id).cloned().unwrap_or_default();
+        let steps = match &priors {
+            Some(p) => p.node_curve(id),
+            None => StepCurve::new(Vec::new(), Vec::new(), None)
+                .map_err(|e| ScenarioError::invalid("policy.survival_curve", e.to_string()))?,
         };
-        nodes.push(Node {
+        let curve: Arc<dyn ConditionalSurvival> = if linear {
+            Arc::new(LinearCurve::new(steps))
+        } else {
+            Arc::new(steps)
+        };
+        cluster_nodes.push(Node {
             name: id.clone(),
-            spec,
-            sessions: merged,
+            spec: node_hardware(cfg, &row, link.bandwidth_bytes_s)?,
+            sessions: timeline(data, &causes, i),
             survival: curve,
-            exp_rate_per_s: (d[i] + 1.0) / (e[i] + 1.0 / pooled_rate),
+            exp_rate_per_s: rates[i],
         });
     }
 
-    let estimator: Estimator = cfg
-        .workload
-        .estimator
-        .parse()
-        .map_err(|e| anyhow::anyhow!("[workload] estimator: {e}"))?;
+    let r = &cfg.replay;
+    let estimator: Estimator =
+        cfg.workload
+            .estimator
+            .parse()
+            .map_err(|e: replay::ReplayError| {
+                ScenarioError::invalid("workload.estimator", e.to_string())
+            })?;
     let params = cfg.policy.params(model.kv_bytes_per_token);
     let config = ReplayConfig {
         params,
@@ -321,23 +523,8 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
         loop_workload: cfg.workload.loop_workload,
         ..ReplayConfig::default()
     };
-    let policies: Vec<PolicyKind> = if r.policies.is_empty() {
-        PolicyKind::ALL.to_vec()
-    } else {
-        r.policies
-            .iter()
-            .map(|p| {
-                p.parse::<PolicyKind>().map_err(|_| {
-                    anyhow::anyhow!(
-                        "unknown policy {p:?}; policies: {}",
-                        PolicyKind::ALL.map(|k| k.name()).join(", ")
-                    )
-                })
-            })
-            .collect::<anyhow::Result<_>>()?
-    };
     let seeds: Vec<u64> = (0..r.seeds.max(1)).map(|k| r.seed + k).collect();
-    let mut grid = Grid::new(policies, windows, seeds);
+    let mut grid = Grid::new(policies(cfg)?, windows, seeds);
     if r.include_overlap && !params.overlap {
         grid = grid.with_params(vec![
             ParamPoint {
@@ -354,46 +541,12 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
         ]);
     }
     Ok(Scenario {
-        cluster: Cluster::new(nodes),
+        cluster: Cluster::new(cluster_nodes),
         workload: Workload::new(requests),
         config,
         grid,
         cutoff_s: cutoff,
-        span_s: span,
+        span_s: nodes.span_s,
+        notes,
     })
-}
-
-/// Applies explicit figures to a node's hardware, checking they are positive.
-fn apply(spec: &mut NodeSpec, o: &super::config::HardwareOverrides) -> anyhow::Result<()> {
-    let pos = |v: f64, name: &str| -> anyhow::Result<f64> {
-        if v.is_finite() && v > 0.0 {
-            Ok(v)
-        } else {
-            bail!("[hardware] {name} must be positive, got {v}")
-        }
-    };
-    if let Some(v) = o.prefill_tok_s {
-        spec.prefill_tok_s = pos(v, "prefill_tok_s")?;
-    }
-    if let Some(v) = o.decode_tok_s {
-        spec.decode_tok_s = pos(v, "decode_tok_s")?;
-    }
-    if let Some(v) = o.bandwidth_bytes_s {
-        spec.bandwidth_bytes_s = pos(v, "bandwidth_bytes_s")?;
-    }
-    if let Some(v) = o.slots {
-        spec.slots = v.max(1);
-    }
-    if let Some(v) = o.kv_capacity_tokens {
-        spec.kv_capacity_tokens = v;
-    }
-    Ok(())
-}
-
-fn r_scale(cfg: &ScenarioConfig) -> f64 {
-    if cfg.workload.rate_scale > 0.0 {
-        cfg.workload.rate_scale
-    } else {
-        1.0
-    }
 }

@@ -3,7 +3,11 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::policy::Params;
+use super::error::{ConfigError, ScenarioError};
+use crate::fit::parse_time;
+use crate::policy::presets;
+use crate::policy::{Params, PolicyKind};
+use crate::replay::Estimator as LengthEstimatorSpec;
 
 /// A commented default scenario.
 pub const DEFAULT_CONFIG: &str = r#"# hazardserve replay scenario. Every key is optional; command-line flags override this file.
@@ -342,8 +346,156 @@ pub struct ScenarioConfig {
 
 impl ScenarioConfig {
     /// Parses a scenario file; errors name the file, line and key.
-    pub fn from_toml(text: &str, file: &str) -> Result<ScenarioConfig, String> {
-        toml::from_str(text).map_err(|e| format!("{file}: {e}"))
+    pub fn from_toml(text: &str, file: &str) -> Result<ScenarioConfig, ConfigError> {
+        toml::from_str(text).map_err(|e| ConfigError {
+            file: file.to_string(),
+            message: e.to_string().trim_end().to_string(),
+        })
+    }
+
+    /// Checks every value that does not need the store, so a bad scenario fails before any
+    /// work: the same check applies whether a value came from the file or a flag.
+    pub fn validate(&self) -> Result<(), ScenarioError> {
+        let positive = |key: &'static str, v: f64| {
+            if v.is_finite() && v > 0.0 {
+                Ok(())
+            } else {
+                Err(ScenarioError::invalid(key, format!("must be > 0, got {v}")))
+            }
+        };
+        let nonneg = |key: &'static str, v: f64| {
+            if v.is_finite() && v >= 0.0 {
+                Ok(())
+            } else {
+                Err(ScenarioError::invalid(
+                    key,
+                    format!("must be >= 0, got {v}"),
+                ))
+            }
+        };
+        positive("workload.rate_scale", self.workload.rate_scale)?;
+        self.workload
+            .estimator
+            .parse::<LengthEstimatorSpec>()
+            .map_err(|e| ScenarioError::invalid("workload.estimator", e.to_string()))?;
+        let r = &self.replay;
+        if r.windows == 0 {
+            return Err(ScenarioError::invalid(
+                "replay.windows",
+                "must be at least 1",
+            ));
+        }
+        if r.seeds == 0 {
+            return Err(ScenarioError::invalid("replay.seeds", "must be at least 1"));
+        }
+        nonneg("replay.window_length_s", r.window_length_s)?;
+        if !(0.0..=0.95).contains(&r.train_fraction) {
+            return Err(ScenarioError::invalid(
+                "replay.train_fraction",
+                format!("must be in [0, 0.95], got {}", r.train_fraction),
+            ));
+        }
+        if !matches!(r.placement.as_str(), "even" | "random") {
+            return Err(ScenarioError::invalid(
+                "replay.placement",
+                format!("{:?}: use even or random", r.placement),
+            ));
+        }
+        if let Some(t) = &r.window_start {
+            parse_time(t)
+                .map_err(|e| ScenarioError::invalid("replay.window_start", e.to_string()))?;
+        }
+        positive("replay.slo_factor", r.slo_factor)?;
+        nonneg("replay.batch_slowdown", r.batch_slowdown)?;
+        for p in &r.policies {
+            p.parse::<PolicyKind>().map_err(|_| {
+                ScenarioError::invalid(
+                    "replay.policies",
+                    format!(
+                        "unknown policy {p:?}; policies: {}",
+                        PolicyKind::ALL.map(|k| k.name()).join(", ")
+                    ),
+                )
+            })?;
+        }
+        if !matches!(self.policy.survival_curve.as_str(), "step" | "linear") {
+            return Err(ScenarioError::invalid(
+                "policy.survival_curve",
+                format!("{:?}: use step or linear", self.policy.survival_curve),
+            ));
+        }
+        let p = &self.policy;
+        nonneg("policy.transfer_overhead_s", p.transfer_overhead_s)?;
+        nonneg("policy.recompute_overhead_s", p.recompute_overhead_s)?;
+        nonneg("policy.stall_penalty_s", p.stall_penalty_s)?;
+        positive("policy.check_interval_s", p.check_interval_s)?;
+        nonneg("policy.hysteresis_s", p.hysteresis_s)?;
+        nonneg("policy.min_remaining_s", p.min_remaining_s)?;
+        presets::find_hardware(&self.hardware.preset)?;
+        presets::find_link(&self.hardware.link)?;
+        presets::find_model(&self.model.preset)?;
+        self.hardware.overrides.validate("hardware")?;
+        if let Some(a) = &self.nodes.filter_attribute {
+            NodeAttribute::parse(a, "nodes.filter_attribute")?;
+        }
+        for g in &self.hardware.groups {
+            NodeAttribute::parse(&g.attribute, "hardware.groups.attribute")?;
+            if let Some(p) = &g.preset {
+                presets::find_hardware(p)?;
+            }
+            g.overrides.validate("hardware.groups")?;
+        }
+        Ok(())
+    }
+}
+
+/// The node attributes a scenario can select or group nodes by.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeAttribute {
+    /// `zone`.
+    Zone,
+    /// `instance_type`.
+    InstanceType,
+    /// `node_group`.
+    NodeGroup,
+}
+
+impl NodeAttribute {
+    /// Parses an attribute name; `key` names the scenario key in the error.
+    pub fn parse(name: &str, key: &'static str) -> Result<NodeAttribute, ScenarioError> {
+        match name {
+            "zone" => Ok(NodeAttribute::Zone),
+            "instance_type" => Ok(NodeAttribute::InstanceType),
+            "node_group" => Ok(NodeAttribute::NodeGroup),
+            other => Err(ScenarioError::invalid(
+                key,
+                format!("unknown node attribute {other:?}: use zone, instance_type or node_group"),
+            )),
+        }
+    }
+}
+
+impl HardwareOverrides {
+    /// Checks that every explicit figure is positive.
+    pub fn validate(&self, section: &'static str) -> Result<(), ScenarioError> {
+        for (name, v) in [
+            ("prefill_tok_s", self.prefill_tok_s),
+            ("decode_tok_s", self.decode_tok_s),
+            ("bandwidth_bytes_s", self.bandwidth_bytes_s),
+        ] {
+            if let Some(v) = v {
+                if !(v.is_finite() && v > 0.0) {
+                    return Err(ScenarioError::invalid(
+                        section,
+                        format!("{name} must be > 0, got {v}"),
+                    ));
+                }
+            }
+        }
+        if self.slots == Some(0) {
+            return Err(ScenarioError::invalid(section, "slots must be at least 1"));
+        }
+        Ok(())
     }
 }
 
@@ -359,7 +511,9 @@ mod tests {
 
     #[test]
     fn unknown_keys_are_errors_with_a_location() {
-        let e = ScenarioConfig::from_toml("[replay]\nwindow = 3\n", "s.toml").unwrap_err();
+        let e = ScenarioConfig::from_toml("[replay]\nwindow = 3\n", "s.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("s.toml") && e.contains("window"), "{e}");
     }
 }
@@ -378,7 +532,32 @@ mod override_tests {
         assert_eq!(cfg.hardware.overrides.decode_tok_s, Some(12.5));
         assert_eq!(cfg.hardware.groups[0].overrides.slots, Some(2));
         assert_eq!(cfg.hardware.groups[0].preset, None);
-        let e = ScenarioConfig::from_toml("[hardware]\ndecode_toks = 3\n", "h.toml").unwrap_err();
+        let e = ScenarioConfig::from_toml("[hardware]\ndecode_toks = 3\n", "h.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("decode_toks"), "{e}");
+    }
+
+    #[test]
+    fn validation_catches_what_the_file_and_the_flags_can_both_set() {
+        assert!(ScenarioConfig::default().validate().is_ok());
+        let mut cfg = ScenarioConfig::default();
+        cfg.workload.rate_scale = 0.0;
+        let e = cfg.validate().unwrap_err().to_string();
+        assert_eq!(e, "workload.rate_scale must be > 0, got 0");
+        let cfg = ScenarioConfig::from_toml("[workload]\nrate_scale = 0\n", "r.toml").unwrap();
+        assert_eq!(cfg.validate().unwrap_err().to_string(), e);
+        let mut cfg = ScenarioConfig::default();
+        cfg.hardware.link = "wam".into();
+        assert_eq!(
+            cfg.validate().unwrap_err().to_string(),
+            "unknown link \"wam\"; known: wan, 1gbe, 10gbe, rdma, nvlink"
+        );
+        let mut cfg = ScenarioConfig::default();
+        cfg.replay.policies = vec!["fastets".into()];
+        assert!(cfg.validate().is_err());
+        let mut cfg = ScenarioConfig::default();
+        cfg.hardware.overrides.decode_tok_s = Some(-1.0);
+        assert!(cfg.validate().is_err());
     }
 }

@@ -1,13 +1,18 @@
 //! A replay scenario: which nodes of which availability source, on which hardware, serving which
 //! workload, under which policy parameters and windows. [`config`] is the TOML file
-//! (`hazardserve replay --config`), [`build`] turns it into the replay engine's inputs using
-//! the store (survival priors fitted only on what was observed before the first window), and
-//! [`results`] stores a run's per-request records and per-policy summary.
+//! (`hazardserve replay --config`) and its validation, [`build`] turns it into the replay
+//! engine's inputs using the store (survival priors fitted only on what was observed before the
+//! first window), [`run`] replays and compares, [`results`] stores a run's per-request records
+//! and comparison rows, and [`error`] says what went wrong.
 
 pub mod build;
 pub mod config;
+pub mod error;
 pub mod results;
+pub mod run;
 
 pub use build::{build, Scenario};
 pub use config::ScenarioConfig;
-pub use results::{latest_run, load_summary, save_run, RunInfo, SummaryRow};
+pub use error::{ConfigError, ScenarioError};
+pub use results::{latest_run, load_summary, save_run, RunInfo};
+pub use run::{run, RunOptions, RunResult};

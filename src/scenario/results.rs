@@ -1,72 +1,19 @@
 //! Storing a replay run: `runs` (one row: id, config, seeds, program version), `replay_requests`
 //! (every request of every run of the grid) and `replay_summary` (one row per policy with the
-//! comparison as JSON). Each run is committed atomically like a source, partitioned by its id.
+//! comparison row as JSON, [`PolicySummary::to_json`]). Each run is committed atomically like a source, partitioned by its id.
 
 use std::sync::Arc;
 
 use arrow::array::{
     ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray, UInt32Array, UInt64Array,
 };
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 use serde::{Deserialize, Serialize};
 
+use crate::policy::PolicyKind;
 use crate::replay::{PolicySummary, RunOutput};
+use crate::store::tables::{replay_requests_schema, replay_summary_schema, runs_schema};
 use crate::store::{commit_tables, StagedTable, Store, StoreError, WriteLock};
-
-/// Schema of `runs`.
-pub fn runs_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("run_id", DataType::Utf8, false),
-        Field::new("created_at", DataType::Utf8, false),
-        Field::new("version", DataType::Utf8, false),
-        Field::new("nodes_source", DataType::Utf8, false),
-        Field::new("workload_source", DataType::Utf8, false),
-        Field::new("windows", DataType::Int64, false),
-        Field::new("seeds", DataType::Utf8, false),
-        Field::new("cutoff_s", DataType::Float64, false),
-        Field::new("config", DataType::Utf8, false),
-    ]))
-}
-
-/// Schema of `replay_requests`.
-pub fn replay_requests_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("run_id", DataType::Utf8, false),
-        Field::new("policy", DataType::Utf8, false),
-        Field::new("param", DataType::Utf8, false),
-        Field::new("window", DataType::Int64, false),
-        Field::new("seed", DataType::UInt64, false),
-        Field::new("request", DataType::UInt64, false),
-        Field::new("request_id", DataType::UInt64, false),
-        Field::new("arrival_s", DataType::Float64, false),
-        Field::new("prompt_tokens", DataType::UInt64, false),
-        Field::new("output_tokens", DataType::UInt64, false),
-        Field::new("est_output_tokens", DataType::UInt64, false),
-        Field::new("first_node", DataType::Utf8, true),
-        Field::new("final_node", DataType::Utf8, true),
-        Field::new("nodes_visited", DataType::UInt32, false),
-        Field::new("ttft_s", DataType::Float64, true),
-        Field::new("completion_s", DataType::Float64, true),
-        Field::new("recomputed_unplanned_tokens", DataType::UInt64, false),
-        Field::new("recomputed_planned_tokens", DataType::UInt64, false),
-        Field::new("kv_bytes_moved", DataType::Float64, false),
-        Field::new("interruptions", DataType::UInt32, false),
-        Field::new("planned_migrations", DataType::UInt32, false),
-        Field::new("slo_met", DataType::Boolean, false),
-        Field::new("dropped", DataType::Utf8, true),
-    ]))
-}
-
-/// Schema of `replay_summary`.
-pub fn replay_summary_schema() -> SchemaRef {
-    Arc::new(Schema::new(vec![
-        Field::new("run_id", DataType::Utf8, false),
-        Field::new("position", DataType::Int64, false),
-        Field::new("policy", DataType::Utf8, false),
-        Field::new("summary", DataType::Utf8, false),
-    ]))
-}
 
 /// What `runs` records about a run.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -87,36 +34,15 @@ pub struct RunInfo {
     pub config: String,
 }
 
-/// One policy row of a comparison: the display name (`hazard --overlap` for the overlap run of
-/// `hazard`) and the summary.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SummaryRow {
-    /// Display name.
-    pub policy: String,
-    /// The summary with the documented keys (as JSON).
-    pub summary: serde_json::Value,
-}
-
-/// The comparison rows of a grid's summaries: every policy of the default parameter point, plus
-/// `hazard --overlap` from the overlap point when there is one.
-pub fn comparison_rows(summaries: &[PolicySummary]) -> Vec<SummaryRow> {
+/// The rows a comparison shows: every policy of the default parameter point, plus the overlap
+/// point's `hazard` (`hazard --overlap`) when the grid has one.
+pub fn comparison_rows(summaries: Vec<PolicySummary>) -> Vec<PolicySummary> {
     summaries
-        .iter()
-        .filter_map(|s| {
-            let name = match s.param.as_deref() {
-                None | Some("default") => s.policy.clone(),
-                Some("overlap") if s.policy == "hazard" => "hazard --overlap".to_string(),
-                Some(_) => return None,
-            };
-            let mut v = serde_json::to_value(s).ok()?;
-            if let Some(o) = v.as_object_mut() {
-                o.remove("param");
-                o.insert("policy".into(), serde_json::Value::String(name.clone()));
-            }
-            Some(SummaryRow {
-                policy: name,
-                summary: v,
-            })
+        .into_iter()
+        .filter(|s| match s.label.param.as_deref() {
+            None => true,
+            Some("overlap") => s.label.kind == PolicyKind::Hazard,
+            Some(_) => false,
         })
         .collect()
 }
@@ -138,7 +64,7 @@ pub fn save_run(
     content_key: &str,
     node_names: &[String],
     runs: &[RunOutput],
-    rows: &[SummaryRow],
+    rows: &[PolicySummary],
 ) -> Result<crate::store::IngestOutcome, StoreError> {
     let id = info.run_id.as_str();
     let s = |v: &str| -> ArrayRef { Arc::new(StringArray::from(vec![v.to_string()])) };
@@ -230,6 +156,16 @@ pub fn save_run(
         Arc::new(UInt32Array::from_iter_values(
             recs.iter().map(|r| r.planned_migrations),
         )),
+        Arc::new(Float64Array::from_iter_values(
+            recs.iter().map(|r| r.recovery_s),
+        )),
+        Arc::new(StringArray::from(
+            recs.iter()
+                .map(|r| {
+                    (!r.interruption_causes.is_empty()).then(|| r.interruption_causes.join(","))
+                })
+                .collect::<Vec<_>>(),
+        )),
         Arc::new(BooleanArray::from(
             recs.iter().map(|r| r.slo_met).collect::<Vec<_>>(),
         )),
@@ -247,10 +183,10 @@ pub fn save_run(
             Arc::new(StringArray::from(vec![id; rows.len()])),
             Arc::new(Int64Array::from_iter_values(0..rows.len() as i64)),
             Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|r| r.policy.as_str()),
+                rows.iter().map(|r| r.label.to_string()),
             )),
             Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|r| r.summary.to_string()),
+                rows.iter().map(|r| r.to_json().to_string()),
             )),
         ],
     )
@@ -286,22 +222,22 @@ pub fn latest_run(store: &Store) -> Result<Option<String>, StoreError> {
 }
 
 /// The comparison rows of a stored run, in their order.
-pub fn load_summary(store: &Store, run_id: &str) -> Result<Vec<SummaryRow>, StoreError> {
+pub fn load_summary(store: &Store, run_id: &str) -> Result<Vec<PolicySummary>, StoreError> {
     let cat = store.query()?;
     let mut stmt = cat
         .connection()
-        .prepare("SELECT policy, summary FROM replay_summary WHERE run_id = ? ORDER BY position")?;
-    let rows = stmt.query_map([run_id], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
-    })?;
+        .prepare("SELECT summary FROM replay_summary WHERE run_id = ? ORDER BY position")?;
+    let rows = stmt.query_map([run_id], |r| r.get::<_, String>(0))?;
     let mut out = Vec::new();
     for row in rows {
-        let (policy, text) = row?;
-        let summary = serde_json::from_str(&text).map_err(|e| StoreError::Corrupt {
+        let text = row?;
+        let corrupt = |message: String| StoreError::Corrupt {
             path: "replay_summary".into(),
-            message: e.to_string(),
-        })?;
-        out.push(SummaryRow { policy, summary });
+            message,
+        };
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|e| corrupt(e.to_string()))?;
+        out.push(PolicySummary::from_json(&value).map_err(|e| corrupt(e.to_string()))?);
     }
     Ok(out)
 }

@@ -6,56 +6,12 @@
 //! it is rebuilt (atomically: written aside, then renamed) after every commit and by
 //! `hazardserve store rebuild`.
 
-use arrow::datatypes::{DataType, SchemaRef, TimeUnit};
+use arrow::datatypes::{DataType, TimeUnit};
 use arrow::record_batch::RecordBatch;
 use duckdb::Connection;
 
-use super::{commit::sources_schema, Result, Store};
-
-/// A table of the store with its canonical schema (without the `source` partition column).
-#[derive(Debug, Clone, Copy)]
-pub struct TableDef {
-    /// Table (and directory) name.
-    pub name: &'static str,
-    /// Its schema.
-    pub schema: fn() -> SchemaRef,
-}
-
-/// Every table the store knows.
-pub const TABLES: &[TableDef] = &[
-    TableDef {
-        name: "sources",
-        schema: sources_schema,
-    },
-    TableDef {
-        name: "nodes",
-        schema: hazardserve_ingest::batch::nodes_schema,
-    },
-    TableDef {
-        name: "sessions",
-        schema: hazardserve_ingest::batch::sessions_schema,
-    },
-    TableDef {
-        name: "rejects",
-        schema: hazardserve_ingest::batch::rejects_schema,
-    },
-    TableDef {
-        name: "requests",
-        schema: hazardserve_ingest::workload::requests_schema,
-    },
-    TableDef {
-        name: "runs",
-        schema: crate::scenario::results::runs_schema,
-    },
-    TableDef {
-        name: "replay_requests",
-        schema: crate::scenario::results::replay_requests_schema,
-    },
-    TableDef {
-        name: "replay_summary",
-        schema: crate::scenario::results::replay_summary_schema,
-    },
-];
+use super::tables::TABLES;
+use super::{Result, Store};
 
 /// A DuckDB connection with the store's views.
 pub struct Catalog {

@@ -19,17 +19,19 @@ mod catalog;
 mod commit;
 mod lock;
 mod manifest;
+pub mod tables;
 mod verify;
 
 use std::path::{Path, PathBuf};
 
-pub use catalog::{Catalog, TableDef, TABLES};
+pub use catalog::Catalog;
 pub use commit::{
     commit_tables, commit_trace, commit_workload, remove_source, sha256_file, write_atomic,
     write_parquet, IngestOutcome, InputRecord, SourceRecord, SourceSummary, StagedTable,
 };
 pub use lock::WriteLock;
 pub use manifest::{Manifest, TableFile};
+pub use tables::{TableDef, TABLES};
 pub use verify::{verify, VerifyReport};
 
 /// Version of the store layout written in `STORE.json`.

@@ -4,7 +4,7 @@ use std::fs::File;
 
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
-use super::{catalog::TABLES, commit::sha256_file, Result, Store};
+use super::{commit::sha256_file, tables::TABLES, Result, Store};
 
 /// What `verify` found.
 #[derive(Debug, Default, Clone, PartialEq)]

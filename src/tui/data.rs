@@ -912,10 +912,13 @@ impl Loader {
         };
         let mut rows = Vec::new();
         for s in &summary {
-            let (policy, param) = match s.policy.strip_suffix(" --overlap") {
-                Some(base) => (base.to_string(), "overlap".to_string()),
-                None => (s.policy.clone(), "default".to_string()),
-            };
+            let (policy, param) = (
+                s.label.kind.name().to_string(),
+                s.label
+                    .param
+                    .clone()
+                    .unwrap_or_else(|| "default".to_string()),
+            );
             let (requests, completed, q) = cdfs
                 .get(&(policy.clone(), param.clone()))
                 .cloned()
@@ -926,9 +929,9 @@ impl Loader {
                 .enumerate()
                 .map(|(i, &x)| (x, share * i as f64 / CDF_LEVELS as f64))
                 .collect();
-            let v = &s.summary;
+            let v = &s.to_json();
             rows.push(PolicyRow {
-                name: s.policy.clone(),
+                name: s.label.to_string(),
                 policy,
                 param,
                 mean: metric(v, "mean_completion_s"),
@@ -936,7 +939,7 @@ impl Loader {
                 p99: metric(v, "p99_completion_s"),
                 ttft_p50: metric(v, "ttft_p50_s"),
                 slo: metric(v, "slo_attainment"),
-                goodput: metric(v, "goodput_tok_s"),
+                goodput: metric(v, "slo_goodput"),
                 interruptions: metric(v, "unplanned_interruptions"),
                 migrations: metric(v, "planned_migrations"),
                 gap_closed: metric(v, "gap_closed"),

@@ -16,7 +16,8 @@ fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap_or_else(|e| panic!("bad JSON ({e}): {s}"))
 }
 
-const KEYS: [&str; 14] = [
+/// Keys every comparison row has (the replay-science issue's acceptance list and more).
+const KEYS: [&str; 17] = [
     "policy",
     "requests",
     "mean_completion_s",
@@ -25,12 +26,27 @@ const KEYS: [&str; 14] = [
     "p99_completion_s",
     "ttft_p50_s",
     "ttft_p99_s",
-    "slo_attainment",
-    "goodput_tok_s",
+    "unfinished",
+    "unplanned_interruptions",
+    "recovery_s",
     "recomputed_tokens",
     "planned_migrations",
-    "unplanned_interruptions",
+    "slo_attainment",
+    "slo_goodput",
+    "interruptions_by_cause",
     "gap_closed",
+];
+
+/// Metrics every `vs_fastest` object carries, each `{diff, ci_low, ci_high}`.
+const PAIRED: [&str; 8] = [
+    "mean_completion_s",
+    "p99_completion_s",
+    "unfinished",
+    "unplanned_interruptions",
+    "recovery_s",
+    "recomputed_tokens",
+    "slo_goodput",
+    "planned_migrations",
 ];
 
 #[test]
@@ -51,6 +67,7 @@ fn compare_prints_every_policy_with_the_documented_keys() {
         "random",
         "uptime",
         "oracle",
+        "bound",
         "hazard --overlap",
     ] {
         assert!(names.contains(&p), "{p} missing from {names:?}");
@@ -68,21 +85,56 @@ fn compare_prints_every_policy_with_the_documented_keys() {
         );
     }
     let by = |p: &str| rows.iter().find(|r| r["policy"] == p).unwrap();
-    assert_eq!(by("fastest")["gap_closed"], 0.0);
-    assert_eq!(by("oracle")["gap_closed"], 1.0);
-    assert_eq!(
-        by("oracle")["unplanned_interruptions"],
-        0.0,
+    for r in rows.iter().filter(|r| r["policy"] != "fastest") {
+        let vs = r["vs_fastest"].as_object().unwrap_or_else(|| panic!("{r}"));
+        for k in PAIRED {
+            let d = &vs[k];
+            let (diff, lo, hi) = (
+                d["diff"].as_f64().unwrap(),
+                d["ci_low"].as_f64().unwrap(),
+                d["ci_high"].as_f64().unwrap(),
+            );
+            assert!(lo <= diff + 1e-9 && diff <= hi + 1e-9, "{k}: {d}");
+        }
+        // A ratio is printed only when there is a gap: then it has an interval.
+        match r["gap_closed"].as_f64() {
+            Some(g) => {
+                let ci = r["gap_closed_ci"].as_array().unwrap();
+                assert!(
+                    ci[0].as_f64().unwrap() <= g && g <= ci[1].as_f64().unwrap(),
+                    "{r}"
+                );
+            }
+            None => assert_eq!(r["gap"], "none", "{r}"),
+        }
+    }
+    // Where there is a gap, fastest closes none of it and the oracle all of it.
+    if by("oracle")["gap_closed"].is_number() {
+        assert_eq!(by("fastest")["gap_closed"], 0.0);
+        assert_eq!(by("oracle")["gap_closed"], 1.0);
+    }
+    // The oracle is never interrupted more than fastest (it sees every end coming).
+    assert!(
+        by("oracle")["unplanned_interruptions"].as_f64().unwrap()
+            <= by("fastest")["unplanned_interruptions"].as_f64().unwrap(),
         "{}",
         by("oracle")
     );
+    // The bound is never beaten on mean completion.
+    let bound = by("bound")["mean_completion_s"].as_f64().unwrap();
+    for r in rows {
+        assert!(
+            bound <= r["mean_completion_s"].as_f64().unwrap() + 1e-9,
+            "{r}"
+        );
+    }
 
     // The per-request records are in the store, one per request per run.
     let mut c = hs(&store);
     c.args(["sql", "--format", "json", "SELECT count(*) AS n, count(DISTINCT policy || param) AS runs, sum(CASE WHEN dropped IS NULL THEN 1 ELSE 0 END) AS done FROM replay_requests WHERE run_id = 'run-demo'"]);
     let v = json(&ok(c));
     assert!(v[0]["n"].as_i64().unwrap() > 10_000);
-    assert_eq!(v[0]["runs"], 16);
+    assert_eq!(v[0]["runs"], 18);
     // CSV has the interval columns.
     let mut c = hs(&store);
     c.args(["compare", "run-demo", "--format", "csv"]);

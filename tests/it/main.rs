@@ -1,5 +1,6 @@
 //! The one integration-test binary (so the static DuckDB links once).
 
+mod architecture;
 mod cli_analysis;
 mod cli_fit;
 mod cli_replay;

@@ -4,7 +4,7 @@
 use hazardserve::policy::{Params, PolicyKind};
 use hazardserve::replay::{
     aggregate, run_grid, run_grid_metrics, summarize, AggregateOptions, Estimator, Grid,
-    ParamPoint, PoissonWorkload, ReplayConfig, RunOutput, SyntheticCluster, Window,
+    ParamPoint, PoissonWorkload, ReplayConfig, RunOutput, SyntheticCluster, Window, METRICS,
 };
 
 use super::replay_support::us;
@@ -90,30 +90,17 @@ fn replay_aggregates_have_the_documented_keys_and_intervals() {
     let runs = on_threads(2);
     let opts = AggregateOptions::default();
     let sums = summarize(&runs, &opts);
-    assert_eq!(sums.len(), 16);
-    let keys = [
-        "mean_completion_s",
-        "p50_completion_s",
-        "p90_completion_s",
-        "p99_completion_s",
-        "ttft_p50_s",
-        "ttft_p99_s",
-        "slo_attainment",
-        "goodput_tok_s",
-        "recomputed_tokens",
-        "planned_migrations",
-        "unplanned_interruptions",
-        "gap_closed",
-    ];
+    assert_eq!(sums.len(), 2 * PolicyKind::ALL.len());
+    let keys: Vec<&str> = METRICS.iter().map(|d| d.key).collect();
     for s in &sums {
-        let v = serde_json::to_value(s).expect("json");
+        let v = s.to_json();
         let o = v.as_object().expect("object");
         assert!(o["policy"].is_string());
         assert!(o["requests"].as_u64().is_some_and(|n| n > 0));
         assert!(o["param"].as_str().is_some_and(|p| p.starts_with("h=")));
-        for k in keys {
+        for &k in &keys {
             assert!(o.contains_key(k), "{k} missing");
-            if k != "gap_closed" {
+            {
                 let ci = o[&format!("{k}_ci")].as_array().expect("ci with 3 windows");
                 let (lo, hi) = (ci[0].as_f64().expect("lo"), ci[1].as_f64().expect("hi"));
                 let x = o[k].as_f64().expect("value");
@@ -126,15 +113,28 @@ fn replay_aggregates_have_the_documented_keys_and_intervals() {
         for k in o.keys() {
             let base = k.strip_suffix("_ci").unwrap_or(k);
             assert!(
-                keys.contains(&base) || ["policy", "param", "requests"].contains(&base),
+                keys.contains(&base)
+                    || [
+                        "policy",
+                        "kind",
+                        "param",
+                        "requests",
+                        "windows",
+                        "interruptions_by_cause",
+                        "vs_fastest",
+                        "vs_best_blind",
+                        "gap_closed",
+                        "gap",
+                    ]
+                    .contains(&base),
                 "unexpected key {k}"
             );
         }
     }
     let gap = |name: &str| {
         sums.iter()
-            .find(|s| s.policy == name && s.param.as_deref() == Some("h=1"))
-            .and_then(|s| s.gap_closed)
+            .find(|s| s.label.kind.name() == name && s.label.param.as_deref() == Some("h=1"))
+            .and_then(|s| s.gap_closed.value)
     };
     if let (Some(f), Some(o)) = (gap("fastest"), gap("oracle")) {
         assert!(f.abs() < 1e-12, "fastest closes none of its own gap: {f}");
@@ -162,10 +162,11 @@ fn replay_single_window_has_no_intervals() {
     let runs = run_grid(&cluster, &workload, &cfg(), &g).expect("runs");
     let sums = summarize(&runs, &AggregateOptions::default());
     for s in &sums {
-        let v = serde_json::to_value(s).expect("json");
+        let v = s.to_json();
         let o = v.as_object().expect("object");
         assert!(o.keys().all(|k| !k.ends_with("_ci")), "{o:?}");
-        assert!(!o.contains_key("param"));
-        assert!(o.contains_key("gap_closed"));
+        assert!(o["param"].is_null());
+        // One window: no interval, so no gap can be shown to exist.
+        assert!(o["gap_closed"].is_null() && o["gap"] == "none", "{o:?}");
     }
 }

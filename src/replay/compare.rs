@@ -1,0 +1,567 @@
+//! The comparison of policies: per-policy estimates with bootstrap intervals over windows,
+//! paired per-window differences against reference policies, and the share of the
+//! fastest-to-oracle gap a policy closes.
+//!
+//! Scheme. Every metric is computed per run (one policy, window, seed and parameter point),
+//! averaged over the seeds of a window (the per-window value), then over windows (the reported
+//! value, with a percentile-bootstrap 95 % interval over windows). Policies are compared on
+//! the same requests and windows: a paired difference is the mean over windows of
+//! `m_policy(w) - m_reference(w)` with the bootstrap interval of that mean (windows resampled
+//! together, so the pairing is kept). The references are `fastest` and the best hazard-blind
+//! baseline (the one of `fastest`, `least-loaded`, `random` with the lowest mean completion).
+//!
+//! Gap closed is a ratio of sums over windows, `sum_w (F_w - P_w) / sum_w (F_w - O_w)` on the
+//! restricted mean completion time (F = `fastest`, O = `oracle`, P = the policy), reported only
+//! when the paired interval of `F - O` excludes 0; otherwise there is no gap to close and the
+//! value is `None` (printed as "none", never as a number).
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::str::FromStr;
+
+use serde_json::{json, Map, Value};
+
+use super::metrics::{
+    bootstrap_mean_ci, bootstrap_ratio_ci, mean, AggregateOptions, Metric, RunMetrics, METRICS,
+    N_METRICS,
+};
+use crate::policy::PolicyKind;
+
+/// A row of a comparison: a policy at a parameter point (`hazard`, or `hazard --overlap` for
+/// the `overlap` point).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PolicyLabel {
+    /// The policy.
+    pub kind: PolicyKind,
+    /// The parameter point's label, `None` for the default point.
+    pub param: Option<String>,
+}
+
+impl PolicyLabel {
+    /// The policy at the default parameter point.
+    pub fn new(kind: PolicyKind) -> PolicyLabel {
+        PolicyLabel { kind, param: None }
+    }
+
+    /// The policy at a labelled parameter point (`default` and the empty label mean none).
+    pub fn with_param(kind: PolicyKind, param: &str) -> PolicyLabel {
+        let param = (!param.is_empty() && param != "default").then(|| param.to_string());
+        PolicyLabel { kind, param }
+    }
+}
+
+impl fmt::Display for PolicyLabel {
+    /// `hazard`, or `hazard --overlap` for the parameter point `overlap`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kind.name())?;
+        if let Some(p) = &self.param {
+            write!(f, " --{p}")?;
+        }
+        Ok(())
+    }
+}
+
+/// A label that is not `POLICY` or `POLICY --PARAM`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unknown policy {0:?}; policies: {names}", names = PolicyKind::ALL.map(|k| k.name()).join(", "))]
+pub struct UnknownPolicy(pub String);
+
+impl FromStr for PolicyLabel {
+    type Err = UnknownPolicy;
+    fn from_str(s: &str) -> Result<PolicyLabel, UnknownPolicy> {
+        let (name, param) = match s.split_once(" --") {
+            Some((n, p)) => (n.trim(), p.trim()),
+            None => (s.trim(), ""),
+        };
+        let kind = name
+            .parse::<PolicyKind>()
+            .map_err(|_| UnknownPolicy(s.to_string()))?;
+        Ok(PolicyLabel::with_param(kind, param))
+    }
+}
+
+/// A point estimate with its bootstrap interval (no interval with fewer than two windows).
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct Estimate {
+    /// Mean over windows, `None` where undefined in every window.
+    pub value: Option<f64>,
+    /// 95 % percentile-bootstrap interval.
+    pub ci: Option<[f64; 2]>,
+}
+
+/// A paired difference `policy - reference`, mean over windows, with its paired interval.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PairedDiff {
+    /// Mean over windows of the per-window difference.
+    pub diff: f64,
+    /// Lower end of the 95 % paired-bootstrap interval (`None` with fewer than two windows).
+    pub ci_low: Option<f64>,
+    /// Upper end.
+    pub ci_high: Option<f64>,
+}
+
+impl PairedDiff {
+    /// True when the interval exists and excludes 0.
+    pub fn significant(&self) -> bool {
+        matches!((self.ci_low, self.ci_high), (Some(lo), Some(hi)) if lo > 0.0 || hi < 0.0)
+    }
+}
+
+/// Paired differences against one reference, one per metric (`None` where undefined).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Versus {
+    /// The reference policy.
+    pub reference: PolicyLabel,
+    /// Per metric, in [`METRICS`] order.
+    pub diffs: [Option<PairedDiff>; N_METRICS],
+}
+
+impl Versus {
+    /// The difference of one metric.
+    pub fn get(&self, m: Metric) -> Option<PairedDiff> {
+        self.diffs[m as usize]
+    }
+}
+
+/// The share of the fastest-to-oracle gap a policy closes.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub struct GapClosed {
+    /// `sum(F - P) / sum(F - O)`, `None` when there is no gap to close (or no `fastest` or
+    /// `oracle` run).
+    pub value: Option<f64>,
+    /// Its paired-bootstrap interval.
+    pub ci: Option<[f64; 2]>,
+}
+
+/// One row of a comparison.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicySummary {
+    /// Policy and parameter point.
+    pub label: PolicyLabel,
+    /// Requests over all runs of this row.
+    pub requests: u64,
+    /// Windows with a run.
+    pub windows: usize,
+    /// Estimates in [`METRICS`] order.
+    pub metrics: [Estimate; N_METRICS],
+    /// Mean unplanned interruptions per window by the end cause behind them.
+    pub interruptions_by_cause: BTreeMap<String, f64>,
+    /// Paired differences against `fastest` (absent for `fastest` itself).
+    pub vs_fastest: Option<Versus>,
+    /// Paired differences against the best hazard-blind baseline (absent for that baseline).
+    pub vs_best_blind: Option<Versus>,
+    /// Share of the fastest-to-oracle gap closed.
+    pub gap_closed: GapClosed,
+}
+
+impl PolicySummary {
+    /// The estimate of one metric.
+    pub fn get(&self, m: Metric) -> Estimate {
+        self.metrics[m as usize]
+    }
+
+    /// The JSON object of the row: `policy` (the label), `kind`, `param`, `requests`,
+    /// `windows`, each metric key with `<key>_ci = [low, high]` when an interval exists,
+    /// `interruptions_by_cause`, `vs_fastest` and `vs_best_blind` (objects keyed by metric,
+    /// each `{"diff", "ci_low", "ci_high"}`, with `reference`), `gap_closed` (number or null),
+    /// `gap_closed_ci`, and `"gap": "none"` when there is no gap to close.
+    pub fn to_json(&self) -> Value {
+        let mut o = Map::new();
+        o.insert("policy".into(), json!(self.label.to_string()));
+        o.insert("kind".into(), json!(self.label.kind.name()));
+        o.insert("param".into(), json!(self.label.param));
+        o.insert("requests".into(), json!(self.requests));
+        o.insert("windows".into(), json!(self.windows));
+        for (def, e) in METRICS.iter().zip(&self.metrics) {
+            o.insert(def.key.into(), json!(e.value));
+            if let Some(ci) = e.ci {
+                o.insert(format!("{}_ci", def.key), json!(ci));
+            }
+        }
+        o.insert(
+            "interruptions_by_cause".into(),
+            json!(self.interruptions_by_cause),
+        );
+        for (key, v) in [
+            ("vs_fastest", &self.vs_fastest),
+            ("vs_best_blind", &self.vs_best_blind),
+        ] {
+            if let Some(v) = v {
+                o.insert(key.into(), versus_json(v));
+            }
+        }
+        o.insert("gap_closed".into(), json!(self.gap_closed.value));
+        if let Some(ci) = self.gap_closed.ci {
+            o.insert("gap_closed_ci".into(), json!(ci));
+        }
+        if self.gap_closed.value.is_none() {
+            o.insert("gap".into(), json!("none"));
+        }
+        Value::Object(o)
+    }
+
+    /// Reads a row written by [`PolicySummary::to_json`].
+    pub fn from_json(v: &Value) -> Result<PolicySummary, SummaryParseError> {
+        let o = v
+            .as_object()
+            .ok_or(SummaryParseError("not an object".into()))?;
+        let label: PolicyLabel = o
+            .get("policy")
+            .and_then(Value::as_str)
+            .ok_or(SummaryParseError("no policy".into()))?
+            .parse()
+            .map_err(|e: UnknownPolicy| SummaryParseError(e.to_string()))?;
+        let pair = |v: Option<&Value>| -> Option<[f64; 2]> {
+            let a = v?.as_array()?;
+            Some([a.first()?.as_f64()?, a.get(1)?.as_f64()?])
+        };
+        let mut metrics = [Estimate::default(); N_METRICS];
+        for (def, e) in METRICS.iter().zip(metrics.iter_mut()) {
+            e.value = o.get(def.key).and_then(Value::as_f64);
+            e.ci = pair(o.get(&format!("{}_ci", def.key)));
+        }
+        let versus = |key: &str| -> Result<Option<Versus>, SummaryParseError> {
+            let Some(v) = o.get(key).and_then(Value::as_object) else {
+                return Ok(None);
+            };
+            let reference: PolicyLabel = v
+                .get("reference")
+                .and_then(Value::as_str)
+                .ok_or(SummaryParseError(format!("{key}: no reference")))?
+                .parse()
+                .map_err(|e: UnknownPolicy| SummaryParseError(e.to_string()))?;
+            let mut diffs = [None; N_METRICS];
+            for (def, d) in METRICS.iter().zip(diffs.iter_mut()) {
+                *d = v.get(def.key).and_then(|d| {
+                    Some(PairedDiff {
+                        diff: d.get("diff")?.as_f64()?,
+                        ci_low: d.get("ci_low").and_then(Value::as_f64),
+                        ci_high: d.get("ci_high").and_then(Value::as_f64),
+                    })
+                });
+            }
+            Ok(Some(Versus { reference, diffs }))
+        };
+        Ok(PolicySummary {
+            label,
+            requests: o.get("requests").and_then(Value::as_u64).unwrap_or(0),
+            windows: o.get("windows").and_then(Value::as_u64).unwrap_or(0) as usize,
+            metrics,
+            interruptions_by_cause: o
+                .get("interruptions_by_cause")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            vs_fastest: versus("vs_fastest")?,
+            vs_best_blind: versus("vs_best_blind")?,
+            gap_closed: GapClosed {
+                value: o.get("gap_closed").and_then(Value::as_f64),
+                ci: pair(o.get("gap_closed_ci")),
+            },
+        })
+    }
+}
+
+impl serde::Serialize for PolicySummary {
+    /// Serialises as [`PolicySummary::to_json`].
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        self.to_json().serialize(s)
+    }
+}
+
+/// A stored comparison row that cannot be read back.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("comparison row: {0}")]
+pub struct SummaryParseError(pub String);
+
+fn versus_json(v: &Versus) -> Value {
+    let mut o = Map::new();
+    o.insert("reference".into(), json!(v.reference.to_string()));
+    for (def, d) in METRICS.iter().zip(&v.diffs) {
+        if let Some(d) = d {
+            o.insert(
+                def.key.into(),
+                json!({"diff": d.diff, "ci_low": d.ci_low, "ci_high": d.ci_high}),
+            );
+        }
+    }
+    Value::Object(o)
+}
+
+/// The hazard-blind baselines: they know speed and load, but neither age, per-node history
+/// nor the future.
+pub const HAZARD_BLIND: [PolicyKind; 3] = [
+    PolicyKind::Fastest,
+    PolicyKind::LeastLoaded,
+    PolicyKind::Random,
+];
+
+fn policy_rank(k: PolicyKind) -> usize {
+    PolicyKind::ALL
+        .iter()
+        .position(|&x| x == k)
+        .unwrap_or(usize::MAX)
+}
+
+/// Per-window values of one row: window -> metric vector (mean over seeds).
+type WindowValues = BTreeMap<usize, [Option<f64>; N_METRICS]>;
+
+struct Row {
+    label: PolicyLabel,
+    requests: u64,
+    windows: WindowValues,
+    causes: BTreeMap<String, f64>,
+}
+
+fn seed_for(opts: &AggregateOptions, salt: u64) -> u64 {
+    opts.seed ^ salt.wrapping_mul(0x9E37_79B9_7F4A_7C15)
+}
+
+/// Paired differences `row - reference` per metric over the windows both have.
+fn versus(row: &WindowValues, reference: &Row, opts: &AggregateOptions) -> Versus {
+    let mut diffs = [None; N_METRICS];
+    for (m, d) in diffs.iter_mut().enumerate() {
+        let xs: Vec<f64> = row
+            .iter()
+            .filter_map(|(w, v)| Some(v[m]? - reference.windows.get(w)?[m]?))
+            .collect();
+        *d = mean(&xs).map(|diff| {
+            let ci = bootstrap_mean_ci(&xs, opts.resamples, seed_for(opts, 100 + m as u64));
+            PairedDiff {
+                diff,
+                ci_low: ci.map(|c| c[0]),
+                ci_high: ci.map(|c| c[1]),
+            }
+        });
+    }
+    Versus {
+        reference: reference.label.clone(),
+        diffs,
+    }
+}
+
+/// Aggregates runs into comparison rows, one per (parameter point, policy). Runs are first
+/// sorted by (parameter point, policy, window, seed), so the result does not depend on the
+/// order they were produced in. Output order: parameter point, then [`PolicyKind::ALL`].
+pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySummary> {
+    let mut runs: Vec<&RunMetrics> = runs.iter().collect();
+    runs.sort_by_key(|r| (r.param, policy_rank(r.policy), r.window, r.seed));
+    // (param, rank) -> window -> seeds' values.
+    type PerSeed = BTreeMap<usize, Vec<[Option<f64>; N_METRICS]>>;
+    let mut groups: BTreeMap<(usize, usize), (PolicyLabel, u64, PerSeed, Vec<&RunMetrics>)> =
+        BTreeMap::new();
+    for r in &runs {
+        let g = groups
+            .entry((r.param, policy_rank(r.policy)))
+            .or_insert_with(|| {
+                (
+                    PolicyLabel::with_param(r.policy, &r.param_label),
+                    0,
+                    BTreeMap::new(),
+                    Vec::new(),
+                )
+            });
+        g.1 += r.summary.requests;
+        g.2.entry(r.window).or_default().push(r.summary.values);
+        g.3.push(r);
+    }
+    let rows: BTreeMap<(usize, usize), Row> = groups
+        .into_iter()
+        .map(|(key, (label, requests, per_seed, members))| {
+            let windows: WindowValues = per_seed
+                .iter()
+                .map(|(&w, seeds)| {
+                    let mut out = [None; N_METRICS];
+                    for (m, o) in out.iter_mut().enumerate() {
+                        let xs: Vec<f64> = seeds.iter().filter_map(|v| v[m]).collect();
+                        *o = mean(&xs);
+                    }
+                    (w, out)
+                })
+                .collect();
+            // Interruptions by cause: total over runs / number of runs = mean per window.
+            let mut causes: BTreeMap<String, f64> = BTreeMap::new();
+            for r in &members {
+                for (c, n) in &r.summary.interruptions_by_cause {
+                    *causes.entry(c.clone()).or_insert(0.0) += n;
+                }
+            }
+            let n_runs = members.len().max(1) as f64;
+            causes.values_mut().for_each(|v| *v /= n_runs);
+            (
+                key,
+                Row {
+                    label,
+                    requests,
+                    windows,
+                    causes,
+                },
+            )
+        })
+        .collect();
+
+    let mean_of = |row: &Row| -> Option<f64> {
+        let xs: Vec<f64> = row
+            .windows
+            .values()
+            .filter_map(|v| v[Metric::MeanCompletion as usize])
+            .collect();
+        mean(&xs)
+    };
+    let mut out = Vec::with_capacity(rows.len());
+    for (&(param, _), row) in &rows {
+        let fastest = rows.get(&(param, policy_rank(PolicyKind::Fastest)));
+        let oracle = rows.get(&(param, policy_rank(PolicyKind::Oracle)));
+        let best_blind = HAZARD_BLIND
+            .iter()
+            .filter_map(|&k| rows.get(&(param, policy_rank(k))))
+            .filter_map(|r| Some((mean_of(r)?, r)))
+            .min_by(|a, b| a.0.total_cmp(&b.0))
+            .map(|(_, r)| r);
+        let mut metrics = [Estimate::default(); N_METRICS];
+        for (m, e) in metrics.iter_mut().enumerate() {
+            let xs: Vec<f64> = row.windows.values().filter_map(|v| v[m]).collect();
+            e.value = mean(&xs);
+            e.ci = bootstrap_mean_ci(&xs, opts.resamples, seed_for(opts, m as u64));
+        }
+        let vs = |reference: Option<&Row>| -> Option<Versus> {
+            let r = reference?;
+            (r.label != row.label).then(|| versus(&row.windows, r, opts))
+        };
+        out.push(PolicySummary {
+            label: row.label.clone(),
+            requests: row.requests,
+            windows: row.windows.len(),
+            metrics,
+            interruptions_by_cause: row.causes.clone(),
+            vs_fastest: vs(fastest),
+            vs_best_blind: vs(best_blind),
+            gap_closed: match (fastest, oracle) {
+                (Some(f), Some(o)) => gap_closed(f, o, row, opts),
+                _ => GapClosed::default(),
+            },
+        });
+    }
+    out
+}
+
+/// `sum_w (F_w - P_w) / sum_w (F_w - O_w)` over the windows all three have, when the paired
+/// interval of `F - O` excludes 0.
+fn gap_closed(f: &Row, o: &Row, p: &Row, opts: &AggregateOptions) -> GapClosed {
+    let k = Metric::MeanCompletion as usize;
+    let (mut num, mut den) = (Vec::new(), Vec::new());
+    for (w, fv) in &f.windows {
+        let (Some(fm), Some(om), Some(pm)) = (
+            fv[k],
+            o.windows.get(w).and_then(|v| v[k]),
+            p.windows.get(w).and_then(|v| v[k]),
+        ) else {
+            continue;
+        };
+        num.push(fm - pm);
+        den.push(fm - om);
+    }
+    let gap_ci = bootstrap_mean_ci(&den, opts.resamples, seed_for(opts, 200));
+    let gap_exists = matches!(gap_ci, Some([lo, hi]) if lo > 0.0 || hi < 0.0);
+    if !gap_exists {
+        return GapClosed::default();
+    }
+    let total: f64 = den.iter().sum();
+    let value = num.iter().sum::<f64>() / total;
+    GapClosed {
+        value: value.is_finite().then_some(value),
+        ci: bootstrap_ratio_ci(&num, &den, opts.resamples, seed_for(opts, 201)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::metrics::RunSummary;
+
+    fn run(policy: PolicyKind, window: usize, mean_s: f64) -> RunMetrics {
+        let mut values = [Some(0.0); N_METRICS];
+        values[Metric::MeanCompletion as usize] = Some(mean_s);
+        RunMetrics {
+            policy,
+            window,
+            seed: 1,
+            param: 0,
+            param_label: String::new(),
+            summary: RunSummary {
+                requests: 10,
+                values,
+                interruptions_by_cause: BTreeMap::new(),
+            },
+        }
+    }
+
+    #[test]
+    fn labels_round_trip() {
+        for s in ["hazard", "hazard --overlap", "least-loaded", "oracle --h2"] {
+            let l: PolicyLabel = s.parse().expect("label");
+            assert_eq!(l.to_string(), s);
+        }
+        assert_eq!(
+            "hazard --default".parse::<PolicyLabel>(),
+            Ok(PolicyLabel::new(PolicyKind::Hazard))
+        );
+        assert!("fastets".parse::<PolicyLabel>().is_err());
+    }
+
+    #[test]
+    fn gap_closed_is_a_ratio_of_sums_and_none_without_a_gap() {
+        // fastest 10, oracle 6, hazard 8 in every window except noise: gap closed 0.5.
+        let mut runs = Vec::new();
+        for w in 0..6 {
+            let e = w as f64 * 0.01;
+            runs.push(run(PolicyKind::Fastest, w, 10.0 + e));
+            runs.push(run(PolicyKind::Oracle, w, 6.0 + e));
+            runs.push(run(PolicyKind::Hazard, w, 8.0 + e));
+        }
+        let rows = aggregate(&runs, &AggregateOptions::default());
+        let hazard = rows
+            .iter()
+            .find(|r| r.label.kind == PolicyKind::Hazard)
+            .expect("hazard row");
+        assert!((hazard.gap_closed.value.unwrap_or(f64::NAN) - 0.5).abs() < 1e-12);
+        let d = hazard
+            .vs_fastest
+            .as_ref()
+            .and_then(|v| v.get(Metric::MeanCompletion))
+            .expect("paired diff");
+        assert!((d.diff + 2.0).abs() < 1e-12 && d.significant());
+
+        // No gap: the oracle ties fastest up to noise of both signs.
+        let mut runs = Vec::new();
+        for w in 0..6 {
+            let e = if w % 2 == 0 { 0.001 } else { -0.001 };
+            runs.push(run(PolicyKind::Fastest, w, 10.0));
+            runs.push(run(PolicyKind::Oracle, w, 10.0 + e));
+            runs.push(run(PolicyKind::Hazard, w, 9.0));
+        }
+        let rows = aggregate(&runs, &AggregateOptions::default());
+        for r in &rows {
+            assert_eq!(r.gap_closed.value, None, "{}", r.label);
+            assert_eq!(r.to_json()["gap"], "none");
+        }
+    }
+
+    #[test]
+    fn json_round_trips() {
+        let mut runs = Vec::new();
+        for w in 0..4 {
+            runs.push(run(PolicyKind::Fastest, w, 10.0 + w as f64));
+            runs.push(run(PolicyKind::Random, w, 11.0 + w as f64));
+            runs.push(run(PolicyKind::Oracle, w, 5.0));
+        }
+        for row in aggregate(&runs, &AggregateOptions::default()) {
+            let back = PolicySummary::from_json(&row.to_json()).expect("parse");
+            assert_eq!(back, row);
+        }
+    }
+}

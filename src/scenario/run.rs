@@ -1,0 +1,127 @@
+//! Running a scenario end to end: build it from the store, replay the grid, compare the
+//! policies, and (optionally) store the run.
+
+use super::build::{build, Scenario};
+use super::config::ScenarioConfig;
+use super::error::ScenarioError;
+use super::results::{comparison_rows, save_run, RunInfo};
+use crate::replay::{run_grid, summarize, AggregateOptions, PolicySummary};
+use crate::store::{IngestOutcome, Store, WriteLock};
+
+/// How to run a scenario.
+#[derive(Debug, Clone, Default)]
+pub struct RunOptions {
+    /// Store the run (`runs`, `replay_requests`, `replay_summary`).
+    pub save: bool,
+    /// Name the run with this id instead of a fresh time-stamped one; such a run is stored
+    /// again only when its scenario or its input sources changed.
+    pub fixed_id: Option<String>,
+}
+
+/// What a run produced.
+#[derive(Debug, Clone)]
+pub struct RunResult {
+    /// The run id (stored or not).
+    pub run_id: String,
+    /// The comparison rows.
+    pub rows: Vec<PolicySummary>,
+    /// Whether the run was stored now, was already stored, or was not saved.
+    pub stored: Option<IngestOutcome>,
+    /// Requests simulated over all runs of the grid.
+    pub simulated_requests: usize,
+    /// Wall time of the simulation, seconds.
+    pub simulate_s: f64,
+}
+
+fn new_run_id() -> String {
+    format!("run-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%3f"))
+}
+
+/// One line describing a built scenario (for progress output).
+pub fn describe(sc: &Scenario, cfg: &ScenarioConfig) -> String {
+    let n_runs = sc.grid.specs(&sc.config).len();
+    format!(
+        "replaying {} requests over {} nodes of {}: {} runs ({} policies x {} windows x {} seeds{}), priors fitted before {:.0}",
+        sc.workload.requests.len(),
+        sc.cluster.nodes.len(),
+        cfg.nodes.source,
+        n_runs,
+        sc.grid.policies.len(),
+        sc.grid.windows.len(),
+        sc.grid.seeds.len(),
+        if sc.grid.params.len() > 1 { " x {default, overlap}" } else { "" },
+        sc.cutoff_s
+    )
+}
+
+/// The key that decides whether a fixed-id run is stored again: program version, the whole
+/// scenario and the content keys of both input sources.
+fn content_key(store: &Store, cfg: &ScenarioConfig, toml: &str) -> Result<String, ScenarioError> {
+    Ok(format!(
+        "{}|{}|{}|{}",
+        env!("CARGO_PKG_VERSION"),
+        toml,
+        store.manifest(&cfg.nodes.source)?.content_key,
+        store.manifest(&cfg.workload.source)?.content_key
+    ))
+}
+
+/// Runs a scenario over `store`. `say` receives progress lines (the scenario, the
+/// simulation speed, build notes, where the run was stored).
+pub fn run(
+    store: &Store,
+    cfg: &ScenarioConfig,
+    opts: &RunOptions,
+    say: &mut dyn FnMut(String),
+) -> Result<RunResult, ScenarioError> {
+    let sc = build(store, cfg)?;
+    for n in &sc.notes {
+        say(format!("note: {n}"));
+    }
+    say(describe(&sc, cfg));
+    let started = std::time::Instant::now();
+    let runs = run_grid(&sc.cluster, &sc.workload, &sc.config, &sc.grid)?;
+    let simulated: usize = runs.iter().map(|r| r.records.len()).sum();
+    let secs = started.elapsed().as_secs_f64();
+    say(format!(
+        "simulated {simulated} requests in {secs:.2} s ({:.0} requests/s)",
+        simulated as f64 / secs.max(1e-9)
+    ));
+    let rows = comparison_rows(summarize(&runs, &AggregateOptions::default()));
+    let run_id = opts.fixed_id.clone().unwrap_or_else(new_run_id);
+    let mut stored = None;
+    if opts.save {
+        let lock = WriteLock::acquire(store)?;
+        let config_toml = toml::to_string(cfg).map_err(ScenarioError::Serialize)?;
+        let key = match opts.fixed_id {
+            Some(_) => content_key(store, cfg, &config_toml)?,
+            None => run_id.clone(),
+        };
+        let info = RunInfo {
+            run_id: run_id.clone(),
+            nodes_source: cfg.nodes.source.clone(),
+            workload_source: cfg.workload.source.clone(),
+            windows: sc.grid.windows.len(),
+            seeds: sc.grid.seeds.clone(),
+            cutoff_s: sc.cutoff_s,
+            config: config_toml,
+        };
+        let names: Vec<String> = sc.cluster.nodes.iter().map(|n| n.name.clone()).collect();
+        let outcome = save_run(store, &lock, &info, &key, &names, &runs, &rows)?;
+        say(format!(
+            "{} as {run_id} (`hazardserve compare {run_id}`)",
+            match outcome {
+                IngestOutcome::Unchanged => "already stored",
+                IngestOutcome::Committed { .. } => "stored",
+            }
+        ));
+        stored = Some(outcome);
+    }
+    Ok(RunResult {
+        run_id,
+        rows,
+        stored,
+        simulated_requests: simulated,
+        simulate_s: secs,
+    })
+}

@@ -1,0 +1,110 @@
+//! The store's tables and their canonical schemas, in one place: what ingest writes (sources,
+//! nodes, sessions, rejects, requests) and what replay runs write (runs, replay_requests,
+//! replay_summary). The store knows these schemas; it knows nothing of what produces the rows.
+
+use std::sync::Arc;
+
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+
+use super::commit::sources_schema;
+
+/// A table of the store with its canonical schema (without the `source` partition column).
+#[derive(Debug, Clone, Copy)]
+pub struct TableDef {
+    /// Table (and directory) name.
+    pub name: &'static str,
+    /// Its schema.
+    pub schema: fn() -> SchemaRef,
+}
+
+/// Every table the store knows.
+pub const TABLES: &[TableDef] = &[
+    TableDef {
+        name: "sources",
+        schema: sources_schema,
+    },
+    TableDef {
+        name: "nodes",
+        schema: hazardserve_ingest::batch::nodes_schema,
+    },
+    TableDef {
+        name: "sessions",
+        schema: hazardserve_ingest::batch::sessions_schema,
+    },
+    TableDef {
+        name: "rejects",
+        schema: hazardserve_ingest::batch::rejects_schema,
+    },
+    TableDef {
+        name: "requests",
+        schema: hazardserve_ingest::workload::requests_schema,
+    },
+    TableDef {
+        name: "runs",
+        schema: runs_schema,
+    },
+    TableDef {
+        name: "replay_requests",
+        schema: replay_requests_schema,
+    },
+    TableDef {
+        name: "replay_summary",
+        schema: replay_summary_schema,
+    },
+];
+
+/// Schema of `runs`.
+pub fn runs_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("run_id", DataType::Utf8, false),
+        Field::new("created_at", DataType::Utf8, false),
+        Field::new("version", DataType::Utf8, false),
+        Field::new("nodes_source", DataType::Utf8, false),
+        Field::new("workload_source", DataType::Utf8, false),
+        Field::new("windows", DataType::Int64, false),
+        Field::new("seeds", DataType::Utf8, false),
+        Field::new("cutoff_s", DataType::Float64, false),
+        Field::new("config", DataType::Utf8, false),
+    ]))
+}
+
+/// Schema of `replay_requests`.
+pub fn replay_requests_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("run_id", DataType::Utf8, false),
+        Field::new("policy", DataType::Utf8, false),
+        Field::new("param", DataType::Utf8, false),
+        Field::new("window", DataType::Int64, false),
+        Field::new("seed", DataType::UInt64, false),
+        Field::new("request", DataType::UInt64, false),
+        Field::new("request_id", DataType::UInt64, false),
+        Field::new("arrival_s", DataType::Float64, false),
+        Field::new("prompt_tokens", DataType::UInt64, false),
+        Field::new("output_tokens", DataType::UInt64, false),
+        Field::new("est_output_tokens", DataType::UInt64, false),
+        Field::new("first_node", DataType::Utf8, true),
+        Field::new("final_node", DataType::Utf8, true),
+        Field::new("nodes_visited", DataType::UInt32, false),
+        Field::new("ttft_s", DataType::Float64, true),
+        Field::new("completion_s", DataType::Float64, true),
+        Field::new("recomputed_unplanned_tokens", DataType::UInt64, false),
+        Field::new("recomputed_planned_tokens", DataType::UInt64, false),
+        Field::new("kv_bytes_moved", DataType::Float64, false),
+        Field::new("interruptions", DataType::UInt32, false),
+        Field::new("planned_migrations", DataType::UInt32, false),
+        Field::new("recovery_s", DataType::Float64, false),
+        Field::new("interruption_causes", DataType::Utf8, true),
+        Field::new("slo_met", DataType::Boolean, false),
+        Field::new("dropped", DataType::Utf8, true),
+    ]))
+}
+
+/// Schema of `replay_summary`.
+pub fn replay_summary_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("run_id", DataType::Utf8, false),
+        Field::new("position", DataType::Int64, false),
+        Field::new("policy", DataType::Utf8, false),
+        Field::new("summary", DataType::Utf8, false),
+    ]))
+}
