@@ -10,8 +10,8 @@ use crate::fit::{self, ByColumn};
 use crate::output::{self, render, Col, OutputFormat};
 use crate::store::Store;
 use crate::survival::km::KmFit;
-use crate::survival::priors::{fit_priors, PriorsEstimator, PriorsMeta, PriorsOptions};
-use crate::survival::shrinkage::{EstimatorChoice, ShrinkageOptions};
+use crate::survival::priors::PriorsEstimator;
+use crate::survival::shrinkage::EstimatorChoice;
 use crate::survival::validate::{validate, Split, ValidateOptions};
 use crate::survival::{SurvivalData, Z_95};
 
@@ -445,41 +445,15 @@ pub fn priors_for(
     max_points: usize,
 ) -> anyhow::Result<crate::survival::priors::Priors> {
     let data = fit::load_sessions(store, source, None, false)?;
-    let cutoff = match before {
-        Some(t) => t,
-        None => {
-            data.sessions
-                .iter()
-                .map(|s| s.end)
-                .fold(f64::NEG_INFINITY, f64::max)
-                + 1.0
-        }
+    let estimator = match shrinkage {
+        ShrinkageArg::Beta => Some(PriorsEstimator::Beta),
+        ShrinkageArg::Frailty => Some(PriorsEstimator::Frailty),
+        ShrinkageArg::None => Some(PriorsEstimator::None),
+        ShrinkageArg::Auto => None,
     };
-    if !cutoff.is_finite() {
-        bail!("source {source} has no usable sessions");
-    }
-    let meta = PriorsMeta {
-        source: source.to_string(),
-        cutoff_s: cutoff,
-        time_base: data.time_base.clone(),
-        node_ids: data.node_ids.clone(),
-    };
-    let popts = PriorsOptions {
-        estimator: match shrinkage {
-            ShrinkageArg::Beta => Some(PriorsEstimator::Beta),
-            ShrinkageArg::Frailty => Some(PriorsEstimator::Frailty),
-            ShrinkageArg::None => Some(PriorsEstimator::None),
-            ShrinkageArg::Auto => None,
-        },
-        max_points,
-        ..PriorsOptions::default()
-    };
-    let sopts = ShrinkageOptions {
-        estimator: shrinkage.choice().unwrap_or(EstimatorChoice::Auto),
-        ..ShrinkageOptions::default()
-    };
-    fit_priors(&data.sessions, &meta, &sopts, &popts)
-        .with_context(|| format!("fitting priors of {source}"))
+    fit::source_priors(&data, before, estimator, max_points)
+        .with_context(|| format!("fitting priors of {source}"))?
+        .with_context(|| format!("source {source} has no usable sessions"))
 }
 
 /// `hazardserve priors ...`.

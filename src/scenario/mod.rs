@@ -6,6 +6,7 @@
 
 pub mod build;
 pub mod config;
+pub mod explain;
 pub mod results;
 
 pub use build::{build, Scenario};
