@@ -301,6 +301,9 @@ fn no_sessions_verdict() -> Verdict {
     }
 }
 
+/// Per node: the up-time in each strip bin, and the strip bins where censored sessions end.
+type NodeStrips = (Vec<Vec<f64>>, Vec<Vec<u16>>);
+
 /// Availability strips of every node: per node, the up-time of each of [`STRIP_BINS`] bins
 /// over the source's span (in bins), and the bins where a censored session ends. Every session
 /// counts, left-truncated ones included.
@@ -308,7 +311,7 @@ fn strips(
     reader: &Reader,
     data: &fit::SourceSessions,
     bin_of: impl Fn(f64) -> f64,
-) -> anyhow::Result<(Vec<Vec<f64>>, Vec<Vec<u16>>)> {
+) -> anyhow::Result<NodeStrips> {
     let n = data.node_ids.len();
     let index: HashMap<&str, usize> = data
         .node_ids
