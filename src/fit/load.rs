@@ -37,6 +37,10 @@ pub struct SourceSessions {
     pub node_ids: Vec<String>,
     /// Group of each node index (`--by` value; `all` without `--by`, `(none)` when missing).
     pub node_groups: Vec<String>,
+    /// Observation window (from, to) of each node index (source clock, seconds).
+    pub node_observed: Vec<(f64, f64)>,
+    /// Observation span of the source (start, end; source clock, seconds).
+    pub observation: (f64, f64),
     /// The sessions used (node index = position in `node_ids`).
     pub sessions: Vec<Session>,
     /// Left-truncated sessions of unknown age that were left out.
@@ -65,31 +69,38 @@ pub fn load_sessions(
     store.manifest(source)?;
     let cat = store.query()?;
     let conn = cat.connection();
-    let (time_base, kind): (String, String) = conn.query_row(
-        "SELECT time_base, kind FROM sources WHERE source = ?",
+    let (time_base, kind, obs_start, obs_end): (String, String, f64, f64) = conn.query_row(
+        "SELECT time_base, kind, observation_start, observation_end FROM sources WHERE source = ?",
         [source],
-        |r| Ok((r.get(0)?, r.get(1)?)),
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
     )?;
     let group_expr = match by {
         Some(b) => format!("coalesce({}, '(none)')", b.sql()),
         None => "'all'".to_string(),
     };
     let mut stmt = conn.prepare(&format!(
-        "SELECT node_id, {group_expr} FROM nodes WHERE source = ? ORDER BY node_id"
+        "SELECT node_id, {group_expr}, observed_from, observed_to FROM nodes WHERE source = ? ORDER BY node_id"
     ))?;
     let mut out = SourceSessions {
         source: source.to_string(),
         time_base,
         kind,
+        observation: (obs_start, obs_end),
         ..SourceSessions::default()
     };
     let rows = stmt.query_map([source], |r| {
-        Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?))
+        Ok((
+            r.get::<_, String>(0)?,
+            r.get::<_, String>(1)?,
+            r.get::<_, f64>(2)?,
+            r.get::<_, f64>(3)?,
+        ))
     })?;
     for row in rows {
-        let (id, g) = row?;
+        let (id, g, from, to) = row?;
         out.node_ids.push(id);
         out.node_groups.push(g);
+        out.node_observed.push((from, to));
     }
     let index: std::collections::HashMap<&str, u32> = out
         .node_ids

@@ -1,11 +1,16 @@
 //! Fitting survival models to a source in the store: load its up-sessions, split by a node
-//! attribute, summarise pooled curves and hazard shapes, validate out of time, export priors.
+//! attribute, summarise pooled curves and hazard shapes, validate out of time, export priors,
+//! and the per-node statistics pass ([`fit_nodes`]) behind the TUI's node and survival screens.
 
 mod load;
+mod nodes;
 mod priors;
 mod summary;
 
 pub use load::{load_sessions, ByColumn, SourceSessions};
+pub use nodes::{
+    fit_nodes, source_priors, AgeSpan, NodeFit, NodeFitOptions, PooledCurve, SourceNodeFits, Steps,
+};
 pub use priors::{priors_as_of, PriorsExportError};
 pub use summary::{fit_groups, verdict_name, GroupFit, HORIZONS_S};
 

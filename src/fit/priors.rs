@@ -1,12 +1,11 @@
-//! Hazard priors of a stored source as of a cutoff: the function behind `priors export` and
-//! anything else that needs a source's per-node curves fitted on its past only.
+//! Hazard priors of a stored source as of a cutoff: the function behind `priors export`,
+//! `trigger --source` and anything else that needs a source's per-node curves fitted on its
+//! past only.
 
 use super::load::load_sessions;
+use super::nodes::source_priors;
 use crate::store::{Store, StoreError};
-use crate::survival::priors::{
-    fit_priors, Priors, PriorsError, PriorsEstimator, PriorsMeta, PriorsOptions,
-};
-use crate::survival::shrinkage::{EstimatorChoice, ShrinkageOptions};
+use crate::survival::priors::{Priors, PriorsError, PriorsEstimator};
 
 /// Why priors could not be fitted.
 #[derive(Debug, thiserror::Error)]
@@ -28,10 +27,8 @@ pub enum PriorsExportError {
     },
 }
 
-/// Fits the priors of `source` on what was observed before `before` (default: just after the
-/// end of its last session). `estimator` fixes the node-curve estimator (default: chosen by
-/// cross-validation); curves keep at most `max_points` steps. Left-truncated sessions of
-/// unknown age are left out (they bias lifetimes short).
+/// Loads `source` from the store and fits its priors with [`source_priors`] (left-truncated
+/// sessions of unknown age left out: they bias lifetimes short).
 pub fn priors_as_of(
     store: &Store,
     source: &str,
@@ -40,40 +37,10 @@ pub fn priors_as_of(
     max_points: usize,
 ) -> Result<Priors, PriorsExportError> {
     let data = load_sessions(store, source, None, false)?;
-    let cutoff = match before {
-        Some(t) => t,
-        None => {
-            data.sessions
-                .iter()
-                .map(|s| s.end)
-                .fold(f64::NEG_INFINITY, f64::max)
-                + 1.0
-        }
-    };
-    if !cutoff.is_finite() {
-        return Err(PriorsExportError::NoSessions(source.to_string()));
-    }
-    let meta = PriorsMeta {
-        source: source.to_string(),
-        cutoff_s: cutoff,
-        time_base: data.time_base.clone(),
-        node_ids: data.node_ids.clone(),
-    };
-    let popts = PriorsOptions {
-        estimator,
-        max_points,
-        ..PriorsOptions::default()
-    };
-    let sopts = ShrinkageOptions {
-        estimator: match estimator {
-            Some(PriorsEstimator::Beta) => EstimatorChoice::BetaProcess,
-            Some(PriorsEstimator::Frailty) => EstimatorChoice::GammaFrailty,
-            _ => EstimatorChoice::Auto,
-        },
-        ..ShrinkageOptions::default()
-    };
-    fit_priors(&data.sessions, &meta, &sopts, &popts).map_err(|cause| PriorsExportError::Fit {
-        name: source.to_string(),
-        cause,
-    })
+    source_priors(&data, before, estimator, max_points)
+        .map_err(|cause| PriorsExportError::Fit {
+            name: source.to_string(),
+            cause,
+        })?
+        .ok_or_else(|| PriorsExportError::NoSessions(source.to_string()))
 }

@@ -8,6 +8,7 @@
 pub mod build;
 pub mod config;
 pub mod error;
+pub mod explain;
 pub mod results;
 pub mod run;
 

@@ -1,14 +1,15 @@
-//! The TUI's state, its messages and the one function that changes it: [`update`].
+//! The TUI's state and its messages: the screens, the lists with their filters and sorts, what
+//! is loaded, and the read-only views the screens draw from (visible rows, selections).
 //!
-//! `update` never blocks and never touches the store: when a screen needs data it queues a
-//! [`Job`] (see [`App::take_jobs`]); the event loop hands jobs to the loader thread and feeds
+//! Only [`super::update::update`] changes the state. When a screen needs data the state queues
+//! a [`Job`] (see [`App::take_jobs`]); the event loop hands jobs to the loader thread and feeds
 //! the results back as [`Msg::Loaded`]. Selections are kept by key (source name, node id,
 //! policy name, request key), so sorting and filtering never select another item by accident.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use crossterm::event::KeyEvent;
 
 use super::data::{
     Job, Loaded, NodeData, Overview, PolicyRow, ReplayData, RequestExplain, RequestKey,
@@ -62,7 +63,7 @@ impl Screen {
     }
 
     /// The screen Enter leads to.
-    fn child(self) -> Option<Screen> {
+    pub(crate) fn child(self) -> Option<Screen> {
         match self {
             Screen::Sources => Some(Screen::Nodes),
             Screen::Nodes => Some(Screen::Survival),
@@ -73,7 +74,7 @@ impl Screen {
     }
 
     /// The screen Backspace/Left returns to.
-    fn parent(self) -> Option<Screen> {
+    pub(crate) fn parent(self) -> Option<Screen> {
         match self {
             Screen::Sources => None,
             Screen::Nodes | Screen::Replay => Some(Screen::Sources),
@@ -111,7 +112,7 @@ pub enum List {
 }
 
 impl List {
-    fn slot(self) -> usize {
+    pub(crate) fn slot(self) -> usize {
         match self {
             List::Sources => 0,
             List::Nodes => 1,
@@ -337,7 +338,8 @@ impl App {
         })
     }
 
-    fn replay_data(&self) -> Option<&Arc<ReplayData>> {
+    /// The loaded replay run, when there is one.
+    pub fn replay_data(&self) -> Option<&Arc<ReplayData>> {
         match self.replay() {
             Some(Load::Ready(Some(r))) => Some(r),
             _ => None,
@@ -556,7 +558,7 @@ impl App {
 
     /// The keys of the list the current screen moves through, in display order, and the
     /// selected key.
-    fn list_keys(&self, list: List) -> (Vec<String>, Option<String>) {
+    pub(crate) fn list_keys(&self, list: List) -> (Vec<String>, Option<String>) {
         match list {
             List::Sources => (
                 self.visible_sources()
@@ -599,7 +601,7 @@ impl App {
         }
     }
 
-    fn set_selected(&mut self, list: List, key: String) {
+    pub(crate) fn set_selected(&mut self, list: List, key: String) {
         match list {
             List::Sources => {
                 if self.sel_source.as_deref() != Some(key.as_str()) {
@@ -620,22 +622,6 @@ impl App {
         }
     }
 
-    /// Moves the selection of the current screen's list by `delta` rows (clamped).
-    fn move_by(&mut self, delta: isize) {
-        let list = self.screen.list();
-        let (keys, sel) = self.list_keys(list);
-        if keys.is_empty() {
-            return;
-        }
-        let pos = sel
-            .and_then(|s| keys.iter().position(|k| *k == s))
-            .unwrap_or(0) as isize;
-        let new = (pos + delta).clamp(0, keys.len() as isize - 1) as usize;
-        if let Some(k) = keys.get(new) {
-            self.set_selected(list, k.clone());
-        }
-    }
-
     /// Position of the selection in the visible list of `list`.
     pub fn selected_index(&self, list: List) -> Option<usize> {
         let (keys, sel) = self.list_keys(list);
@@ -645,7 +631,7 @@ impl App {
 
     /// Makes every selection valid (defaults once data arrives) and queues the loads the
     /// current screen needs.
-    fn normalize(&mut self) {
+    pub(crate) fn normalize(&mut self) {
         // Default source: the one the shown run replayed, else the first with nodes.
         let pick = self.overview().and_then(|o| {
             let visible = self.visible_sources();
@@ -732,32 +718,6 @@ impl App {
             }
         }
     }
-
-    fn switch_run(&mut self, delta: isize) {
-        let Some(r) = self.replay_data() else {
-            self.notice = Some("no replay run loaded".into());
-            return;
-        };
-        let runs = r.runs.clone();
-        let cur = r.run.run_id.clone();
-        let pos = runs.iter().position(|x| *x == cur).unwrap_or(0) as isize;
-        let new = (pos + delta).clamp(0, runs.len() as isize - 1) as usize;
-        match runs.get(new) {
-            Some(id) if *id != cur => {
-                self.run = Some(id.clone());
-                self.sel_policy = None;
-                self.sel_request = None;
-                self.notice = Some(format!("run {id}"));
-            }
-            _ => {
-                self.notice = Some(if runs.len() <= 1 {
-                    "this store has one run".into()
-                } else {
-                    "no more runs that way".into()
-                })
-            }
-        }
-    }
 }
 
 fn cmp_opt(a: Option<f64>, b: Option<f64>) -> std::cmp::Ordering {
@@ -780,161 +740,4 @@ fn parse_key(s: &str) -> Option<RequestKey> {
         seed: it.next()?.parse().ok()?,
         request: it.next()?.parse().ok()?,
     })
-}
-
-/// Applies one message to the app.
-pub fn update(app: &mut App, msg: Msg) {
-    match msg {
-        Msg::Tick => {
-            app.tick = app.tick.wrapping_add(1);
-            return;
-        }
-        Msg::Resize(w, h) => {
-            app.size = (w, h);
-            return;
-        }
-        Msg::Key(k) => {
-            if k.kind == KeyEventKind::Release {
-                return;
-            }
-            app.notice = None;
-            on_key(app, k);
-        }
-        Msg::Loaded(job, result) => {
-            app.in_flight.retain(|j| *j != job);
-            let state = match result {
-                Ok(l) => Load::Ready(l),
-                Err(e) => Load::Failed(e),
-            };
-            app.loads.insert(job, state);
-        }
-        Msg::Dropped(job) => {
-            app.in_flight.retain(|j| *j != job);
-            app.loads.remove(&job);
-        }
-    }
-    app.normalize();
-}
-
-fn on_key(app: &mut App, k: KeyEvent) {
-    if k.modifiers.contains(KeyModifiers::CONTROL) && matches!(k.code, KeyCode::Char('c')) {
-        app.quit = true;
-        return;
-    }
-    let list = app.screen.list();
-    if let Some(buf) = app.input.as_mut() {
-        match k.code {
-            KeyCode::Esc => {
-                app.input = None;
-                app.filters[list.slot()].clear();
-            }
-            KeyCode::Enter | KeyCode::Down | KeyCode::Up | KeyCode::Tab => {
-                app.input = None;
-            }
-            KeyCode::Backspace => {
-                buf.pop();
-                app.filters[list.slot()] = buf.clone();
-            }
-            KeyCode::Char(c) => {
-                buf.push(c);
-                app.filters[list.slot()] = buf.clone();
-            }
-            _ => {}
-        }
-        return;
-    }
-    if app.help {
-        match k.code {
-            KeyCode::Char('q') => app.quit = true,
-            _ => app.help = false,
-        }
-        return;
-    }
-    match k.code {
-        KeyCode::Char('q') => app.quit = true,
-        KeyCode::Esc => {
-            if app.filters[list.slot()].is_empty() {
-                app.quit = true;
-            } else {
-                app.filters[list.slot()].clear();
-                app.notice = Some("filter cleared".into());
-            }
-        }
-        KeyCode::Tab => app.screen = Screen::ALL[(app.screen.index() + 1) % Screen::ALL.len()],
-        KeyCode::BackTab => {
-            app.screen =
-                Screen::ALL[(app.screen.index() + Screen::ALL.len() - 1) % Screen::ALL.len()]
-        }
-        KeyCode::Char(c @ '1'..='6') => {
-            let i = (c as usize).saturating_sub('1' as usize);
-            if let Some(&s) = Screen::ALL.get(i) {
-                app.screen = s;
-            }
-        }
-        KeyCode::Char('j') | KeyCode::Down => app.move_by(1),
-        KeyCode::Char('k') | KeyCode::Up => app.move_by(-1),
-        KeyCode::PageDown => app.move_by(10),
-        KeyCode::PageUp => app.move_by(-10),
-        KeyCode::Char('g') | KeyCode::Home => app.move_by(isize::MIN / 2),
-        KeyCode::Char('G') | KeyCode::End => app.move_by(isize::MAX / 2),
-        KeyCode::Enter | KeyCode::Char('l') | KeyCode::Right => drill_down(app),
-        KeyCode::Char('h') | KeyCode::Left | KeyCode::Backspace => {
-            if let Some(p) = app.screen.parent() {
-                app.screen = p;
-            }
-        }
-        KeyCode::Char('/') => {
-            app.input = Some(app.filters[list.slot()].clone());
-        }
-        KeyCode::Char('s') | KeyCode::Char('S') => {
-            let cols = list.sort_columns();
-            if cols.is_empty() {
-                app.notice = Some("nothing to sort on this screen".into());
-                return;
-            }
-            let s = &mut app.sorts[list.slot()];
-            if k.code == KeyCode::Char('S') {
-                s.descending = !s.descending;
-            } else {
-                s.column = (s.column + 1) % cols.len();
-                // Names and run order ascending, numbers largest first.
-                s.descending = s.column != 0;
-            }
-            app.notice = Some(format!(
-                "sorted by {} {}",
-                cols.get(s.column).copied().unwrap_or(""),
-                if s.descending { "↓" } else { "↑" }
-            ));
-        }
-        KeyCode::Char('?') => app.help = true,
-        KeyCode::Char('+') | KeyCode::Char('=') if app.screen == Screen::Trigger => {
-            app.context_idx = (app.context_idx + 1).min(TRIGGER_CONTEXTS.len() - 1);
-        }
-        KeyCode::Char('-') | KeyCode::Char('_') if app.screen == Screen::Trigger => {
-            app.context_idx = app.context_idx.saturating_sub(1);
-        }
-        KeyCode::Char('[') => app.switch_run(1),
-        KeyCode::Char(']') => app.switch_run(-1),
-        _ => {}
-    }
-}
-
-fn drill_down(app: &mut App) {
-    if app.screen == Screen::Sources {
-        let workload = app
-            .selected_source_row()
-            .filter(|r| r.nodes == 0)
-            .map(|r| (r.source.clone(), r.is_workload()));
-        if let Some((name, is_workload)) = workload {
-            app.screen = Screen::Replay;
-            if is_workload {
-                app.notice = Some(format!("{name} is a request workload: its replays"));
-            }
-            return;
-        }
-    }
-    match app.screen.child() {
-        Some(c) => app.screen = c,
-        None => app.notice = Some("nothing further to open here".into()),
-    }
 }

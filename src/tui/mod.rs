@@ -10,21 +10,29 @@
 //! (`risk_gain` against uptime for a node pair and a context size).
 //!
 //! Architecture (Elm-like): [`app::App`] is the state, [`app::Msg`] what happens to it,
-//! [`app::update`] the only code that changes it, and [`view::view`] a pure function drawing a
-//! frame from it. Data comes from [`data`]: `update` queues [`data::Job`]s, a worker thread
-//! runs them against the store and sends the results back as messages, so loading never
-//! blocks drawing (a spinner shows what runs). [`terminal`] restores the terminal on every
-//! exit path. The definitions behind the numbers (median up-time, current age, shrinkage
-//! weight, request explanations) are in [`data`].
+//! [`update::update`] the only code that changes it (key handling included), and
+//! [`view::view`] a pure function drawing a frame from it. [`data`] holds the view models and
+//! the [`data::Job`]s that produce them: `update` queues jobs, the [`worker`] thread runs them
+//! with a [`loader::Loader`] against the store and sends the results back as messages, so
+//! loading never blocks drawing (a spinner shows what runs). [`terminal`] restores the terminal
+//! on every exit path.
+//!
+//! The TUI computes nothing itself and never talks to DuckDB: store rows come from
+//! [`crate::queries::Reader`], the per-node statistics (median up-time, current age, shrinkage
+//! weight) from [`crate::fit::fit_nodes`], request explanations from
+//! [`crate::scenario::explain`], whose docs define them.
 
 #![warn(missing_docs)]
 
 pub mod app;
 pub mod data;
+pub mod loader;
 pub mod screens;
 pub mod terminal;
+pub mod update;
 pub mod view;
 pub mod widgets;
+pub mod worker;
 
 use std::io::IsTerminal;
 use std::path::Path;
@@ -37,7 +45,8 @@ use anyhow::Context;
 use clap::Args;
 use crossterm::event::{self, Event};
 
-use app::{update, App, Msg};
+use app::{App, Msg};
+use update::update;
 
 /// `tui` arguments.
 #[derive(Debug, Args)]
@@ -72,7 +81,7 @@ pub fn run(store: &Path, run: Option<String>) -> anyhow::Result<()> {
         );
     }
     let (tx, rx) = mpsc::channel::<Msg>();
-    let worker = data::Worker::spawn(store, tx.clone())?;
+    let worker = worker::Worker::spawn(store, tx.clone())?;
     let mut app = App::new(run);
     let mut guard = terminal::setup().context("opening the terminal UI")?;
     let stop = Arc::new(AtomicBool::new(false));
@@ -114,7 +123,7 @@ fn input_loop(tx: &mpsc::Sender<Msg>, stop: &AtomicBool) {
 fn event_loop(
     guard: &mut terminal::TerminalGuard,
     app: &mut App,
-    worker: &data::Worker,
+    worker: &worker::Worker,
     rx: &Receiver<Msg>,
 ) -> anyhow::Result<()> {
     let mut first = true;

@@ -4,8 +4,9 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use hazardserve::tui::app::{update, App, Msg};
-use hazardserve::tui::data::Loader;
+use hazardserve::tui::app::{App, Msg};
+use hazardserve::tui::loader::Loader;
+use hazardserve::tui::update::update;
 use hazardserve::tui::view::view;
 use ratatui::backend::TestBackend;
 use ratatui::buffer::Buffer;

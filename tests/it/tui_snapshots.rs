@@ -3,8 +3,9 @@
 //! text is compared (no colours); nothing time-dependent is on screen.
 
 use crossterm::event::KeyCode;
-use hazardserve::tui::app::{update, App, Screen};
-use hazardserve::tui::data::Loader;
+use hazardserve::tui::app::{App, Screen};
+use hazardserve::tui::loader::Loader;
+use hazardserve::tui::update::update;
 
 use super::common;
 use super::tui_common::{demo_app, key, pump, render};

@@ -3,8 +3,9 @@
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use hazardserve::tui::app::{update, App, List, Msg, Screen};
+use hazardserve::tui::app::{App, List, Msg, Screen};
 use hazardserve::tui::data::{Job, Loaded, Overview, RunRow, SourceRow, StoreState};
+use hazardserve::tui::update::update;
 
 use super::tui_common::{demo_app, key, press};
 
@@ -414,7 +415,7 @@ fn tui_update_request_selection_and_explanation() {
 fn tui_worker_answers_off_thread() {
     let (tx, rx) = std::sync::mpsc::channel();
     let worker =
-        hazardserve::tui::data::Worker::spawn(super::tui_common::demo_store(), tx).unwrap();
+        hazardserve::tui::worker::Worker::spawn(super::tui_common::demo_store(), tx).unwrap();
     worker.send(Job::Overview);
     worker.send(Job::Source("sample-spot".into()));
     let mut got = Vec::new();

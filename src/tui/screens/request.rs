@@ -1,7 +1,7 @@
 //! Screen 5: one request's life (placement, failures, migrations) with the numbers behind each
 //! decision: `T`, `L`, `E = T + L` of the candidates of each placement, `risk_gain` and `dT` of
 //! each migration check. The store keeps outcomes only; the explanations come from re-running
-//! the request's window with the decision log on (see [`crate::tui::data`]).
+//! the request's window with the decision log on (see [`crate::scenario::explain`]).
 
 use std::collections::HashMap;
 

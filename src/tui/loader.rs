@@ -1,0 +1,418 @@
+//! Runs [`Job`]s against one store, synchronously (the tests call [`Loader::run`] directly;
+//! [`super::worker::Worker`] calls it on a background thread).
+//!
+//! The loader asks the layers below for everything: typed store rows from
+//! [`crate::queries::Reader`], per-node statistics from [`crate::fit::fit_nodes`], stored run
+//! summaries from [`crate::scenario`], request explanations from
+//! [`crate::scenario::explain`], trigger tables from [`crate::policy::analysis`]. What it adds
+//! is the caching (fitted sources and rebuilt scenarios are reused by later jobs) and the
+//! view-only parts: availability strips, completion-time CDFs, shared node-id prefixes.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context};
+
+use super::data::{
+    shared_prefix, split_display, Job, Loaded, Metric, NodeData, Overview, PolicyRow, ReplayData,
+    RequestExplain, RequestKey, RequestList, ShrinkageInfo, SourceData, StoreState, TriggerData,
+    TriggerKey, Verdict, POOLED, REQUEST_LIMIT, STRIP_BINS, STRIP_FULL, STRIP_UNOBSERVED,
+};
+use crate::fit::{self, NodeFitOptions};
+use crate::policy::analysis::{trigger_rows, TriggerScenario, DEFAULT_UPTIMES_S};
+use crate::policy::ConditionalSurvival;
+use crate::queries::{Reader, COMPLETION_QUANTILE_STEPS};
+use crate::scenario::{self, explain, Scenario};
+use crate::store::{Store, StoreError};
+use crate::survival::priors::PriorsEstimator;
+
+/// Executes jobs against one store, caching what later jobs reuse (fitted sources, scenarios).
+pub struct Loader {
+    root: PathBuf,
+    sources: HashMap<String, Arc<SourceData>>,
+    scenarios: HashMap<String, Arc<Scenario>>,
+}
+
+impl Loader {
+    /// A loader of the store at `root` (nothing is opened yet).
+    pub fn new(root: &Path) -> Loader {
+        Loader {
+            root: root.to_path_buf(),
+            sources: HashMap::new(),
+            scenarios: HashMap::new(),
+        }
+    }
+
+    fn store(&self) -> anyhow::Result<Store> {
+        Ok(Store::open(&self.root)?)
+    }
+
+    /// Runs one job; errors are rendered as one line with their causes.
+    pub fn run(&mut self, job: &Job) -> Result<Loaded, String> {
+        if *job == Job::Overview && super::fault("tui-loader-panic") {
+            panic!("injected loader fault");
+        }
+        let r = match job {
+            Job::Overview => self.overview().map(Loaded::Overview),
+            Job::Verdict(s) => self.verdict(s).map(Loaded::Verdict),
+            Job::Source(s) => self.source(s).map(Loaded::Source),
+            Job::Replay(run) => self
+                .replay(run.as_deref())
+                .map(|r| Loaded::Replay(r.map(Arc::new))),
+            Job::Requests { run, policy } => self
+                .requests(run, policy)
+                .map(|r| Loaded::Requests(Arc::new(r))),
+            Job::Explain { run, policy, key } => self
+                .explain(run, policy, *key)
+                .map(|r| Loaded::Explain(Arc::new(r))),
+            Job::Trigger(k) => self.trigger(k).map(|r| Loaded::Trigger(Arc::new(r))),
+        };
+        r.map_err(|e| {
+            let mut msg = e.to_string();
+            for cause in e.chain().skip(1) {
+                msg.push_str(&format!(": {cause}"));
+            }
+            msg
+        })
+    }
+
+    fn overview(&self) -> anyhow::Result<Overview> {
+        let store_label = self.root.display().to_string();
+        let store = match Store::open(&self.root) {
+            Ok(s) => s,
+            Err(StoreError::Missing(_)) => {
+                return Ok(Overview {
+                    state: StoreState::Missing,
+                    store: store_label,
+                    sources: Vec::new(),
+                    runs: Vec::new(),
+                })
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let reader = Reader::open(&store)?;
+        let sources = reader.sources()?;
+        let runs = reader.runs()?;
+        Ok(Overview {
+            state: if sources.is_empty() {
+                StoreState::Empty
+            } else {
+                StoreState::Ready
+            },
+            store: store_label,
+            sources,
+            runs,
+        })
+    }
+
+    fn verdict(&self, source: &str) -> anyhow::Result<Verdict> {
+        if let Some(d) = self.sources.get(source) {
+            if let Some(v) = &d.verdict {
+                return Ok(v.clone());
+            }
+        }
+        let store = self.store()?;
+        let data = fit::load_sessions(&store, source, None, false)?;
+        if data.sessions.is_empty() {
+            return Ok(no_sessions_verdict());
+        }
+        let fits = fit::fit_groups(&data, None)?;
+        fits.first()
+            .map(Verdict::from_fit)
+            .context("the fit returned no group")
+    }
+
+    fn source(&mut self, source: &str) -> anyhow::Result<Arc<SourceData>> {
+        if let Some(d) = self.sources.get(source) {
+            return Ok(d.clone());
+        }
+        let store = self.store()?;
+        let d = Arc::new(load_source(&store, source)?);
+        self.sources.insert(source.to_string(), d.clone());
+        Ok(d)
+    }
+
+    fn replay(&self, run: Option<&str>) -> anyhow::Result<Option<ReplayData>> {
+        let store = self.store()?;
+        let reader = Reader::open(&store)?;
+        let runs = reader.runs()?;
+        let info = match run {
+            Some(id) => runs
+                .iter()
+                .find(|r| r.run_id == id)
+                .cloned()
+                .with_context(|| {
+                    let ids: Vec<&str> = runs.iter().map(|r| r.run_id.as_str()).collect();
+                    format!(
+                        "no run {id:?} in the store (runs: {})",
+                        if ids.is_empty() {
+                            "none".to_string()
+                        } else {
+                            ids.join(", ")
+                        }
+                    )
+                })?,
+            None => match runs.first() {
+                Some(r) => r.clone(),
+                None => return Ok(None),
+            },
+        };
+        let summary = scenario::load_summary(&store, &info.run_id)?;
+        let mut cdfs: HashMap<(String, String), (u64, u64, Vec<f64>)> = HashMap::new();
+        for q in reader.completion_quantiles(&info.run_id)? {
+            cdfs.insert((q.policy, q.param), (q.requests, q.completed, q.quantiles));
+        }
+        let metric = |v: &serde_json::Value, k: &str| Metric {
+            value: v.get(k).and_then(|x| x.as_f64()),
+            ci: v
+                .get(format!("{k}_ci"))
+                .and_then(|c| Some((c.get(0)?.as_f64()?, c.get(1)?.as_f64()?))),
+        };
+        let mut rows = Vec::new();
+        for s in &summary {
+            let (policy, param) = (
+                s.label.kind.name().to_string(),
+                s.label
+                    .param
+                    .clone()
+                    .unwrap_or_else(|| "default".to_string()),
+            );
+            let (requests, completed, q) = cdfs
+                .get(&(policy.clone(), param.clone()))
+                .cloned()
+                .unwrap_or_default();
+            let share = completed as f64 / requests.max(1) as f64;
+            let cdf = q
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| (x, share * i as f64 / COMPLETION_QUANTILE_STEPS as f64))
+                .collect();
+            let v = &s.to_json();
+            rows.push(PolicyRow {
+                name: s.label.to_string(),
+                policy,
+                param,
+                mean: metric(v, "mean_completion_s"),
+                p50: metric(v, "p50_completion_s"),
+                p99: metric(v, "p99_completion_s"),
+                ttft_p50: metric(v, "ttft_p50_s"),
+                slo: metric(v, "slo_attainment"),
+                goodput: metric(v, "slo_goodput"),
+                interruptions: metric(v, "unplanned_interruptions"),
+                migrations: metric(v, "planned_migrations"),
+                gap_closed: metric(v, "gap_closed"),
+                requests,
+                completed,
+                cdf,
+            });
+        }
+        Ok(Some(ReplayData {
+            run: info,
+            runs: runs.into_iter().map(|r| r.run_id).collect(),
+            rows,
+        }))
+    }
+
+    fn requests(&self, run: &str, display: &str) -> anyhow::Result<RequestList> {
+        let (policy, param) = split_display(display);
+        let reader = Reader::open(&self.store()?)?;
+        let total = reader.request_count(run, &policy, &param)?;
+        let rows = reader.eventful_requests(run, &policy, &param, REQUEST_LIMIT)?;
+        Ok(RequestList { rows, total })
+    }
+
+    fn scenario(&mut self, store: &Store, run: &str) -> anyhow::Result<Arc<Scenario>> {
+        if let Some(s) = self.scenarios.get(run) {
+            return Ok(s.clone());
+        }
+        let sc = Arc::new(explain::rebuild(store, run)?);
+        self.scenarios.insert(run.to_string(), sc.clone());
+        Ok(sc)
+    }
+
+    fn explain(
+        &mut self,
+        run: &str,
+        display: &str,
+        key: RequestKey,
+    ) -> anyhow::Result<RequestExplain> {
+        let (policy, param) = split_display(display);
+        let store = self.store()?;
+        let stored = Reader::open(&store)?
+            .request(run, &policy, &param, key)
+            .map_err(|e| {
+                anyhow!(
+                    "request #{} of {policy} in window {} of {run}: {e}",
+                    key.request,
+                    key.window
+                )
+            })?;
+        let sc = self.scenario(&store, run)?;
+        explain::explain_request(&sc, run, &policy, &param, &stored)
+    }
+
+    fn trigger(&mut self, k: &TriggerKey) -> anyhow::Result<TriggerData> {
+        let data = self.source(&k.source)?;
+        let priors = data.priors.as_ref().with_context(|| {
+            format!(
+                "no survival curves for {}: {}",
+                k.source,
+                data.priors_error.as_deref().unwrap_or("the fit failed")
+            )
+        })?;
+        let curve = |id: &str| -> Box<dyn ConditionalSurvival> {
+            if id == POOLED {
+                Box::new(priors.pooled_curve())
+            } else {
+                Box::new(priors.node_curve(id))
+            }
+        };
+        let mut sc = TriggerScenario::design_wan();
+        sc.source_curve = curve(&k.from);
+        sc.dest_curve = curve(&k.to);
+        let remaining = 500;
+        let context = k.context.max(1);
+        sc.request.done_tokens = context.saturating_sub(sc.request.prompt_tokens.min(context));
+        sc.request.prompt_tokens = context - sc.request.done_tokens;
+        sc.request.resident_tokens = context;
+        sc.request.est_output_tokens = sc.request.done_tokens + remaining;
+        let grid: Vec<f64> = (0..=120)
+            .map(|i| 10f64.powf(i as f64 * 5.4 / 120.0))
+            .collect();
+        let curve_rows = trigger_rows(&sc, &grid, &[sc.params.hysteresis_s])
+            .into_iter()
+            .map(|r| (r.uptime_s, r.risk_gain, r.dt))
+            .collect();
+        let rows = trigger_rows(&sc, &DEFAULT_UPTIMES_S, &[sc.params.hysteresis_s]);
+        Ok(TriggerData {
+            curve: curve_rows,
+            rows,
+            h: sc.params.hysteresis_s,
+            dest_age_s: sc.dest_age_s,
+            remaining,
+        })
+    }
+}
+
+fn no_sessions_verdict() -> Verdict {
+    Verdict {
+        verdict: "n/a (no sessions)".into(),
+        shape: None,
+        shape_ci: None,
+        scale_s: None,
+        p_value: None,
+        median_s: None,
+        sessions: 0,
+    }
+}
+
+/// Per node: the up-time in each strip bin, and the strip bins where censored sessions end.
+type NodeStrips = (Vec<Vec<f64>>, Vec<Vec<u16>>);
+
+/// Availability strips of every node: per node, the up-time of each of [`STRIP_BINS`] bins
+/// over the source's span (in bins), and the bins where a censored session ends. Every session
+/// counts, left-truncated ones included.
+fn strips(
+    reader: &Reader,
+    data: &fit::SourceSessions,
+    bin_of: impl Fn(f64) -> f64,
+) -> anyhow::Result<NodeStrips> {
+    let n = data.node_ids.len();
+    let index: HashMap<&str, usize> = data
+        .node_ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (id.as_str(), i))
+        .collect();
+    let mut up = vec![vec![0f64; STRIP_BINS]; n];
+    let mut censor_bins: Vec<Vec<u16>> = vec![Vec::new(); n];
+    for s in reader.session_spans(&data.source)? {
+        let Some(&i) = index.get(s.node_id.as_str()) else {
+            continue;
+        };
+        let (a, b) = (bin_of(s.start), bin_of(s.end));
+        let mut k = a.floor() as usize;
+        while (k as f64) < b && k < STRIP_BINS {
+            let lo = a.max(k as f64);
+            let hi = b.min(k as f64 + 1.0);
+            up[i][k] += (hi - lo).max(0.0);
+            k += 1;
+        }
+        if !s.event {
+            let c = (b.ceil() as usize).saturating_sub(1).min(STRIP_BINS - 1);
+            censor_bins[i].push(c as u16);
+        }
+    }
+    for cb in &mut censor_bins {
+        cb.sort_unstable();
+        cb.dedup();
+    }
+    Ok((up, censor_bins))
+}
+
+/// Loads and fits one availability source.
+pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
+    let data = fit::load_sessions(store, source, None, false)?;
+    let (obs_start, obs_end) = data.observation;
+    let span_len = (obs_end - obs_start).max(1e-9);
+    let bin_of = |t: f64| -> f64 {
+        ((t - obs_start) / span_len * STRIP_BINS as f64).clamp(0.0, STRIP_BINS as f64)
+    };
+    let (up, censor_bins) = strips(&Reader::open(store)?, &data, bin_of)?;
+    let fits = fit::fit_nodes(&data, &NodeFitOptions::default())?;
+    let shrinkage = match &fits.priors {
+        Some(p) => ShrinkageInfo {
+            estimator: match p.estimator {
+                PriorsEstimator::Beta => "beta",
+                PriorsEstimator::Frailty => "frailty",
+                PriorsEstimator::None => "none",
+            }
+            .to_string(),
+            m: p.parameters.m,
+            theta: p.parameters.theta,
+        },
+        None => ShrinkageInfo {
+            estimator: "none".into(),
+            ..ShrinkageInfo::default()
+        },
+    };
+    let mut nodes = Vec::with_capacity(fits.nodes.len());
+    for ((node, bins), (observed, cb)) in fits
+        .nodes
+        .into_iter()
+        .zip(up)
+        .zip(data.node_observed.iter().zip(censor_bins))
+    {
+        let (oa, ob) = (bin_of(observed.0), bin_of(observed.1));
+        let strip: Vec<u8> = bins
+            .iter()
+            .enumerate()
+            .map(|(k, &u)| {
+                let (lo, hi) = (k as f64, k as f64 + 1.0);
+                let covered = (hi.min(ob) - lo.max(oa)).max(0.0);
+                if covered <= 0.0 {
+                    STRIP_UNOBSERVED
+                } else {
+                    ((u / covered).clamp(0.0, 1.0) * STRIP_FULL as f64).round() as u8
+                }
+            })
+            .collect();
+        nodes.push(NodeData::new(node, strip, cb));
+    }
+    nodes.sort_by(|a, b| a.id.cmp(&b.id));
+    let id_prefix = shared_prefix(&data.node_ids);
+    Ok(SourceData {
+        source: source.to_string(),
+        time_base: data.time_base.clone(),
+        span: (obs_start, obs_end),
+        nodes,
+        pooled: fits.pooled,
+        verdict: fits.pooled_fit.as_ref().map(Verdict::from_fit),
+        shrinkage,
+        priors: fits.priors,
+        priors_error: fits.priors_error,
+        excluded_truncated: data.excluded_truncated,
+        id_prefix,
+    })
+}
