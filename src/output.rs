@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use arrow::array::{Array, ArrayRef, AsArray, StringArray};
 use arrow::datatypes::{
-    DataType, Field, Float16Type, Float32Type, Float64Type, Schema, TimeUnit,
+    DataType, Field, Float16Type, Float32Type, Float64Type, IntervalUnit, Schema, TimeUnit,
     TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
     TimestampSecondType,
 };
@@ -102,6 +102,8 @@ pub fn emit(
 
 /// Writes `batches` in `format` to `out`. An empty result is `(no rows)` as a table, the header
 /// only (when the schema is known) as CSV, `[]` as JSON, and a file without rows as Parquet.
+/// Parquet keeps every type it can hold; unions and month-day-nano intervals (which it cannot)
+/// become text.
 pub fn render(
     batches: &[RecordBatch],
     format: OutputFormat,
@@ -165,6 +167,10 @@ pub fn render(
             out.write_all(b"]\n")?;
         }
         OutputFormat::Parquet => {
+            let batches: Vec<RecordBatch> = batches
+                .iter()
+                .map(parquet_ready)
+                .collect::<Result<_, _>>()?;
             let schema = batches.first().ok_or(RenderError::NoSchema)?.schema();
             let mut buf = Vec::new();
             {
@@ -173,7 +179,7 @@ pub fn render(
                     .build();
                 let mut w =
                     parquet::arrow::ArrowWriter::try_new(&mut buf, schema.clone(), Some(props))?;
-                for b in batches {
+                for b in &batches {
                     w.write(b)?;
                 }
                 w.close()?;
@@ -182,6 +188,43 @@ pub fn render(
         }
     }
     Ok(())
+}
+
+/// The batch with every column the Parquet writer cannot hold (unions and month-day-nano
+/// intervals, anywhere inside the type) as the text of its values.
+fn parquet_ready(b: &RecordBatch) -> Result<RecordBatch, RenderError> {
+    fn unwritable(t: &DataType) -> bool {
+        match t {
+            DataType::Union(..) | DataType::Interval(IntervalUnit::MonthDayNano) => true,
+            DataType::List(f)
+            | DataType::LargeList(f)
+            | DataType::FixedSizeList(f, _)
+            | DataType::ListView(f)
+            | DataType::LargeListView(f)
+            | DataType::Map(f, _) => unwritable(f.data_type()),
+            DataType::Struct(fs) => fs.iter().any(|f| unwritable(f.data_type())),
+            DataType::Dictionary(_, v) => unwritable(v),
+            DataType::RunEndEncoded(_, v) => unwritable(v.data_type()),
+            _ => false,
+        }
+    }
+    let schema = b.schema();
+    if !schema.fields().iter().any(|f| unwritable(f.data_type())) {
+        return Ok(b.clone());
+    }
+    let mut fields = Vec::with_capacity(b.num_columns());
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(b.num_columns());
+    for (f, c) in schema.fields().iter().zip(b.columns()) {
+        if unwritable(f.data_type()) {
+            let text = text_values(c.as_ref()).map_err(|e| column_error(f, e))?;
+            fields.push(Field::new(f.name(), DataType::Utf8, true));
+            cols.push(Arc::new(StringArray::from(text)));
+        } else {
+            fields.push(f.as_ref().clone());
+            cols.push(c.clone());
+        }
+    }
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
 }
 
 fn column_error(f: &Field, source: ArrowError) -> RenderError {
