@@ -613,7 +613,8 @@ mod tests {
             r#"[{"x":0.123456789},{"x":null}]"#
         );
         assert!(shown(&b, OutputFormat::Table).contains("0.1235"));
-        assert_eq!(shown(&b, OutputFormat::Csv), "x\n0.123456789\n\n");
+        // A null alone on its line is quoted, so that the row is not an empty line.
+        assert_eq!(shown(&b, OutputFormat::Csv), "x\n0.123456789\n\"\"\n");
     }
 
     #[test]

@@ -20,7 +20,8 @@ pub fn skip(reason: &str) {
     if under_ci() {
         panic!("{test} cannot run: {reason} (CI is set, so nothing may skip)");
     }
-    let _ = writeln!(std::io::stderr(), "SKIPPED: {test}: {reason}");
+    // On a line of its own even when the harness is half-way through a `test ... ok` line.
+    let _ = write!(std::io::stderr(), "\nSKIPPED: {test}: {reason}\n");
 }
 
 /// The public data directory beside the checkout (`$HAZARDSERVE_SHARED` or `../shared`), or
