@@ -1,11 +1,27 @@
 //! hazardserve: does scheduling LLM requests by each node's conditional hazard beat
 //! hazard-blind scheduling on unreliable nodes, and how close does it get to an oracle?
 //!
-//! The library has one module per stage: [`store`] (Parquet + DuckDB catalog), the format
-//! adapters in the `hazardserve-ingest` crate, [`synth`] (sample generator), [`output`] (the one
-//! table/CSV/JSON renderer) and [`cli`] (the command-line front end that `main` calls).
+//! The library has one module per stage:
+//!
+//! - [`ingest`] (the `hazardserve-ingest` crate): format adapters, pure parsing of availability
+//!   and request traces into canonical Arrow batches;
+//! - [`store`]: the embedded store (Parquet files plus a DuckDB catalog), atomic commits;
+//! - [`queries`]: the named SQL queries run against the store;
+//! - [`public`]: the catalogue of public traces and how each is ingested;
+//! - [`survival`]: Kaplan-Meier, shrinkage, parametric fits, validation and hazard priors;
+//! - [`fit`]: survival of a stored source (loading its sessions, fitting groups);
+//! - [`policy`]: the cost model and every scheduling policy;
+//! - [`replay`]: the discrete-event simulator and its metrics;
+//! - [`scenario`]: replay inputs built from the store, and stored runs;
+//! - [`synth`]: generators of sample traces and workloads;
+//! - [`rng`]: the small seeded random number generator every stage shares;
+//! - [`output`]: the one output path (table, CSV, JSON, Parquet) of the command line.
+//!
+//! The command line (`cli`) and the terminal UI (`tui`) are the binary's, not public API: the
+//! binary enters through [`cli_main`]. `tui` is reachable only so that the TUI's tests can drive
+//! it; it is hidden from the documentation and may change at any time.
 
-pub mod cli;
+mod cli;
 pub mod fit;
 pub mod output;
 pub mod policy;
@@ -17,6 +33,25 @@ pub mod scenario;
 pub mod store;
 pub mod survival;
 pub mod synth;
+#[doc(hidden)]
 pub mod tui;
 
 pub use hazardserve_ingest as ingest;
+
+/// The `hazardserve` command: parses the process's arguments, runs the command, prints any
+/// error with its causes (each once) on standard error, and returns the exit status.
+pub fn cli_main() -> std::process::ExitCode {
+    cli::main()
+}
+
+/// An error and its causes on one line, `outer: cause: cause`, each message once.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        msg.push_str(": ");
+        msg.push_str(&c.to_string());
+        cause = c.source();
+    }
+    msg
+}

@@ -1,5 +1,5 @@
-//! The `hazardserve` command: parses the command line and hands it to the library.
+//! The `hazardserve` command (the command line lives in the library's private `cli` module).
 
 fn main() -> std::process::ExitCode {
-    hazardserve::cli::main()
+    hazardserve::cli_main()
 }

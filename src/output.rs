@@ -1,10 +1,28 @@
-//! One renderer for every listing: Arrow record batches as a table, CSV or JSON.
+//! One output path for every command: a result is one table (Arrow record batches), and
+//! [`emit`] writes it as an aligned text table, CSV, a JSON array of objects or Parquet, to
+//! standard output or (atomically) to a file.
+//!
+//! Every Arrow type DuckDB returns can be shown: numbers, booleans and text as themselves;
+//! timestamps with a time zone as RFC 3339 UTC instants (`2019-03-20T00:00:00Z`); nested values
+//! (lists, structs, maps, unions) as JSON; everything else (decimals, dates, times, intervals,
+//! blobs, ...) as Arrow displays it. Notes about a result belong on standard error: a
+//! machine-readable format holds the table and nothing else.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
+use std::path::Path;
+use std::sync::Arc;
 
+use arrow::array::{Array, ArrayRef, AsArray, StringArray};
+use arrow::datatypes::{
+    DataType, Field, Float16Type, Float32Type, Float64Type, IntervalUnit, Schema, TimeUnit,
+    TimestampMicrosecondType, TimestampMillisecondType, TimestampNanosecondType,
+    TimestampSecondType,
+};
+use arrow::error::ArrowError;
 use arrow::record_batch::RecordBatch;
+use arrow::util::display::{ArrayFormatter, FormatOptions};
 
-/// How a listing is printed (`--format`).
+/// How a result is written (`--format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
 pub enum OutputFormat {
     /// An aligned text table for people.
@@ -12,23 +30,80 @@ pub enum OutputFormat {
     Table,
     /// Comma-separated values with a header row.
     Csv,
-    /// A JSON array of objects whose keys are the column names.
+    /// A JSON array of objects keyed by column name.
     Json,
+    /// Parquet (binary: give --out FILE, or redirect standard output to a file).
+    Parquet,
 }
 
-/// Errors of rendering.
+/// Errors of writing a result.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
-    /// Arrow could not format the batches.
-    #[error("rendering failed: {0}")]
-    Arrow(#[from] arrow::error::ArrowError),
-    /// Writing to the output failed.
-    #[error("writing output failed: {0}")]
+    /// A column could not be formatted.
+    #[error("cannot show column {column:?} of type {data_type}")]
+    Column {
+        /// The column name.
+        column: String,
+        /// Its Arrow type.
+        data_type: DataType,
+        /// What Arrow said.
+        source: ArrowError,
+    },
+    /// Arrow could not build or format the table.
+    #[error("formatting the result failed")]
+    Arrow(#[from] ArrowError),
+    /// Encoding Parquet failed.
+    #[error("encoding Parquet failed")]
+    Parquet(#[from] parquet::errors::ParquetError),
+    /// Writing to standard output failed.
+    #[error("writing the output failed")]
     Io(#[from] std::io::Error),
+    /// Parquet asked for on a terminal.
+    #[error(
+        "--format parquet writes binary data: pass --out FILE, or redirect standard output to a file"
+    )]
+    ParquetToTerminal,
+    /// Parquet asked for a result without a schema (a query that returned no batch at all).
+    #[error("the result has no schema, so there is no Parquet file to write")]
+    NoSchema,
+    /// Writing the output file failed.
+    #[error(transparent)]
+    File(#[from] crate::store::StoreError),
 }
 
-/// Writes `batches` to `out` in `format`. An empty result prints an empty table, a CSV header
-/// only when the schema is known, or `[]`.
+/// Writes `batches` (one table) in `format` to `out`, or to standard output when `out` is `None`.
+/// A file is written atomically (temporary file, fsync, rename; see
+/// [`crate::store::replace_file`]). Parquet is refused on a terminal.
+pub fn emit(
+    batches: &[RecordBatch],
+    format: OutputFormat,
+    out: Option<&Path>,
+) -> Result<(), RenderError> {
+    match out {
+        None => {
+            let stdout = std::io::stdout();
+            if format == OutputFormat::Parquet && stdout.is_terminal() {
+                return Err(RenderError::ParquetToTerminal);
+            }
+            let mut lock = stdout.lock();
+            render(batches, format, &mut lock)?;
+            lock.flush()?;
+            Ok(())
+        }
+        Some(path) => crate::store::replace_file(path, |tmp| {
+            let file = std::fs::File::create(tmp).map_err(crate::store::io_err(path))?;
+            let mut w = std::io::BufWriter::new(file);
+            render(batches, format, &mut w)?;
+            w.flush().map_err(crate::store::io_err(path))?;
+            Ok::<(), RenderError>(())
+        }),
+    }
+}
+
+/// Writes `batches` in `format` to `out`. An empty result is `(no rows)` as a table, the header
+/// only (when the schema is known) as CSV, `[]` as JSON, and a file without rows as Parquet.
+/// Parquet keeps every type it can hold; unions and month-day-nano intervals (which it cannot)
+/// become text.
 pub fn render(
     batches: &[RecordBatch],
     format: OutputFormat,
@@ -39,8 +114,10 @@ pub fn render(
             if batches.iter().all(|b| b.num_rows() == 0) {
                 writeln!(out, "(no rows)")?;
             } else {
-                let shown: Vec<RecordBatch> =
-                    batches.iter().map(round_floats).collect::<Result<_, _>>()?;
+                let shown: Vec<RecordBatch> = batches
+                    .iter()
+                    .map(|b| text_batch(b, true))
+                    .collect::<Result<_, _>>()?;
                 writeln!(
                     out,
                     "{}",
@@ -53,57 +130,397 @@ pub fn render(
                 .with_header(true)
                 .build(&mut *out);
             for b in batches {
-                w.write(b)?;
+                w.write(&text_batch(b, false)?)?;
             }
         }
         OutputFormat::Json => {
+            out.write_all(b"[")?;
+            let mut first = true;
+            for b in batches {
+                let schema = b.schema();
+                let keys: Vec<String> = schema
+                    .fields()
+                    .iter()
+                    .map(|f| json_string(f.name()))
+                    .collect();
+                let cols: Vec<Vec<String>> = schema
+                    .fields()
+                    .iter()
+                    .zip(b.columns())
+                    .map(|(f, c)| json_tokens(c.as_ref()).map_err(|e| column_error(f, e)))
+                    .collect::<Result<_, _>>()?;
+                for row in 0..b.num_rows() {
+                    let mut obj = String::from(if first { "{" } else { ",{" });
+                    first = false;
+                    for (k, (key, col)) in keys.iter().zip(&cols).enumerate() {
+                        if k > 0 {
+                            obj.push(',');
+                        }
+                        obj.push_str(key);
+                        obj.push(':');
+                        obj.push_str(&col[row]);
+                    }
+                    obj.push('}');
+                    out.write_all(obj.as_bytes())?;
+                }
+            }
+            out.write_all(b"]\n")?;
+        }
+        OutputFormat::Parquet => {
+            let batches: Vec<RecordBatch> = batches
+                .iter()
+                .map(parquet_ready)
+                .collect::<Result<_, _>>()?;
+            let schema = batches.first().ok_or(RenderError::NoSchema)?.schema();
             let mut buf = Vec::new();
             {
-                let mut w = arrow::json::WriterBuilder::new()
-                    .with_explicit_nulls(true)
-                    .build::<_, arrow::json::writer::JsonArray>(&mut buf);
-                for b in batches {
+                let props = parquet::file::properties::WriterProperties::builder()
+                    .set_compression(parquet::basic::Compression::ZSTD(Default::default()))
+                    .build();
+                let mut w =
+                    parquet::arrow::ArrowWriter::try_new(&mut buf, schema.clone(), Some(props))?;
+                for b in &batches {
                     w.write(b)?;
                 }
-                w.finish()?;
-            }
-            if buf.is_empty() {
-                buf.extend_from_slice(b"[]");
+                w.close()?;
             }
             out.write_all(&buf)?;
-            writeln!(out)?;
         }
     }
     Ok(())
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn human_floats() {
-        assert_eq!(human_float(0.497_777), "0.4978");
-        assert_eq!(human_float(24.052_686), "24.05");
-        assert_eq!(human_float(1_551_605_803.779), "1.552e9");
-        assert_eq!(human_float(5.2e-114), "5.200e-114");
-        assert_eq!(human_float(3.0), "3");
-        assert_eq!(human_float(-0.25), "-0.25");
+/// The batch with every column the Parquet writer cannot hold (unions and month-day-nano
+/// intervals, anywhere inside the type) as the text of its values.
+fn parquet_ready(b: &RecordBatch) -> Result<RecordBatch, RenderError> {
+    fn unwritable(t: &DataType) -> bool {
+        match t {
+            DataType::Union(..) | DataType::Interval(IntervalUnit::MonthDayNano) => true,
+            DataType::List(f)
+            | DataType::LargeList(f)
+            | DataType::FixedSizeList(f, _)
+            | DataType::ListView(f)
+            | DataType::LargeListView(f)
+            | DataType::Map(f, _) => unwritable(f.data_type()),
+            DataType::Struct(fs) => fs.iter().any(|f| unwritable(f.data_type())),
+            DataType::Dictionary(_, v) => unwritable(v),
+            DataType::RunEndEncoded(_, v) => unwritable(v.data_type()),
+            _ => false,
+        }
     }
-
-    #[test]
-    fn json_and_csv_keep_full_precision() {
-        let b = batch(vec![("x", Col::F64(vec![Some(0.123_456_789), None]))]).unwrap();
-        let mut out = Vec::new();
-        render(std::slice::from_ref(&b), OutputFormat::Json, &mut out).unwrap();
-        assert_eq!(
-            String::from_utf8(out).unwrap().trim(),
-            r#"[{"x":0.123456789},{"x":null}]"#
-        );
-        let mut out = Vec::new();
-        render(std::slice::from_ref(&b), OutputFormat::Table, &mut out).unwrap();
-        assert!(String::from_utf8(out).unwrap().contains("0.1235"));
+    let schema = b.schema();
+    if !schema.fields().iter().any(|f| unwritable(f.data_type())) {
+        return Ok(b.clone());
     }
+    let mut fields = Vec::with_capacity(b.num_columns());
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(b.num_columns());
+    for (f, c) in schema.fields().iter().zip(b.columns()) {
+        if unwritable(f.data_type()) {
+            let text = text_values(c.as_ref()).map_err(|e| column_error(f, e))?;
+            fields.push(Field::new(f.name(), DataType::Utf8, true));
+            cols.push(Arc::new(StringArray::from(text)));
+        } else {
+            fields.push(f.as_ref().clone());
+            cols.push(c.clone());
+        }
+    }
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
+}
+
+fn column_error(f: &Field, source: ArrowError) -> RenderError {
+    RenderError::Column {
+        column: f.name().clone(),
+        data_type: f.data_type().clone(),
+        source,
+    }
+}
+
+/// A JSON string literal.
+fn json_string(s: &str) -> String {
+    serde_json::Value::from(s).to_string()
+}
+
+/// Whether the CSV writer and the table show a type as it is (numbers, booleans, text).
+fn shown_natively(t: &DataType) -> bool {
+    t.is_integer()
+        || t.is_floating()
+        || matches!(t, DataType::Boolean | DataType::Utf8 | DataType::LargeUtf8)
+}
+
+/// Whether values of a type are shown as JSON text in the table and CSV.
+fn is_nested(t: &DataType) -> bool {
+    matches!(
+        t,
+        DataType::List(_)
+            | DataType::LargeList(_)
+            | DataType::FixedSizeList(..)
+            | DataType::ListView(_)
+            | DataType::LargeListView(_)
+            | DataType::Struct(_)
+            | DataType::Map(..)
+            | DataType::Union(..)
+    )
+}
+
+/// The batch as the table or the CSV writer shows it: native numbers, booleans and text; every
+/// other column as text. `human` (the table) also shows floats with [`human_float`].
+fn text_batch(b: &RecordBatch, human: bool) -> Result<RecordBatch, RenderError> {
+    let schema = b.schema();
+    let mut fields = Vec::with_capacity(b.num_columns());
+    let mut cols: Vec<ArrayRef> = Vec::with_capacity(b.num_columns());
+    for (f, c) in schema.fields().iter().zip(b.columns()) {
+        let t = f.data_type();
+        if shown_natively(t) && !(human && t.is_floating()) {
+            fields.push(f.as_ref().clone().with_nullable(true));
+            cols.push(c.clone());
+            continue;
+        }
+        let text = if human && t.is_floating() {
+            let v = arrow::compute::cast(c, &DataType::Float64)?;
+            let v = v.as_primitive::<Float64Type>();
+            (0..v.len())
+                .map(|i| (!v.is_null(i)).then(|| human_float(v.value(i))))
+                .collect()
+        } else {
+            text_values(c.as_ref()).map_err(|e| column_error(f, e))?
+        };
+        fields.push(Field::new(f.name(), DataType::Utf8, true));
+        cols.push(Arc::new(StringArray::from(text)));
+    }
+    Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)?)
+}
+
+/// Null flags that also see the nulls of null-typed, union and dictionary arrays.
+fn null_flags(a: &dyn Array) -> Vec<bool> {
+    match a.logical_nulls() {
+        Some(n) => (0..a.len()).map(|i| n.is_null(i)).collect(),
+        None => vec![false; a.len()],
+    }
+}
+
+/// Every value of `a` as text (`None` for null), for the table and CSV.
+fn text_values(a: &dyn Array) -> Result<Vec<Option<String>>, ArrowError> {
+    let nulls = null_flags(a);
+    let text: Vec<String> = match a.data_type() {
+        DataType::Dictionary(_, value_type) => {
+            let flat = arrow::compute::cast(a, value_type)?;
+            return text_values(flat.as_ref());
+        }
+        DataType::Timestamp(unit, Some(_)) => utc_timestamps(a, *unit),
+        t if is_nested(t) => json_tokens(a)?,
+        _ => {
+            let fmt = ArrayFormatter::try_new(a, &FormatOptions::default())?;
+            (0..a.len())
+                .map(|i| {
+                    if nulls[i] {
+                        Ok(String::new())
+                    } else {
+                        fmt.value(i).try_to_string()
+                    }
+                })
+                .collect::<Result<_, _>>()?
+        }
+    };
+    Ok(text
+        .into_iter()
+        .zip(nulls)
+        .map(|(s, null)| (!null).then_some(s))
+        .collect())
+}
+
+/// Timestamps with a time zone as RFC 3339 UTC instants (the stored value is UTC whatever the
+/// zone; Arrow would need the chrono-tz database to display a named zone).
+fn utc_timestamps(a: &dyn Array, unit: TimeUnit) -> Vec<String> {
+    let raw: Vec<Option<i64>> = match unit {
+        TimeUnit::Second => a.as_primitive::<TimestampSecondType>().iter().collect(),
+        TimeUnit::Millisecond => a
+            .as_primitive::<TimestampMillisecondType>()
+            .iter()
+            .collect(),
+        TimeUnit::Microsecond => a
+            .as_primitive::<TimestampMicrosecondType>()
+            .iter()
+            .collect(),
+        TimeUnit::Nanosecond => a.as_primitive::<TimestampNanosecondType>().iter().collect(),
+    };
+    raw.into_iter()
+        .map(|v| v.map(|v| utc_text(unit, v)).unwrap_or_default())
+        .collect()
+}
+
+fn utc_text(unit: TimeUnit, v: i64) -> String {
+    use chrono::{DateTime, SecondsFormat};
+    let t = match unit {
+        TimeUnit::Second => DateTime::from_timestamp(v, 0),
+        TimeUnit::Millisecond => DateTime::from_timestamp_millis(v),
+        TimeUnit::Microsecond => DateTime::from_timestamp_micros(v),
+        TimeUnit::Nanosecond => Some(DateTime::from_timestamp_nanos(v)),
+    };
+    match t {
+        Some(t) => t.to_rfc3339_opts(SecondsFormat::AutoSi, true),
+        None => format!("{v} ({unit:?} since 1970, out of range)"),
+    }
+}
+
+/// Every value of `a` as a JSON token (`null` for null): numbers and booleans as themselves
+/// (non-finite floats as `null`), lists as arrays, structs and maps as objects, unions as their
+/// value, everything else as a JSON string of its text.
+fn json_tokens(a: &dyn Array) -> Result<Vec<String>, ArrowError> {
+    let nulls = null_flags(a);
+    let n = a.len();
+    let mut tokens: Vec<String> = match a.data_type() {
+        DataType::Null => vec![String::new(); n],
+        DataType::Boolean => a
+            .as_boolean()
+            .iter()
+            .map(|v| v.map_or(String::new(), |b| b.to_string()))
+            .collect(),
+        t if t.is_integer()
+            || matches!(
+                t,
+                DataType::Decimal32(..)
+                    | DataType::Decimal64(..)
+                    | DataType::Decimal128(..)
+                    | DataType::Decimal256(..)
+            ) =>
+        {
+            let fmt = ArrayFormatter::try_new(a, &FormatOptions::default())?;
+            (0..n)
+                .map(|i| fmt.value(i).try_to_string())
+                .collect::<Result<_, _>>()?
+        }
+        DataType::Float16 => a
+            .as_primitive::<Float16Type>()
+            .iter()
+            .map(|v| float_token(v.map(|x| x.to_f64())))
+            .collect(),
+        DataType::Float32 => a
+            .as_primitive::<Float32Type>()
+            .iter()
+            .map(|v| match v {
+                Some(x) if x.is_finite() => serde_json::Value::from(x).to_string(),
+                _ => "null".into(),
+            })
+            .collect(),
+        DataType::Float64 => a
+            .as_primitive::<Float64Type>()
+            .iter()
+            .map(float_token)
+            .collect(),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            let s = arrow::compute::cast(a, &DataType::Utf8)?;
+            s.as_string::<i32>()
+                .iter()
+                .map(|v| v.map(json_string).unwrap_or_default())
+                .collect()
+        }
+        DataType::Dictionary(_, value_type) => {
+            let flat = arrow::compute::cast(a, value_type)?;
+            return json_tokens(flat.as_ref());
+        }
+        DataType::Timestamp(unit, Some(_)) => utc_timestamps(a, *unit)
+            .iter()
+            .map(|s| json_string(s))
+            .collect(),
+        DataType::List(_) => {
+            let l = a.as_list::<i32>();
+            let inner = json_tokens(l.values().as_ref())?;
+            l.offsets()
+                .windows(2)
+                .map(|w| json_array(&inner[w[0] as usize..w[1] as usize]))
+                .collect()
+        }
+        DataType::LargeList(_) => {
+            let l = a.as_list::<i64>();
+            let inner = json_tokens(l.values().as_ref())?;
+            l.offsets()
+                .windows(2)
+                .map(|w| json_array(&inner[w[0] as usize..w[1] as usize]))
+                .collect()
+        }
+        DataType::FixedSizeList(_, size) => {
+            let l = a.as_fixed_size_list();
+            let inner = json_tokens(l.values().as_ref())?;
+            let size = *size as usize;
+            (0..n)
+                .map(|i| {
+                    let start = l.value_offset_at(i);
+                    json_array(&inner[start..start + size])
+                })
+                .collect()
+        }
+        DataType::Struct(fields) => {
+            let s = a.as_struct();
+            let keys: Vec<String> = fields.iter().map(|f| json_string(f.name())).collect();
+            let cols: Vec<Vec<String>> = s
+                .columns()
+                .iter()
+                .map(|c| json_tokens(c.as_ref()))
+                .collect::<Result<_, _>>()?;
+            (0..n)
+                .map(|i| json_object(keys.iter().zip(cols.iter().map(|c| &c[i]))))
+                .collect()
+        }
+        DataType::Map(..) => {
+            let m = a.as_map();
+            let keys: Vec<String> = text_values(m.keys().as_ref())?
+                .into_iter()
+                .map(|k| json_string(&k.unwrap_or_default()))
+                .collect();
+            let values = json_tokens(m.values().as_ref())?;
+            m.value_offsets()
+                .windows(2)
+                .map(|w| {
+                    let r = w[0] as usize..w[1] as usize;
+                    json_object(keys[r.clone()].iter().zip(&values[r]))
+                })
+                .collect()
+        }
+        DataType::Union(fields, _) => {
+            let u = a.as_union();
+            let mut children = std::collections::HashMap::new();
+            for (id, _) in fields.iter() {
+                children.insert(id, json_tokens(u.child(id).as_ref())?);
+            }
+            (0..n)
+                .map(|i| children[&u.type_id(i)][u.value_offset(i)].clone())
+                .collect()
+        }
+        _ => {
+            let fmt = ArrayFormatter::try_new(a, &FormatOptions::default())?;
+            (0..n)
+                .map(|i| {
+                    if nulls[i] {
+                        Ok(String::new())
+                    } else {
+                        fmt.value(i).try_to_string().map(|s| json_string(&s))
+                    }
+                })
+                .collect::<Result<_, _>>()?
+        }
+    };
+    for (t, null) in tokens.iter_mut().zip(nulls) {
+        if null || t.is_empty() {
+            *t = "null".into();
+        }
+    }
+    Ok(tokens)
+}
+
+fn float_token(v: Option<f64>) -> String {
+    match v {
+        Some(x) if x.is_finite() => serde_json::Value::from(x).to_string(),
+        _ => "null".into(),
+    }
+}
+
+fn json_array(items: &[String]) -> String {
+    format!("[{}]", items.join(","))
+}
+
+fn json_object<'a>(pairs: impl Iterator<Item = (&'a String, &'a String)>) -> String {
+    let body: Vec<String> = pairs.map(|(k, v)| format!("{k}:{v}")).collect();
+    format!("{{{}}}", body.join(","))
 }
 
 /// A float for people: four significant digits, scientific notation when very large or small.
@@ -127,33 +544,6 @@ pub fn human_float(x: f64) -> String {
     }
 }
 
-/// Table display only: float columns become text with [`human_float`] (CSV and JSON keep full
-/// precision).
-fn round_floats(b: &RecordBatch) -> Result<RecordBatch, arrow::error::ArrowError> {
-    use arrow::array::{Array, ArrayRef, Float64Array, StringArray};
-    use arrow::datatypes::{DataType, Field, Schema};
-    use std::sync::Arc;
-    let schema = b.schema();
-    let mut fields = Vec::new();
-    let mut cols: Vec<ArrayRef> = Vec::new();
-    for (f, c) in schema.fields().iter().zip(b.columns()) {
-        match c.as_any().downcast_ref::<Float64Array>() {
-            Some(a) if f.data_type() == &DataType::Float64 => {
-                let v: StringArray = (0..a.len())
-                    .map(|i| (!a.is_null(i)).then(|| human_float(a.value(i))))
-                    .collect();
-                fields.push(Field::new(f.name(), DataType::Utf8, true));
-                cols.push(Arc::new(v));
-            }
-            _ => {
-                fields.push(f.as_ref().clone());
-                cols.push(c.clone());
-            }
-        }
-    }
-    RecordBatch::try_new(Arc::new(Schema::new(fields)), cols)
-}
-
 /// A column of a result table built in Rust (rather than returned by DuckDB).
 #[derive(Debug, Clone)]
 pub enum Col {
@@ -165,31 +555,104 @@ pub enum Col {
     Str(Vec<Option<String>>),
     /// Booleans.
     Bool(Vec<Option<bool>>),
+    /// Lists of floats (JSON arrays in JSON output).
+    F64List(Vec<Vec<f64>>),
 }
 
 /// Builds one record batch from named columns of equal length.
 pub fn batch(cols: Vec<(&str, Col)>) -> Result<RecordBatch, RenderError> {
-    use arrow::array::{ArrayRef, BooleanArray, Float64Array, Int64Array, StringArray};
-    use arrow::datatypes::{DataType, Field, Schema};
-    use std::sync::Arc;
+    use arrow::array::{BooleanArray, Float64Array, Int64Array, ListArray};
     let mut fields = Vec::with_capacity(cols.len());
     let mut arrays: Vec<ArrayRef> = Vec::with_capacity(cols.len());
     for (name, col) in cols {
-        let (dt, arr): (DataType, ArrayRef) = match col {
-            Col::F64(v) => (
-                DataType::Float64,
-                Arc::new(Float64Array::from(
-                    v.into_iter()
-                        .map(|x| x.filter(|f| f.is_finite()))
-                        .collect::<Vec<_>>(),
-                )),
-            ),
-            Col::I64(v) => (DataType::Int64, Arc::new(Int64Array::from(v))),
-            Col::Str(v) => (DataType::Utf8, Arc::new(StringArray::from(v))),
-            Col::Bool(v) => (DataType::Boolean, Arc::new(BooleanArray::from(v))),
+        let arr: ArrayRef = match col {
+            Col::F64(v) => Arc::new(Float64Array::from(
+                v.into_iter()
+                    .map(|x| x.filter(|f| f.is_finite()))
+                    .collect::<Vec<_>>(),
+            )),
+            Col::I64(v) => Arc::new(Int64Array::from(v)),
+            Col::Str(v) => Arc::new(StringArray::from(v)),
+            Col::Bool(v) => Arc::new(BooleanArray::from(v)),
+            Col::F64List(v) => Arc::new(ListArray::from_iter_primitive::<Float64Type, _, _>(
+                v.into_iter()
+                    .map(|l| Some(l.into_iter().map(Some).collect::<Vec<_>>())),
+            )),
         };
-        fields.push(Field::new(name, dt, true));
+        fields.push(Field::new(name, arr.data_type().clone(), true));
         arrays.push(arr);
     }
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn human_floats() {
+        assert_eq!(human_float(0.497_777), "0.4978");
+        assert_eq!(human_float(24.052_686), "24.05");
+        assert_eq!(human_float(1_551_605_803.779), "1.552e9");
+        assert_eq!(human_float(5.2e-114), "5.200e-114");
+        assert_eq!(human_float(3.0), "3");
+        assert_eq!(human_float(-0.25), "-0.25");
+    }
+
+    fn shown(b: &RecordBatch, format: OutputFormat) -> String {
+        let mut out = Vec::new();
+        render(std::slice::from_ref(b), format, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn json_and_csv_keep_full_precision() {
+        let b = batch(vec![("x", Col::F64(vec![Some(0.123_456_789), None]))]).unwrap();
+        assert_eq!(
+            shown(&b, OutputFormat::Json).trim(),
+            r#"[{"x":0.123456789},{"x":null}]"#
+        );
+        assert!(shown(&b, OutputFormat::Table).contains("0.1235"));
+        // A null alone on its line is quoted, so that the row is not an empty line.
+        assert_eq!(shown(&b, OutputFormat::Csv), "x\n0.123456789\n\"\"\n");
+    }
+
+    #[test]
+    fn timestamps_with_a_zone_are_utc_instants_and_lists_are_arrays() {
+        use arrow::array::TimestampMicrosecondArray;
+        let ts: ArrayRef = Arc::new(
+            TimestampMicrosecondArray::from(vec![Some(1_553_040_000_000_000), None])
+                .with_timezone("UTC"),
+        );
+        let l = batch(vec![("l", Col::F64List(vec![vec![1.5, 2.0], vec![]]))]).unwrap();
+        let b = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("t", ts.data_type().clone(), true),
+                Field::new("l", l.column(0).data_type().clone(), true),
+            ])),
+            vec![ts, l.column(0).clone()],
+        )
+        .unwrap();
+        assert_eq!(
+            shown(&b, OutputFormat::Json).trim(),
+            r#"[{"t":"2019-03-20T00:00:00Z","l":[1.5,2.0]},{"t":null,"l":[]}]"#
+        );
+        assert_eq!(
+            shown(&b, OutputFormat::Csv),
+            "t,l\n2019-03-20T00:00:00Z,\"[1.5,2.0]\"\n,[]\n"
+        );
+        assert!(shown(&b, OutputFormat::Table).contains("2019-03-20T00:00:00Z"));
+    }
+
+    #[test]
+    fn empty_results() {
+        assert_eq!(
+            {
+                let mut out = Vec::new();
+                render(&[], OutputFormat::Json, &mut out).unwrap();
+                String::from_utf8(out).unwrap()
+            },
+            "[]\n"
+        );
+    }
 }

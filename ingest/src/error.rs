@@ -8,8 +8,8 @@ pub type Result<T, E = IngestError> = std::result::Result<T, E>;
 /// What can go wrong while reading and parsing a trace.
 #[derive(Debug, thiserror::Error)]
 pub enum IngestError {
-    /// A file could not be opened or read.
-    #[error("{path}: cannot read: {source}")]
+    /// A file could not be opened or read (the cause is the `source`, not part of the message).
+    #[error("{path}: cannot read")]
     Io {
         /// The file.
         path: PathBuf,
@@ -47,6 +47,6 @@ pub enum IngestError {
     #[error("{0}")]
     Option(String),
     /// Building the Arrow batches failed (a bug, not bad input).
-    #[error("arrow: {0}")]
+    #[error("building Arrow batches failed")]
     Arrow(#[from] arrow::error::ArrowError),
 }

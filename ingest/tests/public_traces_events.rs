@@ -2,19 +2,15 @@
 //! the public traces in `../shared/traces-public` (see its MANIFEST.md, whose counts are asserted
 //! here). Skipped when the directory is absent.
 
+mod common;
+
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
 use hazardserve_ingest::{parse, sniff, Format, InputFile, Kind, Options, TimeBase, Trace};
 
 fn data_dir() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces-public");
-    if dir.is_dir() {
-        Some(dir)
-    } else {
-        println!("skipping: ../shared/traces-public not found");
-        None
-    }
+    common::traces_public()
 }
 
 /// Reads files given relative to the data directory (`rel` = that relative path).

@@ -1,6 +1,8 @@
 //! Real-data checks of the tick-json, probe-csv and skynomad-rounds adapters against the public
 //! traces in `shared/traces-public/` (counts from its MANIFEST). Skipped when the data is absent.
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -10,13 +12,7 @@ use hazardserve_ingest::{
 };
 
 fn data_root() -> Option<PathBuf> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/traces-public");
-    if root.is_dir() {
-        Some(root)
-    } else {
-        println!("skipping: ../shared/traces-public not found");
-        None
-    }
+    common::traces_public()
 }
 
 /// Every input below `dir` (archives expanded), with `rel` relative to `dir`.

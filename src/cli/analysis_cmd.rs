@@ -4,8 +4,8 @@
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::Globals;
-use crate::output::{self, render, Col, OutputFormat};
+use super::{Globals, OutputArgs};
+use crate::output::{self, Col};
 use crate::policy::analysis::{
     crossover_rows, default_prefill_rates, trigger_rows, TriggerScenario, DEFAULT_HYSTERESIS_S,
     DEFAULT_UPTIMES_S,
@@ -105,9 +105,9 @@ pub struct TriggerArgs {
     /// Hysteresis values h, seconds (comma-separated).
     #[arg(long)]
     pub h: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `hazardserve trigger`.
@@ -183,26 +183,6 @@ pub fn trigger(globals: &Globals, args: TriggerArgs) -> anyhow::Result<()> {
         None => DEFAULT_HYSTERESIS_S.to_vec(),
     };
     let rows = trigger_rows(&sc, &uptimes, &hs);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    if args.format == OutputFormat::Json {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
-        println!();
-        return Ok(());
-    }
-    let fires = |r: &crate::policy::analysis::TriggerRow| {
-        let on: Vec<String> = r
-            .fires
-            .iter()
-            .filter(|f| f.fires)
-            .map(|f| output::human_float(f.h_s))
-            .collect();
-        if on.is_empty() {
-            "never".to_string()
-        } else {
-            format!("h in {{{}}}", on.join(","))
-        }
-    };
     let b = output::batch(vec![
         (
             "uptime_s",
@@ -228,12 +208,22 @@ pub fn trigger(globals: &Globals, args: TriggerArgs) -> anyhow::Result<()> {
         ),
         ("dt", Col::F64(rows.iter().map(|r| Some(r.dt)).collect())),
         (
-            "fires",
-            Col::Str(rows.iter().map(|r| Some(fires(r))).collect()),
+            "fires_at_h_s",
+            Col::F64List(
+                rows.iter()
+                    .map(|r| r.fires.iter().filter(|f| f.fires).map(|f| f.h_s).collect())
+                    .collect(),
+            ),
         ),
     ])?;
-    render(&[b], args.format, &mut out)?;
-    Ok(())
+    globals.say(format!(
+        "hysteresis h tried (s): {}; fires_at_h_s lists those at which the migration fires",
+        hs.iter()
+            .map(|h| output::human_float(*h))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ));
+    args.output.emit(globals, &[b])
 }
 
 /// `crossover` arguments.
@@ -248,13 +238,13 @@ pub struct CrossoverArgs {
     /// Destination prefill rates, tokens/s (comma-separated; default: the hardware presets).
     #[arg(long)]
     pub prefill: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `hazardserve crossover`.
-pub fn crossover(_globals: &Globals, args: CrossoverArgs) -> anyhow::Result<()> {
+pub fn crossover(globals: &Globals, args: CrossoverArgs) -> anyhow::Result<()> {
     let model = presets::find_model(&args.model)?;
     let rates = match &args.prefill {
         Some(s) => {
@@ -267,13 +257,6 @@ pub fn crossover(_globals: &Globals, args: CrossoverArgs) -> anyhow::Result<()> 
         None => default_prefill_rates(),
     };
     let rows = crossover_rows(&model, &LINKS, &rates, &Params::default());
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    if args.format == OutputFormat::Json {
-        serde_json::to_writer_pretty(&mut out, &rows)?;
-        println!();
-        return Ok(());
-    }
     let b = output::batch(vec![
         (
             "link",
@@ -287,22 +270,10 @@ pub fn crossover(_globals: &Globals, args: CrossoverArgs) -> anyhow::Result<()> 
             "prefill_tok_s",
             Col::F64(rows.iter().map(|r| Some(r.prefill_tok_s)).collect()),
         ),
-        (
-            "c_star_tokens",
-            Col::Str(
-                rows.iter()
-                    .map(|r| {
-                        Some(
-                            r.c_star
-                                .map_or("inf (transfer never wins)".to_string(), |c| {
-                                    format!("{c:.0}")
-                                }),
-                        )
-                    })
-                    .collect(),
-            ),
-        ),
+        ("c_star", Col::F64(rows.iter().map(|r| r.c_star).collect())),
     ])?;
-    render(&[b], args.format, &mut out)?;
-    Ok(())
+    if rows.iter().any(|r| r.c_star.is_none()) {
+        globals.say("note: an empty (null) c_star means KV transfer never beats recompute there");
+    }
+    args.output.emit(globals, &[b])
 }

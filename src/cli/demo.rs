@@ -2,11 +2,12 @@
 
 use std::path::{Path, PathBuf};
 
+use anyhow::Context;
 use clap::Args;
 use hazardserve_ingest::{Options, Polarity};
 
 use super::ingest::{ingest_parsed, parse_inputs, read_inputs, report_parse, FormatArg};
-use super::{list, Globals, ListArgs};
+use super::{list, Globals, ListArgs, OutputArgs};
 use crate::output::OutputFormat;
 use crate::store::IngestOutcome;
 use crate::synth;
@@ -81,7 +82,7 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
                 serde_json::to_value(hazardserve_ingest::workload::WorkloadOptions::default())
             }
         }
-        .unwrap_or_default();
+        .context("encoding the ingest options")?;
         let outcome = ingest_parsed(globals, source, &parsed, &opts, &files, true)?;
         let what = match outcome {
             IngestOutcome::Unchanged => "already in the store",
@@ -96,7 +97,7 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
     list::sources(
         globals,
         ListArgs {
-            format: OutputFormat::Table,
+            output: OutputArgs::table(),
         },
     )?;
     // Fit: what hazard shape do the sample spot nodes have?

@@ -392,7 +392,7 @@ pub fn run(globals: &Globals, args: IngestArgs) -> anyhow::Result<()> {
         Parsed::Trace(..) => serde_json::to_value(&options),
         Parsed::Workload(..) => serde_json::to_value(&wopts),
     }
-    .unwrap_or_default();
+    .context("encoding the ingest options")?;
     let outcome = ingest_parsed(globals, &source, &parsed, &opts_json, &files, args.replace)
         .with_context(|| format!("ingesting source {source}"))?;
     let what = match outcome {

@@ -74,7 +74,7 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
         if let Parsed::Trace(_, tr) = &parsed {
             sessions += tr.sessions.len();
         }
-        let opts = serde_json::to_value(&options).unwrap_or_default();
+        let opts = serde_json::to_value(&options).context("encoding the ingest options")?;
         let outcome = ingest_parsed(globals, s.source, &parsed, &opts, &files, true)?;
         let what = if outcome == IngestOutcome::Unchanged {
             "unchanged"

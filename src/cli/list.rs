@@ -1,12 +1,9 @@
 //! The listing commands: `sources`, `nodes`, `sessions`, `rejects` and `sql`.
 
-use std::io::Write;
-
 use anyhow::{bail, Context};
 use arrow::record_batch::RecordBatch;
 
-use super::{ExportFormat, Globals, ListArgs, SessionsArgs, SourceListArgs, SqlArgs};
-use crate::output::{render, OutputFormat};
+use super::{Globals, ListArgs, SessionsArgs, SourceListArgs, SqlArgs};
 use crate::queries;
 use crate::store::Store;
 
@@ -19,67 +16,27 @@ fn named(globals: &Globals, name: &str, params: &[&str]) -> anyhow::Result<Vec<R
     Ok(store.query()?.query_arrow(q.sql, params)?)
 }
 
-fn print(batches: &[RecordBatch], format: OutputFormat) -> anyhow::Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    render(batches, format, &mut out)?;
-    out.flush()?;
-    Ok(())
-}
-
 /// `hazardserve sources`.
 pub fn sources(globals: &Globals, args: ListArgs) -> anyhow::Result<()> {
-    print(&named(globals, "sources", &[])?, args.format)
+    args.output.emit(globals, &named(globals, "sources", &[])?)
 }
 
 /// `hazardserve nodes --source S`.
 pub fn nodes(globals: &Globals, args: SourceListArgs) -> anyhow::Result<()> {
-    print(&named(globals, "nodes", &[&args.source])?, args.format)
+    args.output
+        .emit(globals, &named(globals, "nodes", &[&args.source])?)
 }
 
 /// `hazardserve rejects --source S`.
 pub fn rejects(globals: &Globals, args: SourceListArgs) -> anyhow::Result<()> {
-    print(&named(globals, "rejects", &[&args.source])?, args.format)
+    args.output
+        .emit(globals, &named(globals, "rejects", &[&args.source])?)
 }
 
 /// `hazardserve sessions --source S [--format F] [--out FILE]`.
 pub fn sessions(globals: &Globals, args: SessionsArgs) -> anyhow::Result<()> {
-    let batches = named(globals, "sessions", &[&args.source])?;
-    let text_format = match args.format {
-        ExportFormat::Table => Some(OutputFormat::Table),
-        ExportFormat::Csv => Some(OutputFormat::Csv),
-        ExportFormat::Json => Some(OutputFormat::Json),
-        ExportFormat::Parquet => None,
-    };
-    match (text_format, &args.out) {
-        (Some(f), None) => print(&batches, f),
-        (Some(f), Some(path)) => {
-            let mut buf = Vec::new();
-            render(&batches, f, &mut buf)?;
-            crate::store::write_atomic(path, &buf)?;
-            globals.say(format!("wrote {}", path.display()));
-            Ok(())
-        }
-        (None, None) => bail!("--format parquet needs --out FILE"),
-        (None, Some(path)) => {
-            let batch = arrow::compute::concat_batches(
-                &batches
-                    .first()
-                    .map(|b| b.schema())
-                    .context("the query returned no schema")?,
-                &batches,
-            )?;
-            let tmp = path.with_extension("parquet.tmp");
-            crate::store::write_parquet(&tmp, &batch)?;
-            std::fs::rename(&tmp, path).with_context(|| format!("{}", path.display()))?;
-            globals.say(format!(
-                "wrote {} ({} sessions)",
-                path.display(),
-                batch.num_rows()
-            ));
-            Ok(())
-        }
-    }
+    args.output
+        .emit(globals, &named(globals, "sessions", &[&args.source])?)
 }
 
 /// `hazardserve sql`.
@@ -107,6 +64,11 @@ pub fn sql(globals: &Globals, args: SqlArgs) -> anyhow::Result<()> {
         }
         _ => bail!("give SQL text or --query NAME"),
     };
+    let started = std::time::Instant::now();
     let batches = store.query()?.query_arrow(sql, &params)?;
-    print(&batches, args.format)
+    globals.detail(format!(
+        "query ran in {:.3} s",
+        started.elapsed().as_secs_f64()
+    ));
+    args.output.emit(globals, &batches)
 }

@@ -90,12 +90,47 @@ pub enum Command {
     Tui(crate::tui::TuiArgs),
 }
 
-/// `--format` of listing commands.
-#[derive(Debug, Args)]
-pub struct ListArgs {
-    /// Output format.
+/// Where and how a command writes its result table: `--format` and `--out`.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Output format: table, csv, json (an array of objects keyed by column name) or parquet.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
+    /// Write the result to this file (atomically) instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+impl OutputArgs {
+    /// A table on standard output.
+    pub fn table() -> OutputArgs {
+        OutputArgs {
+            format: OutputFormat::Table,
+            out: None,
+        }
+    }
+
+    /// Writes `batches` (one table) where and how the flags say.
+    pub fn emit(
+        &self,
+        globals: &Globals,
+        batches: &[arrow::record_batch::RecordBatch],
+    ) -> anyhow::Result<()> {
+        crate::output::emit(batches, self.format, self.out.as_deref())?;
+        if let Some(path) = &self.out {
+            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            globals.say(format!("wrote {} ({rows} rows)", path.display()));
+        }
+        Ok(())
+    }
+}
+
+/// `--format` and `--out` of listing commands.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// A listing of one source.
@@ -104,22 +139,9 @@ pub struct SourceListArgs {
     /// The source name (see `hazardserve sources`).
     #[arg(long)]
     pub source: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
-}
-
-/// Export formats of `sessions`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum ExportFormat {
-    /// Aligned text table.
-    Table,
-    /// CSV with a header.
-    Csv,
-    /// JSON array of objects.
-    Json,
-    /// Parquet file (needs --out).
-    Parquet,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `sessions` arguments.
@@ -131,12 +153,9 @@ pub struct SessionsArgs {
     /// The source name (see `hazardserve sources`).
     #[arg(long)]
     pub source: String,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = ExportFormat::Table)]
-    pub format: ExportFormat,
-    /// Write to this file instead of standard output (required for parquet).
-    #[arg(long)]
-    pub out: Option<PathBuf>,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `sql` arguments.
@@ -153,9 +172,9 @@ pub struct SqlArgs {
     /// Parameters of the named query, in order.
     #[arg(long = "param")]
     pub params: Vec<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// How chatty the commands are.
@@ -228,7 +247,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-/// The binary's entry point: parse, run, print any error as one line, exit 1 on failure.
+/// The binary's entry point: parse, run, print any error and its causes (each once) as one
+/// line, exit 1 on failure.
 pub fn main() -> ExitCode {
     // Die quietly when the reader of our output goes away (`hazardserve sessions ... | head`),
     // like other command-line tools, instead of reporting a broken pipe.

@@ -90,19 +90,16 @@ impl Catalog {
 
     /// Recreates `catalog.duckdb` from the manifests: written to a temporary file, then renamed.
     pub fn rebuild_file(store: &Store) -> Result<()> {
-        let path = store.catalog_path();
-        let tmp = path.with_extension(format!("duckdb.tmp-{}", std::process::id()));
-        let _ = std::fs::remove_file(&tmp);
-        {
-            let conn = Connection::open(&tmp)?;
+        let statements = view_statements(store)?;
+        super::replace_file(&store.catalog_path(), |tmp| {
+            let conn = Connection::open(tmp)?;
             conn.execute_batch("BEGIN TRANSACTION")?;
-            for stmt in view_statements(store)? {
-                conn.execute_batch(&stmt)?;
+            for stmt in &statements {
+                conn.execute_batch(stmt)?;
             }
             conn.execute_batch("COMMIT; CHECKPOINT;")?;
-        }
-        std::fs::rename(&tmp, &path).map_err(super::io_err(&path))?;
-        Ok(())
+            Ok(())
+        })
     }
 
     /// Runs `sql` with positional string parameters and collects the Arrow result.

@@ -179,16 +179,23 @@ fn sources_batch(rec: &SourceRecord, sum: &SourceSummary) -> Result<RecordBatch>
         i(sum.rejects),
         f(sum.observation_start),
         f(sum.observation_end),
-        s(serde_json::to_string(&rec.files).unwrap_or_default()),
+        s(json(&rec.files, "the input files")?),
         s(rec.options.to_string()),
-        s(serde_json::to_string(&sum.notes).unwrap_or_default()),
+        s(json(&sum.notes, "the notes")?),
         s(rec.content_key.clone()),
         Arc::new(Int32Array::from(vec![batch::SCHEMA_VERSION as i32])),
         Arc::new(TimestampMicrosecondArray::from(vec![now]).with_timezone("UTC")),
     ];
-    RecordBatch::try_new(sources_schema(), cols).map_err(|e| StoreError::Parquet {
-        path: PathBuf::from("sources"),
-        message: e.to_string(),
+    RecordBatch::try_new(sources_schema(), cols).map_err(|source| StoreError::Arrow {
+        table: "sources".into(),
+        source,
+    })
+}
+
+fn json<T: Serialize + ?Sized>(v: &T, what: &str) -> Result<String> {
+    serde_json::to_string(v).map_err(|source| StoreError::Json {
+        what: what.into(),
+        source,
     })
 }
 
@@ -217,23 +224,67 @@ pub fn sha256_file(path: &Path) -> Result<String> {
     Ok(hazardserve_ingest::input::hex(&h.finalize()))
 }
 
-/// Writes `bytes` to `path` through a temporary file, fsync and rename.
+/// Writes `bytes` to `path` atomically (see [`replace_file`]).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    {
-        let mut f = File::create(&tmp).map_err(io_err(&tmp))?;
-        std::io::Write::write_all(&mut f, bytes).map_err(io_err(&tmp))?;
-        f.sync_all().map_err(io_err(&tmp))?;
-    }
-    std::fs::rename(&tmp, path).map_err(io_err(path))?;
-    sync_dir(path.parent().unwrap_or(Path::new(".")));
-    Ok(())
+    replace_file(path, |tmp| std::fs::write(tmp, bytes).map_err(io_err(path)))
 }
 
-fn sync_dir(dir: &Path) {
-    if let Ok(d) = File::open(dir) {
-        let _ = d.sync_all();
+/// Replaces `path` atomically, the one temp-file-then-rename of the crate: `fill` writes the new
+/// content to a temporary path beside `path` (`<name>.tmp-<pid>`, which [`recover`] removes if
+/// the process dies); the file is then fsynced, renamed over `path`, and the directory fsynced.
+/// On any error the temporary file is removed and `path` is left as it was. Errors name `path`
+/// (what the caller asked for), not the temporary file.
+pub fn replace_file<E: From<StoreError>>(
+    path: &Path,
+    fill: impl FnOnce(&Path) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    let tmp = temp_path(path);
+    let _ = std::fs::remove_file(&tmp);
+    let done = fill(&tmp).and_then(|()| {
+        File::open(&tmp)
+            .and_then(|f| f.sync_all())
+            .map_err(io_err(path))?;
+        std::fs::rename(&tmp, path).map_err(io_err(path))?;
+        Ok(sync_dir(parent_dir(path))?)
+    });
+    if done.is_err() {
+        let _ = std::fs::remove_file(&tmp);
     }
+    done
+}
+
+/// The temporary file of [`replace_file`] for `path`.
+fn temp_path(path: &Path) -> PathBuf {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".tmp-{}", std::process::id()));
+    path.with_file_name(name)
+}
+
+/// Whether a file name is a [`replace_file`] temporary (`*.tmp-<digits>`).
+fn is_temp_name(name: &str) -> bool {
+    name.rsplit_once(".tmp-")
+        .is_some_and(|(_, pid)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// Makes the entries of `dir` (renames into it, removals) durable.
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(io_err(dir))
+}
+
+/// Directories cannot be opened for fsync here; renames are durable once the files are.
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> Result<()> {
+    Ok(())
 }
 
 fn new_txid() -> String {
@@ -366,7 +417,7 @@ pub fn commit_tables(
         let dir = dest.parent().unwrap_or(root);
         std::fs::create_dir_all(dir).map_err(io_err(dir))?;
         std::fs::rename(staged, &dest).map_err(io_err(&dest))?;
-        sync_dir(dir);
+        sync_dir(dir)?;
     }
     let manifest = Manifest {
         source: source.to_string(),
@@ -383,9 +434,12 @@ pub fn commit_tables(
             })
             .collect(),
     };
-    let body = serde_json::to_vec_pretty(&manifest).map_err(|e| StoreError::Corrupt {
-        path: staging.clone(),
-        message: e.to_string(),
+    let body = serde_json::to_vec_pretty(&manifest).map_err(|source| StoreError::Json {
+        what: format!(
+            "the manifest of {source_name}",
+            source_name = manifest.source
+        ),
+        source,
     })?;
     // The commit point.
     write_atomic(
@@ -401,7 +455,8 @@ pub fn commit_tables(
     // Committed: the Parquet files are the truth; a stale catalog file is only a convenience.
     if let Err(e) = Catalog::rebuild_file(store) {
         eprintln!(
-            "warning: {source} is stored, but catalog.duckdb could not be rebuilt ({e}); run `hazardserve store rebuild`"
+            "warning: {source} is stored, but catalog.duckdb could not be rebuilt ({}); run `hazardserve store rebuild`",
+            crate::error_chain(&e)
         );
     }
     Ok(IngestOutcome::Committed {
@@ -417,7 +472,7 @@ pub fn remove_source(store: &Store, _lock: &WriteLock, source: &str) -> Result<(
         .join("manifests")
         .join(format!("{source}.json"));
     std::fs::remove_file(&path).map_err(io_err(&path))?;
-    sync_dir(&store.root().join("manifests"));
+    sync_dir(&store.root().join("manifests"))?;
     for f in &manifest.files {
         let _ = std::fs::remove_file(store.root().join(&f.path));
     }
@@ -438,7 +493,7 @@ pub fn recover(store: &Store) -> Result<()> {
     for dir in [root.join("manifests"), root.to_path_buf()] {
         if let Ok(entries) = std::fs::read_dir(&dir) {
             for e in entries.flatten() {
-                if e.file_name().to_string_lossy().contains(".tmp-") {
+                if is_temp_name(&e.file_name().to_string_lossy()) {
                     let _ = std::fs::remove_file(e.path());
                 }
             }

@@ -26,8 +26,9 @@ use std::path::{Path, PathBuf};
 
 pub use catalog::Catalog;
 pub use commit::{
-    commit_tables, commit_trace, commit_workload, remove_source, sha256_file, write_atomic,
-    write_parquet, IngestOutcome, InputRecord, SourceRecord, SourceSummary, StagedTable,
+    commit_tables, commit_trace, commit_workload, remove_source, replace_file, sha256_file,
+    write_atomic, write_parquet, IngestOutcome, InputRecord, SourceRecord, SourceSummary,
+    StagedTable,
 };
 pub use lock::WriteLock;
 pub use manifest::{Manifest, TableFile};
@@ -40,8 +41,8 @@ pub const STORE_VERSION: u32 = 1;
 /// Errors of the store.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
-    /// A filesystem operation failed.
-    #[error("{path}: {source}")]
+    /// A filesystem operation failed (the cause is the `source`, not part of the message).
+    #[error("{path}")]
     Io {
         /// The file or directory.
         path: PathBuf,
@@ -49,15 +50,23 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// DuckDB failed.
-    #[error("duckdb: {0}")]
-    Duck(#[from] duckdb::Error),
-    /// Writing or reading Parquet failed.
+    #[error("DuckDB failed")]
+    Duck(#[source] DuckError),
+    /// Writing or reading Parquet failed (`message` is the cause; there is no `source`).
     #[error("parquet {path}: {message}")]
     Parquet {
         /// The file.
         path: PathBuf,
         /// What failed.
         message: String,
+    },
+    /// Building a record batch failed (a bug, not bad input).
+    #[error("building the {table} table failed")]
+    Arrow {
+        /// The table.
+        table: String,
+        /// What Arrow said.
+        source: arrow::error::ArrowError,
     },
     /// Building batches failed.
     #[error(transparent)]
@@ -84,14 +93,49 @@ pub enum StoreError {
     /// The source exists with other content and `--replace` was not given.
     #[error("source {0:?} already exists with different content; pass --replace to replace it, or --source NAME to ingest under another name")]
     Exists(String),
+    /// Encoding a record as JSON failed (a bug, not bad input).
+    #[error("encoding {what} as JSON failed")]
+    Json {
+        /// What was encoded.
+        what: String,
+        /// What serde_json said.
+        source: serde_json::Error,
+    },
     /// A manifest or STORE.json is unreadable.
     #[error("{path}: corrupt store metadata: {message}")]
     Corrupt {
         /// The file.
         path: PathBuf,
-        /// What is wrong.
+        /// What is wrong (the cause; there is no `source`).
         message: String,
     },
+}
+
+impl From<duckdb::Error> for StoreError {
+    fn from(e: duckdb::Error) -> Self {
+        StoreError::Duck(DuckError(e))
+    }
+}
+
+/// A DuckDB error, shown by its own message. DuckDB's failures also carry the C API's result
+/// code as their `source()` ("Error code 1: Unknown error code"), which adds nothing: it is left
+/// out of the chain.
+#[derive(Debug)]
+pub struct DuckError(pub duckdb::Error);
+
+impl std::fmt::Display for DuckError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+impl std::error::Error for DuckError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &self.0 {
+            duckdb::Error::DuckDBFailure(..) => None,
+            other => other.source(),
+        }
+    }
 }
 
 /// Result alias of the store.

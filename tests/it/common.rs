@@ -1,9 +1,31 @@
 //! Helpers shared by the integration tests.
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-/// The public data directory beside the checkout, if present.
+/// Whether the tests run under CI (`CI` set to anything but empty, `0` or `false`), where every
+/// test must run: a missing prerequisite fails the test instead of skipping it.
+pub fn under_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| !v.is_empty() && v != "0" && v != "false")
+}
+
+/// Skips the calling test for `reason` (the caller returns right after): under CI this panics,
+/// since there everything must run; locally it prints `SKIPPED: <test>: <reason>` on the
+/// process's standard error, which the test harness does not capture, so every skip shows in
+/// the output of `cargo test` (count them with `grep -c SKIPPED:`; `.ci/run` does).
+pub fn skip(reason: &str) {
+    let thread = std::thread::current();
+    let test = thread.name().unwrap_or("a test");
+    if under_ci() {
+        panic!("{test} cannot run: {reason} (CI is set, so nothing may skip)");
+    }
+    // On a line of its own even when the harness is half-way through a `test ... ok` line.
+    let _ = write!(std::io::stderr(), "\nSKIPPED: {test}: {reason}\n");
+}
+
+/// The public data directory beside the checkout (`$HAZARDSERVE_SHARED` or `../shared`), or
+/// `None` after [`skip`]ping the test when it is absent.
 pub fn shared(sub: &str) -> Option<PathBuf> {
     let base = std::env::var_os("HAZARDSERVE_SHARED")
         .map(PathBuf::from)
@@ -12,9 +34,21 @@ pub fn shared(sub: &str) -> Option<PathBuf> {
     if p.exists() {
         Some(p)
     } else {
-        eprintln!("skipping: ../shared/{sub} not found");
+        skip(&format!("{} not found", p.display()));
         None
     }
+}
+
+/// Whether `program` runs (`program --version`); [`skip`]s the test when it does not.
+pub fn have(program: &str) -> bool {
+    let ok = Command::new(program)
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ok {
+        skip(&format!("{program} is not installed"));
+    }
+    ok
 }
 
 /// The real binary, with a store in `store`.
