@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 
-use super::Globals;
+use super::{Globals, OutputArgs};
 use crate::fit::{self, ByColumn};
-use crate::output::{self, render, Col, OutputFormat};
+use crate::output::{self, Col, OutputFormat};
 use crate::store::Store;
 use crate::survival::km::KmFit;
 use crate::survival::priors::PriorsEstimator;
@@ -34,9 +34,9 @@ pub struct KmArgs {
     /// Column of entry ages (left truncation).
     #[arg(long)]
     pub entry: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    /// Where and how to write the curve.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 fn parse_flag(s: &str) -> Option<bool> {
@@ -48,7 +48,7 @@ fn parse_flag(s: &str) -> Option<bool> {
 }
 
 /// `hazardserve km`.
-pub fn km(_globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
+pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
     let name = args.input.display().to_string();
     let text =
         std::fs::read_to_string(&args.input).with_context(|| format!("{name}: cannot read"))?;
@@ -121,22 +121,6 @@ pub fn km(_globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
     let fit = KmFit::fit_data(&data).with_context(|| format!("{name}: cannot fit"))?;
     let view = fit.view();
     let (lo, hi) = view.confidence_interval(Z_95);
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
-    if args.format == OutputFormat::Json {
-        let v = serde_json::json!({
-            "timeline": view.timeline(),
-            "n_at_risk": view.n_at_risk(),
-            "n_event": view.n_event(),
-            "survival": view.survival_values(),
-            "ci_lower": lo,
-            "ci_upper": hi,
-            "median": view.median(),
-        });
-        serde_json::to_writer(&mut out, &v)?;
-        println!();
-        return Ok(());
-    }
     let b = output::batch(vec![
         (
             "timeline",
@@ -157,13 +141,14 @@ pub fn km(_globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
         ("ci_lower", Col::F64(lo.into_iter().map(Some).collect())),
         ("ci_upper", Col::F64(hi.into_iter().map(Some).collect())),
     ])?;
-    render(&[b], args.format, &mut out)?;
-    if args.format == OutputFormat::Table {
-        match view.median() {
-            Some(m) => println!("median: {m}"),
-            None => println!("median: not reached"),
-        }
-    }
+    args.output.emit(globals, &[b])?;
+    globals.say(match view.median() {
+        Some(m) => format!("median: {m}"),
+        None => format!(
+            "median: not reached (survival stays above 0.5 up to {})",
+            view.timeline().last().copied().unwrap_or(0.0)
+        ),
+    });
     Ok(())
 }
 
@@ -209,19 +194,21 @@ pub struct FitArgs {
     /// Also use left-truncated sessions of unknown age (they bias lifetimes short).
     #[arg(long)]
     pub include_truncated: bool,
-    /// Print the pooled curve's steps too.
-    #[arg(long)]
+    /// Print the pooled curves' steps (one table: group, t_s, survival) instead of the
+    /// summary.
+    #[arg(long, conflicts_with = "validate")]
     pub curve: bool,
-    /// Score the estimators out of time instead: fit before --split, test on sessions live then.
-    #[arg(long, requires = "split")]
-    pub validate: bool,
-    /// Split: a fraction of the observation span in (0, 1), seconds on the source's clock, or an
-    /// RFC 3339 timestamp.
+    /// Score the estimators out of time instead: fit before --split, test on sessions live then
+    /// (one row per estimator and calibration horizon).
     #[arg(long)]
-    pub split: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    pub validate: bool,
+    /// Split of --validate: a fraction of the observation span in (0, 1), seconds on the
+    /// source's clock, or an RFC 3339 timestamp.
+    #[arg(long, default_value = "0.6")]
+    pub split: String,
+    /// Where and how to write the result.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 fn parse_split(s: &str) -> anyhow::Result<Split> {
@@ -230,11 +217,7 @@ fn parse_split(s: &str) -> anyhow::Result<Split> {
             return Ok(Split::Fraction(v));
         }
     }
-    Ok(Split::At(fit::parse_time(s).map_err(anyhow::Error::msg)?))
-}
-
-fn f(v: Option<f64>) -> Col {
-    Col::F64(vec![v])
+    Ok(Split::At(fit::parse_time(s)?))
 }
 
 /// `hazardserve fit`.
@@ -257,140 +240,110 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
     if data.sessions.is_empty() {
         bail!("source {} has no usable sessions", args.source);
     }
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
     if args.validate {
-        let split = parse_split(args.split.as_deref().unwrap_or_default())?;
+        let split = parse_split(&args.split)?;
         let report = validate(&data.sessions, split, &ValidateOptions::default())
             .with_context(|| format!("validating source {}", args.source))?;
-        if args.format == OutputFormat::Json {
-            serde_json::to_writer_pretty(&mut out, &report)?;
-            println!();
-            return Ok(());
-        }
         globals.say(format!(
-            "split at {:.0} s: {} training rows, {} test sessions ({} ended after the split)",
-            report.split_time_s, report.n_train, report.n_test, report.n_test_events
+            "split at {:.0} s ({} clock): {} training rows, {} test sessions ({} ended after the split)",
+            report.split_time_s,
+            data.time_base,
+            report.n_train,
+            report.n_test,
+            report.n_test_events
         ));
-        let rows = &report.rows;
-        let horizons: Vec<f64> = rows
-            .first()
-            .map(|r| r.calibration.iter().map(|c| c.horizon_s).collect())
-            .unwrap_or_default();
-        let mut cols = vec![
-            (
-                "estimator",
-                Col::Str(
-                    rows.iter()
-                        .map(|r| {
-                            Some(
-                                serde_json::to_value(r.estimator)
-                                    .ok()
-                                    .and_then(|v| v.as_str().map(String::from))
-                                    .unwrap_or_default(),
-                            )
-                        })
-                        .collect(),
-                ),
-            ),
-            (
-                "n_test",
-                Col::I64(rows.iter().map(|r| Some(r.n_test as i64)).collect()),
-            ),
-            ("ibs", Col::F64(rows.iter().map(|r| r.ibs).collect())),
-            (
-                "concordance",
-                Col::F64(rows.iter().map(|r| r.concordance).collect()),
-            ),
-        ];
-        let names: Vec<String> = horizons
-            .iter()
-            .map(|h| format!("cal_{:.0}s_pred/obs", h))
-            .collect();
-        for (k, name) in names.iter().enumerate() {
-            cols.push((
-                name.as_str(),
-                Col::Str(
-                    rows.iter()
-                        .map(|r| {
-                            r.calibration
-                                .get(k)
-                                .map(|c| format!("{:.3}/{:.3}", c.predicted, c.observed))
-                        })
-                        .collect(),
-                ),
-            ));
+        // One row per estimator and calibration horizon.
+        let (mut est, mut n_test, mut ibs, mut conc) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut horizon, mut predicted, mut observed) = (Vec::new(), Vec::new(), Vec::new());
+        for r in &report.rows {
+            let name = serde_json::to_value(r.estimator)?
+                .as_str()
+                .map(String::from);
+            let points: Vec<Option<&crate::survival::validate::CalibrationPoint>> =
+                if r.calibration.is_empty() {
+                    vec![None]
+                } else {
+                    r.calibration.iter().map(Some).collect()
+                };
+            for c in points {
+                est.push(name.clone());
+                n_test.push(Some(r.n_test as i64));
+                ibs.push(r.ibs);
+                conc.push(r.concordance);
+                horizon.push(c.map(|c| c.horizon_s));
+                predicted.push(c.map(|c| c.predicted));
+                observed.push(c.map(|c| c.observed));
+            }
         }
-        let b = output::batch(cols)?;
-        render(&[b], args.format, &mut out)?;
-        return Ok(());
+        let b = output::batch(vec![
+            ("estimator", Col::Str(est)),
+            ("n_test", Col::I64(n_test)),
+            ("ibs", Col::F64(ibs)),
+            ("concordance", Col::F64(conc)),
+            ("horizon_s", Col::F64(horizon)),
+            ("predicted", Col::F64(predicted)),
+            ("observed", Col::F64(observed)),
+        ])?;
+        return args.output.emit(globals, &[b]);
     }
     let fits = fit::fit_groups(&data, args.shrinkage.choice())
         .with_context(|| format!("fitting source {}", args.source))?;
-    if args.format == OutputFormat::Json {
-        let v: Vec<serde_json::Value> = fits
-            .iter()
-            .map(|g| {
-                let mut v = serde_json::to_value(g).unwrap_or_default();
-                if args.curve {
-                    v["curve"] = serde_json::json!({
-                        "t": g.curve.iter().map(|p| p.0).collect::<Vec<_>>(),
-                        "s": g.curve.iter().map(|p| p.1).collect::<Vec<_>>(),
-                    });
-                }
-                v
-            })
-            .collect();
-        serde_json::to_writer_pretty(&mut out, &v)?;
-        println!();
-        return Ok(());
-    }
-    let mut batches = Vec::new();
-    for g in &fits {
-        batches.push(output::batch(vec![
-            ("group", Col::Str(vec![Some(g.group.clone())])),
-            ("nodes", Col::I64(vec![Some(g.nodes as i64)])),
-            ("sessions", Col::I64(vec![Some(g.sessions as i64)])),
-            ("events", Col::I64(vec![Some(g.events as i64)])),
-            ("median_h", f(g.median_s.map(|m| m / 3600.0))),
-            ("s_1h", f(g.s_1h)),
-            ("s_6h", f(g.s_6h)),
-            ("s_24h", f(g.s_24h)),
-            ("weibull_k", f(g.weibull_shape)),
-            ("k_ci_lo", f(g.weibull_shape_lo)),
-            ("k_ci_hi", f(g.weibull_shape_hi)),
-            ("scale_h", f(g.weibull_scale_s.map(|s| s / 3600.0))),
-            ("lr_p", f(g.lr_p_value)),
-            ("hazard", Col::Str(vec![Some(g.verdict.clone())])),
-            ("shrinkage", Col::Str(vec![Some(g.shrinkage.clone())])),
-            ("m", f(g.m)),
-            ("theta", f(g.theta)),
-        ])?);
-    }
-    render(&batches, args.format, &mut out)?;
     if args.curve {
+        let (mut group, mut t, mut surv) = (Vec::new(), Vec::new(), Vec::new());
         for g in &fits {
-            writeln_curve(&mut out, g, args.format)?;
+            for &(ti, si) in &g.curve {
+                group.push(Some(g.group.clone()));
+                t.push(Some(ti));
+                surv.push(Some(si));
+            }
         }
+        let b = output::batch(vec![
+            ("group", Col::Str(group)),
+            ("t_s", Col::F64(t)),
+            ("survival", Col::F64(surv)),
+        ])?;
+        return args.output.emit(globals, &[b]);
     }
-    Ok(())
-}
-
-fn writeln_curve(
-    out: &mut dyn std::io::Write,
-    g: &fit::GroupFit,
-    format: OutputFormat,
-) -> anyhow::Result<()> {
-    writeln!(out, "pooled curve of {}:", g.group)?;
+    let col = |f: &dyn Fn(&fit::GroupFit) -> Option<f64>| Col::F64(fits.iter().map(f).collect());
     let b = output::batch(vec![
-        ("t_s", Col::F64(g.curve.iter().map(|p| Some(p.0)).collect())),
         (
-            "survival",
-            Col::F64(g.curve.iter().map(|p| Some(p.1)).collect()),
+            "group",
+            Col::Str(fits.iter().map(|g| Some(g.group.clone())).collect()),
         ),
+        (
+            "nodes",
+            Col::I64(fits.iter().map(|g| Some(g.nodes as i64)).collect()),
+        ),
+        (
+            "sessions",
+            Col::I64(fits.iter().map(|g| Some(g.sessions as i64)).collect()),
+        ),
+        (
+            "events",
+            Col::I64(fits.iter().map(|g| Some(g.events as i64)).collect()),
+        ),
+        ("median_s", col(&|g| g.median_s)),
+        ("s_1h", col(&|g| g.s_1h)),
+        ("s_6h", col(&|g| g.s_6h)),
+        ("s_24h", col(&|g| g.s_24h)),
+        ("weibull_shape", col(&|g| g.weibull_shape)),
+        ("weibull_shape_lo", col(&|g| g.weibull_shape_lo)),
+        ("weibull_shape_hi", col(&|g| g.weibull_shape_hi)),
+        ("weibull_scale_s", col(&|g| g.weibull_scale_s)),
+        ("lr_p_value", col(&|g| g.lr_p_value)),
+        (
+            "verdict",
+            Col::Str(fits.iter().map(|g| Some(g.verdict.to_string())).collect()),
+        ),
+        (
+            "shrinkage",
+            Col::Str(fits.iter().map(|g| Some(g.shrinkage.clone())).collect()),
+        ),
+        ("m", col(&|g| g.m)),
+        ("theta", col(&|g| g.theta)),
     ])?;
-    render(&[b], format, out)?;
-    Ok(())
+    args.output.emit(globals, &[b])
 }
 
 /// `priors` subcommands.
@@ -403,15 +356,6 @@ pub enum PriorsCommand {
     Export(PriorsExportArgs),
 }
 
-/// Export formats of priors.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum PriorsFormat {
-    /// The versioned JSON document.
-    Json,
-    /// Flat rows (scope, node_id, t, s) as Parquet.
-    Parquet,
-}
-
 /// `priors export` arguments.
 #[derive(Debug, Args)]
 pub struct PriorsExportArgs {
@@ -421,9 +365,10 @@ pub struct PriorsExportArgs {
     /// Output file.
     #[arg(long)]
     pub out: PathBuf,
-    /// File format.
-    #[arg(long, value_enum, default_value_t = PriorsFormat::Json)]
-    pub format: PriorsFormat,
+    /// File format: json is the versioned priors document (docs/priors.schema.json); parquet
+    /// and csv are flat rows (scope, node_id, t, s).
+    #[arg(long, value_enum, default_value_t = OutputFormat::Json)]
+    pub format: OutputFormat,
     /// Fit only on what was observed before this time (seconds or RFC 3339); default: the end
     /// of observation.
     #[arg(long)]
@@ -440,12 +385,7 @@ pub struct PriorsExportArgs {
 pub fn priors(globals: &Globals, cmd: PriorsCommand) -> anyhow::Result<()> {
     let PriorsCommand::Export(args) = cmd;
     let store = Store::open(&globals.store)?;
-    let before = args
-        .before
-        .as_deref()
-        .map(fit::parse_time)
-        .transpose()
-        .map_err(anyhow::Error::msg)?;
+    let before = args.before.as_deref().map(fit::parse_time).transpose()?;
     let estimator = match args.shrinkage {
         ShrinkageArg::Beta => Some(PriorsEstimator::Beta),
         ShrinkageArg::Frailty => Some(PriorsEstimator::Frailty),
@@ -454,11 +394,14 @@ pub fn priors(globals: &Globals, cmd: PriorsCommand) -> anyhow::Result<()> {
     };
     let priors = fit::priors_as_of(&store, &args.source, before, estimator, args.max_points)?;
     match args.format {
-        PriorsFormat::Json => {
+        OutputFormat::Json => {
             let text = priors.to_json()?;
             crate::store::write_atomic(&args.out, text.as_bytes())?;
         }
-        PriorsFormat::Parquet => {
+        OutputFormat::Table => {
+            bail!("--format table: priors export writes a file; use json, parquet or csv")
+        }
+        format => {
             let rows = priors.rows();
             let b = output::batch(vec![
                 (
@@ -472,9 +415,7 @@ pub fn priors(globals: &Globals, cmd: PriorsCommand) -> anyhow::Result<()> {
                 ("t", Col::F64(rows.iter().map(|r| Some(r.t)).collect())),
                 ("s", Col::F64(rows.iter().map(|r| Some(r.s)).collect())),
             ])?;
-            let tmp = args.out.with_extension("parquet.tmp");
-            crate::store::write_parquet(&tmp, &b)?;
-            std::fs::rename(&tmp, &args.out)?;
+            output::emit(&[b], format, Some(&args.out))?;
         }
     }
     globals.say(format!(

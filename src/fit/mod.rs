@@ -14,9 +14,17 @@ pub use nodes::{
 pub use priors::{priors_as_of, PriorsExportError};
 pub use summary::{fit_groups, verdict_name, GroupFit, HORIZONS_S};
 
+/// A time argument that is neither a number of seconds nor an RFC 3339 timestamp.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{text:?} is neither seconds nor an RFC 3339 timestamp (e.g. 2019-03-20T00:00:00Z)")]
+pub struct TimeParseError {
+    /// The text given.
+    pub text: String,
+}
+
 /// Parses a time argument: a number of seconds on the source's clock, or (for `utc` sources)
 /// an RFC 3339 timestamp such as `2019-03-20T00:00:00Z`.
-pub fn parse_time(s: &str) -> Result<f64, String> {
+pub fn parse_time(s: &str) -> Result<f64, TimeParseError> {
     if let Ok(v) = s.trim().parse::<f64>() {
         if v.is_finite() {
             return Ok(v);
@@ -24,5 +32,7 @@ pub fn parse_time(s: &str) -> Result<f64, String> {
     }
     chrono::DateTime::parse_from_rfc3339(s.trim())
         .map(|t| t.timestamp() as f64 + t.timestamp_subsec_nanos() as f64 * 1e-9)
-        .map_err(|_| format!("{s:?} is neither seconds nor an RFC 3339 timestamp"))
+        .map_err(|_| TimeParseError {
+            text: s.to_string(),
+        })
 }

@@ -23,22 +23,46 @@ fn km_of_a_csv_matches_a_hand_computed_product_limit() {
     std::fs::write(&csv, "duration,event\n3,1\n1,1\n2,0\n4,1\n").unwrap();
     let mut c = hs(tmp.path());
     c.args(["km", "--format", "json", "--input"]).arg(&csv);
-    let v: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
-    assert_eq!(v["timeline"], serde_json::json!([0.0, 1.0, 2.0, 3.0, 4.0]));
-    assert_eq!(v["n_at_risk"], serde_json::json!([4, 4, 3, 2, 1]));
-    assert_eq!(v["n_event"], serde_json::json!([0, 1, 0, 1, 1]));
-    let s: Vec<f64> = v["survival"]
-        .as_array()
-        .unwrap()
+    let out = c.output().unwrap();
+    assert!(out.status.success());
+    // An array of objects keyed by column name, one per step; the median is a note on stderr.
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let rows = v.as_array().unwrap();
+    let col = |k: &str| -> Vec<serde_json::Value> { rows.iter().map(|r| r[k].clone()).collect() };
+    assert_eq!(
+        col("timeline"),
+        serde_json::json!([0.0, 1.0, 2.0, 3.0, 4.0])
+            .as_array()
+            .unwrap()
+            .clone()
+    );
+    assert_eq!(
+        col("n_at_risk"),
+        serde_json::json!([4, 4, 3, 2, 1])
+            .as_array()
+            .unwrap()
+            .clone()
+    );
+    assert_eq!(
+        col("n_event"),
+        serde_json::json!([0, 1, 0, 1, 1])
+            .as_array()
+            .unwrap()
+            .clone()
+    );
+    let s: Vec<f64> = col("survival")
         .iter()
         .map(|x| x.as_f64().unwrap())
         .collect();
     for (got, want) in s.iter().zip([1.0, 0.75, 0.75, 0.375, 0.0]) {
         assert!((got - want).abs() < 1e-12, "{s:?}");
     }
-    assert_eq!(v["median"], 3.0);
-    for key in ["ci_lower", "ci_upper"] {
-        assert_eq!(v[key].as_array().unwrap().len(), 5);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("median: 3"));
+    for r in rows {
+        assert!(
+            r.get("ci_lower").is_some() && r.get("ci_upper").is_some(),
+            "{r}"
+        );
     }
     // Entry ages (left truncation) are honoured; a bad value names its line.
     std::fs::write(&csv, "T,E,entry\n5,1,0\n6,0,2\n7,1,x\n").unwrap();
@@ -63,14 +87,7 @@ fn fit_prints_pooled_curves_and_the_hazard_verdict() {
     let tmp = tempfile::tempdir().unwrap();
     let store = demo_store(tmp.path());
     let mut c = hs(&store);
-    c.args([
-        "fit",
-        "--source",
-        "sample-hpc",
-        "--format",
-        "json",
-        "--curve",
-    ]);
+    c.args(["fit", "--source", "sample-hpc", "--format", "json"]);
     let v: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
     let g = &v[0];
     assert_eq!(g["group"], "all");
@@ -78,9 +95,24 @@ fn fit_prints_pooled_curves_and_the_hazard_verdict() {
     // The sample's up-times are log-normal with sigma 2.39: a clearly decreasing hazard.
     assert_eq!(g["verdict"], "decreasing", "{g}");
     assert!(g["weibull_shape_hi"].as_f64().unwrap() < 1.0);
-    let s = g["curve"]["s"].as_array().unwrap();
-    assert!(s.windows(2).all(|w| w[1].as_f64() <= w[0].as_f64()));
     assert!(["beta", "frailty"].contains(&g["shrinkage"].as_str().unwrap()));
+    // --curve prints the pooled curve as its own single table.
+    let mut c = hs(&store);
+    c.args([
+        "fit",
+        "--source",
+        "sample-hpc",
+        "--curve",
+        "--format",
+        "csv",
+    ]);
+    let csv = ok(c);
+    let mut lines = csv.lines();
+    assert_eq!(lines.next(), Some("group,t_s,survival"));
+    let s: Vec<f64> = lines
+        .map(|l| l.rsplit(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert!(s.len() > 10 && s.windows(2).all(|w| w[1] <= w[0]), "{s:?}");
 
     let mut c = hs(&store);
     c.args([
@@ -127,20 +159,36 @@ fn validate_scores_every_estimator() {
         "json",
     ]);
     let v: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
-    let names: Vec<&str> = v["rows"]
+    // One row per estimator and calibration horizon, with numeric calibration columns.
+    let mut names: Vec<&str> = v
         .as_array()
         .unwrap()
         .iter()
         .map(|r| r["estimator"].as_str().unwrap())
         .collect();
+    names.dedup();
     assert_eq!(
         names,
         ["node_km", "pooled_km", "beta", "frailty", "exponential"]
     );
-    for r in v["rows"].as_array().unwrap() {
+    for r in v.as_array().unwrap() {
         let ibs = r["ibs"].as_f64().unwrap();
         assert!((0.0..=1.0).contains(&ibs), "{r}");
+        for k in ["horizon_s", "predicted", "observed"] {
+            assert!(r[k].is_number(), "{k}: {r}");
+        }
     }
+    // --split defaults to 0.6 of the span.
+    let mut c = hs(&store);
+    c.args([
+        "fit",
+        "--source",
+        "sample-hpc",
+        "--validate",
+        "--format",
+        "csv",
+    ]);
+    assert!(ok(c).starts_with("estimator,n_test,ibs,concordance,horizon_s,predicted,observed"));
     let mut c = hs(&store);
     c.args([
         "fit",
@@ -213,5 +261,11 @@ fn km_names_a_missing_event_column_and_reads_quoted_numbers() {
     c.args(["km", "--event", "died", "--format", "json", "--input"])
         .arg(&csv);
     let v: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
-    assert_eq!(v["n_event"], serde_json::json!([0, 0, 1]));
+    let events: Vec<i64> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["n_event"].as_i64().unwrap())
+        .collect();
+    assert_eq!(events, [0, 0, 1]);
 }
