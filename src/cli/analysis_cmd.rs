@@ -11,9 +11,9 @@ use crate::policy::analysis::{
     DEFAULT_UPTIMES_S,
 };
 use crate::policy::presets::{self, LinkPreset, ModelPreset, LINKS};
-use crate::policy::survival::{ConditionalSurvival, Exponential, Weibull};
 use crate::policy::Params;
 use crate::store::Store;
+use crate::survival::curve::{ConditionalSurvival, Exponential, Weibull};
 
 /// Resolves a link name: `wan`, `1gbe`, `10gbe`, `rdma`, `nvlink` (or a preset's full name).
 pub fn link_by_name(name: &str) -> anyhow::Result<LinkPreset> {

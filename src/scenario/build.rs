@@ -8,13 +8,14 @@ use anyhow::{bail, Context};
 use super::config::ScenarioConfig;
 use crate::fit::{load_sessions, parse_time};
 use crate::policy::presets::{self, HardwarePreset};
-use crate::policy::{ConditionalSurvival, PolicyKind};
+use crate::policy::PolicyKind;
 use crate::replay::{
-    self, Cluster, Estimator, Grid, Node, NodeSpec, ParamPoint, ReplayConfig, Request, Window,
-    Workload,
+    self, Cluster, Grid, LengthEstimator, Node, NodeSpec, ParamPoint, ReplayConfig, Request,
+    Window, Workload,
 };
 use crate::rng::Rng;
 use crate::store::Store;
+use crate::survival::curve::ConditionalSurvival;
 use crate::survival::priors::{fit_priors, PriorsMeta, PriorsOptions};
 use crate::survival::shrinkage::ShrinkageOptions;
 
@@ -276,15 +277,15 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
                 apply(&mut spec, &g.overrides)?;
             }
         }
-        let mut sessions: Vec<replay::Session> = data
+        let mut sessions: Vec<replay::UpSession> = data
             .sessions
             .iter()
             .filter(|s| s.node as usize == i && s.end > s.start)
-            .map(|s| replay::Session::new(us(s.start), us(s.end)))
+            .map(|s| replay::UpSession::new(us(s.start), us(s.end)))
             .collect();
         sessions.sort_by_key(|s| s.start_us);
         // Overlapping records (possible in hand-made inputs) are merged.
-        let mut merged: Vec<replay::Session> = Vec::with_capacity(sessions.len());
+        let mut merged: Vec<replay::UpSession> = Vec::with_capacity(sessions.len());
         for s in sessions {
             match merged.last_mut() {
                 Some(last) if s.start_us < last.end_us => last.end_us = last.end_us.max(s.end_us),
@@ -294,7 +295,7 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
         let steps = priors.node_curve(id);
         let curve: Arc<dyn ConditionalSurvival> = match cfg.policy.survival_curve.as_str() {
             "step" => Arc::new(steps),
-            "linear" => Arc::new(crate::policy::LinearCurve::new(steps)),
+            "linear" => Arc::new(crate::survival::curve::LinearCurve::new(steps)),
             other => bail!("[policy] survival_curve {other:?}: use step or linear"),
         };
         nodes.push(Node {
@@ -306,7 +307,7 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> anyhow::Result<Scenario> {
         });
     }
 
-    let estimator: Estimator = cfg
+    let estimator: LengthEstimator = cfg
         .workload
         .estimator
         .parse()
