@@ -671,7 +671,7 @@ pub(crate) fn assert_edges(name: &str, c: &dyn ConditionalSurvival, ages: &[f64]
                     assert_eq!(v, want, "{name}: S({t} | {a}) past the support");
                 }
             }
-            if sa > 0.0 && sa > 1e-250 {
+            if sa > 1e-250 {
                 let ratio = (c.survival(a + t) / sa).clamp(0.0, 1.0);
                 assert!(
                     (v - ratio).abs() < 1e-9,
