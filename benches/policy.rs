@@ -8,11 +8,10 @@ use std::hint::black_box;
 use criterion::{criterion_group, criterion_main, Criterion};
 
 use hazardserve::policy::cost::{placement_cost, RiskModel};
-use hazardserve::policy::survival::ConditionalSurvival;
 use hazardserve::policy::{
-    ClusterView, Explanation, Exponential, NodeView, Params, Policy, PolicyKind, RequestView,
-    StandardPolicy, StepCurve, Weibull,
+    ClusterView, Explanation, NodeView, Params, Policy, PolicyKind, RequestView, StandardPolicy,
 };
+use hazardserve::survival::curve::{ConditionalSurvival, Exponential, StepCurve, Weibull};
 
 /// A Kaplan-Meier-like step curve with `n` jumps over about `horizon` seconds.
 fn km_like(n: usize, horizon: f64, seed: u64) -> StepCurve {
@@ -62,7 +61,7 @@ fn bench_e(c: &mut Criterion) {
         scale: 14_400.0,
     };
     let exp = Exponential { mean: 7200.0 };
-    let linear = hazardserve::policy::LinearCurve::new(step.clone());
+    let linear = hazardserve::survival::curve::LinearCurve::new(step.clone());
     let params = Params::default();
     let req = RequestView::new(1, 3000, 600);
     let mut g = c.benchmark_group("e_i");

@@ -179,7 +179,23 @@ impl InputFile {
     pub fn file_name(&self) -> &str {
         self.rel.rsplit('/').next().unwrap_or(&self.rel)
     }
+
+    /// What format sniffing looks at: the first [`SNIFF_BYTES`] bytes (the whole file when
+    /// shorter) as text, ending before the first byte that is not valid UTF-8 (so a multi-byte
+    /// character cut by the limit, or a binary file, gives a shorter or empty head, never an
+    /// error).
+    pub fn sniff_head(&self) -> &str {
+        let head = &self.bytes[..self.bytes.len().min(SNIFF_BYTES)];
+        match std::str::from_utf8(head) {
+            Ok(s) => s,
+            // `valid_up_to` is a char boundary, so this prefix is valid UTF-8.
+            Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or_default(),
+        }
+    }
 }
+
+/// How many leading bytes of a file [`InputFile::sniff_head`] gives the format sniffers (4 KB).
+pub const SNIFF_BYTES: usize = 4096;
 
 /// Whether `path` names a tar archive that [`InputFile::read_all`] expands
 /// (`.tar`, `.tar.gz`, `.tgz`).
@@ -371,5 +387,28 @@ mod tar_tests {
         let one = InputFile::read_all(&plain, "x.json").unwrap();
         assert_eq!((one.len(), one[0].bytes.as_slice()), (1, &b"{}"[..]));
         assert!(is_tar_archive(Path::new("a/b.TGZ")) && !is_tar_archive(Path::new("a.gz")));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn file(bytes: Vec<u8>) -> InputFile {
+        InputFile::from_bytes(PathBuf::from("f"), "f", bytes, String::new())
+    }
+
+    #[test]
+    fn sniff_head_is_the_valid_utf8_prefix_of_the_first_4_kb() {
+        assert_eq!(file(b"a,b\n1,2\n".to_vec()).sniff_head(), "a,b\n1,2\n");
+        let long = "x".repeat(SNIFF_BYTES + 10);
+        assert_eq!(file(long.into_bytes()).sniff_head().len(), SNIFF_BYTES);
+        // a two-byte character cut by the limit is left out
+        let mut cut = "y".repeat(SNIFF_BYTES - 1);
+        cut.push('é');
+        assert_eq!(file(cut.into_bytes()).sniff_head().len(), SNIFF_BYTES - 1);
+        // invalid UTF-8 ends the head
+        assert_eq!(file(b"ok\xff\xfemore".to_vec()).sniff_head(), "ok");
+        assert_eq!(file(Vec::new()).sniff_head(), "");
     }
 }

@@ -11,9 +11,9 @@ use crate::policy::analysis::{
     DEFAULT_UPTIMES_S,
 };
 use crate::policy::presets::{self, LINKS};
-use crate::policy::survival::{ConditionalSurvival, Exponential, Weibull};
 use crate::policy::Params;
 use crate::store::Store;
+use crate::survival::curve::{ConditionalSurvival, Exponential, Weibull};
 
 /// Parses `weibull:SHAPE,SCALE_S` or `exp:MEAN_S`.
 pub fn parse_survival(spec: &str) -> anyhow::Result<Box<dyn ConditionalSurvival>> {

@@ -1,7 +1,7 @@
 //! Reading one source's sessions out of the store into the survival module's input.
 
 use crate::store::{Store, StoreError};
-use crate::survival::validate::Session;
+use crate::survival::validate::SurvivalSession;
 
 /// A node attribute to split a source by (`fit --by`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -42,7 +42,7 @@ pub struct SourceSessions {
     /// Observation span of the source (start, end; source clock, seconds).
     pub observation: (f64, f64),
     /// The sessions used (node index = position in `node_ids`).
-    pub sessions: Vec<Session>,
+    pub sessions: Vec<SurvivalSession>,
     /// Left-truncated sessions of unknown age that were left out.
     pub excluded_truncated: usize,
 }
@@ -133,7 +133,7 @@ pub fn load_sessions(
         let Some(&node) = index.get(id.as_str()) else {
             continue;
         };
-        sessions.push(Session::new(node, start, end, event != 0).with_entry(entry));
+        sessions.push(SurvivalSession::new(node, start, end, event != 0).with_entry(entry));
     }
     out.sessions = sessions;
     out.excluded_truncated = excluded;

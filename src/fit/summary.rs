@@ -6,7 +6,7 @@ use super::SourceSessions;
 use crate::survival::km::KmFit;
 use crate::survival::parametric::{hazard_shape_test, HazardTrend};
 use crate::survival::shrinkage::{EstimatorChoice, ShrinkageModel, ShrinkageOptions};
-use crate::survival::{SurvivalCurve, SurvivalData, SurvivalError};
+use crate::survival::{ConditionalSurvival, SurvivalData, SurvivalError};
 
 /// Horizons at which the pooled survival is reported: 1 h, 6 h, 24 h.
 pub const HORIZONS_S: [f64; 3] = [3600.0, 21_600.0, 86_400.0];
@@ -55,17 +55,16 @@ pub struct GroupFit {
     pub curve: Vec<(f64, f64)>,
 }
 
-/// The plain-words name of a hazard trend.
+/// The plain-words name of a hazard trend: [`HazardTrend::as_str`] (its `Display`). Kept only
+/// for `tui::data`, which still calls it; use `verdict.to_string()` / `as_str()` instead.
 pub fn verdict_name(v: HazardTrend) -> &'static str {
-    match v {
-        HazardTrend::Decreasing => "decreasing",
-        HazardTrend::RoughlyConstant => "roughly constant",
-        HazardTrend::Increasing => "increasing",
-    }
+    v.as_str()
 }
 
 /// Ages at exit, events and ages at entry of a set of sessions (survival-module input).
-fn columns(sessions: &[crate::survival::validate::Session]) -> (Vec<f64>, Vec<bool>, Vec<f64>) {
+fn columns(
+    sessions: &[crate::survival::validate::SurvivalSession],
+) -> (Vec<f64>, Vec<bool>, Vec<f64>) {
     let exit = sessions
         .iter()
         .map(|s| s.entry + (s.end - s.start))
@@ -156,7 +155,7 @@ pub fn fit_groups(
                 fit.weibull_shape_hi = Some(shape.weibull.shape_ci.1);
                 fit.weibull_scale_s = Some(shape.weibull.scale);
                 fit.lr_p_value = Some(shape.p_value);
-                fit.verdict = verdict_name(shape.verdict).into();
+                fit.verdict = shape.verdict.to_string();
             }
             if let Some(choice) = shrinkage {
                 let groups: Vec<u32> = sessions.iter().map(|s| s.node).collect();

@@ -13,11 +13,11 @@ use super::cost::RiskModel;
 use super::migration::{assess_move, crossover, source_state, trigger_fires};
 use super::model::{NodeView, Params, RequestView};
 use super::presets::{LinkPreset, ModelPreset, DESIGN_WAN_PEER, HARDWARE, LLAMA2_7B, WAN_100M};
-use super::survival::{ConditionalSurvival, Weibull};
+use crate::survival::curve::{ConditionalSurvival, Weibull};
 
 /// Serving rates and bandwidth of one side of the hop.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct NodeSpec {
+pub struct HopEndpoint {
     /// Decode rate, tokens/s per request.
     pub decode_tok_s: f64,
     /// Prefill rate, tokens/s.
@@ -31,9 +31,9 @@ pub struct TriggerScenario {
     /// Model constants, overheads, `sigma`, `overlap`.
     pub params: Params,
     /// Source node `i`.
-    pub source: NodeSpec,
+    pub source: HopEndpoint,
     /// Destination node `j`.
-    pub dest: NodeSpec,
+    pub dest: HopEndpoint,
     /// Source session curve.
     pub source_curve: Box<dyn ConditionalSurvival>,
     /// Destination session curve.
@@ -58,7 +58,7 @@ impl TriggerScenario {
     /// [`VOLUNTEER_WEIBULL`], destination up for 1 h. `Params::default()` overheads
     /// (`O_t = 0.2 s`, `O_r = 0.1 s`, `sigma = 2 s`).
     pub fn design_wan() -> TriggerScenario {
-        let peer = NodeSpec {
+        let peer = HopEndpoint {
             decode_tok_s: DESIGN_WAN_PEER.decode_tok_s,
             prefill_tok_s: DESIGN_WAN_PEER.prefill_tok_s,
             bandwidth_bytes_s: WAN_100M.bandwidth_bytes_s,
@@ -137,7 +137,7 @@ pub fn trigger_rows(
     uptimes_s: &[f64],
     hysteresis_s: &[f64],
 ) -> Vec<TriggerRow> {
-    fn spec<'a>(s: &NodeSpec, curve: &'a dyn ConditionalSurvival, age: f64) -> NodeView<'a> {
+    fn spec<'a>(s: &HopEndpoint, curve: &'a dyn ConditionalSurvival, age: f64) -> NodeView<'a> {
         let mut n = NodeView::new(curve);
         n.age_s = age;
         n.decode_tok_s = s.decode_tok_s;

@@ -9,7 +9,7 @@
 //! call (17 survival points) plus 16 evaluations of `U_i`.
 
 use super::model::{NodeIdx, NodeView, Params, RequestView};
-use super::survival::{nonneg, ConditionalSurvival, Exponential, CELLS, GRID_POINTS};
+use crate::survival::curve::{nonneg, ConditionalSurvival, Exponential, CELLS, GRID_POINTS};
 
 /// Seconds to process `tokens` at `rate` tokens/s: 0 for no tokens, infinite for a
 /// non-positive or NaN rate.

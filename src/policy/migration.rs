@@ -8,7 +8,7 @@ use super::cost::{
     UnplannedLoss,
 };
 use super::model::{NodeView, Params, RequestView};
-use super::survival::nonneg;
+use crate::survival::curve::nonneg;
 
 /// How a planned move carries the KV cache to the destination.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::survival::ConditionalSurvival;
+use crate::survival::curve::ConditionalSurvival;
 
 /// Index of a node in [`ClusterView::nodes`].
 pub type NodeIdx = usize;

@@ -28,6 +28,7 @@ use super::migration::{
     SourceState,
 };
 use super::model::{ClusterView, NodeIdx, NodeView, Params, RequestView};
+use crate::rng::SplitMix64;
 
 /// The policies, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -331,34 +332,6 @@ pub trait Policy: Send {
         from: NodeIdx,
         out: &mut Explanation,
     ) -> Option<NodeIdx>;
-}
-
-/// SplitMix64 (Steele, Lea and Flood 2014): a tiny, portable, seedable generator for the
-/// `random` policy.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SplitMix64 {
-    state: u64,
-}
-
-impl SplitMix64 {
-    /// A generator from `seed`.
-    pub fn new(seed: u64) -> SplitMix64 {
-        SplitMix64 { state: seed }
-    }
-
-    /// The next 64 random bits.
-    pub fn next_u64(&mut self) -> u64 {
-        self.state = self.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// Uniform in `0..n` (multiply-shift; `n = 0` gives 0).
-    pub fn below(&mut self, n: u64) -> u64 {
-        ((u128::from(self.next_u64()) * u128::from(n)) >> 64) as u64
-    }
 }
 
 /// Every policy of [`PolicyKind`], one implementation.

@@ -58,8 +58,8 @@ use crate::policy::{
 };
 
 use super::input::{
-    prepare_jobs, run_stream_seed, secs_to_us, validate_params, Cluster, Job, ReplayConfig,
-    ReplayError, Session, Window, Workload, US_PER_S,
+    prepare_jobs, run_stream_seed, secs_to_us, validate_params, Cluster, ReplayConfig, ReplayError,
+    ReplayJob, UpSession, Window, Workload, US_PER_S,
 };
 use super::metrics::{DropReason, RequestRecord, RunMetrics, RunSummary};
 use super::queue::{Event, EventQueue};
@@ -325,7 +325,7 @@ impl Foresight for TraceForesight<'_> {
     /// of the trace; 0 for a node that is down.
     fn remaining_up(&self, node: NodeIdx) -> Option<f64> {
         let e = *self.ends.get(node)?;
-        if e == Session::OPEN_END {
+        if e == UpSession::OPEN_END {
             None
         } else {
             Some(e.saturating_sub(self.now).max(0) as f64 / US_PER_S)
@@ -347,7 +347,7 @@ struct Sim<'a> {
     ends: Vec<i64>,
     nodes: Vec<NodeState>,
     reqs: Vec<Req>,
-    jobs: Vec<Job>,
+    jobs: Vec<ReplayJob>,
     queue: EventQueue,
     pending: VecDeque<u32>,
     pending_spare: VecDeque<u32>,
@@ -374,7 +374,7 @@ impl<'a> Sim<'a> {
         cluster: &'a Cluster,
         cfg: &'a ReplayConfig,
         spec: &RunSpec,
-        jobs: Vec<Job>,
+        jobs: Vec<ReplayJob>,
         end: i64,
         kind: PolicyKind,
     ) -> Sim<'a> {
@@ -1155,7 +1155,7 @@ impl<'a> Sim<'a> {
         st.session_start = s.start_us;
         self.ends[i] = s.end_us;
         self.views_dirty = true;
-        if s.end_us != Session::OPEN_END {
+        if s.end_us != UpSession::OPEN_END {
             self.schedule(s.end_us, Event::NodeDown(n));
         }
         // Retry the pending queue, in order.

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::policy::{ConditionalSurvival, Params};
+use crate::policy::Params;
 use crate::rng::Rng;
+use crate::survival::curve::ConditionalSurvival;
 
 /// Microseconds per second.
 pub const US_PER_S: f64 = 1e6;
@@ -108,31 +109,31 @@ pub enum ReplayError {
 
 /// One up-session of a node: the node is up on `[start_us, end_us)` (trace clock, us).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Session {
+pub struct UpSession {
     /// First microsecond the node is up.
     pub start_us: i64,
-    /// First microsecond the node is down again; [`Session::OPEN_END`] when the session is
+    /// First microsecond the node is down again; [`UpSession::OPEN_END`] when the session is
     /// still running at the end of the trace (censored).
     pub end_us: i64,
 }
 
-impl Session {
+impl UpSession {
     /// End of a session still running when the trace ends (the oracle then has no foresight
     /// for it: [`crate::policy::Foresight::remaining_up`] answers `None`).
     pub const OPEN_END: i64 = i64::MAX;
 
     /// A session `[start_us, end_us)`.
-    pub fn new(start_us: i64, end_us: i64) -> Session {
-        Session { start_us, end_us }
+    pub fn new(start_us: i64, end_us: i64) -> UpSession {
+        UpSession { start_us, end_us }
     }
 
     /// Records how the session ended (placeholder until the engine reads it).
-    pub fn with_end(self, _censored: bool, _cause: &str) -> Session {
+    pub fn with_end(self, _censored: bool, _cause: &str) -> UpSession {
         self
     }
 
     /// Records left truncation (placeholder until the engine reads it).
-    pub fn with_truncation(self, _left_truncated: bool, _entry_s: f64) -> Session {
+    pub fn with_truncation(self, _left_truncated: bool, _entry_s: f64) -> UpSession {
         self
     }
 
@@ -180,7 +181,7 @@ pub struct Node {
     pub spec: NodeSpec,
     /// Up-sessions from the availability trace, sorted by start, non-overlapping
     /// (`end <= next start`; touching sessions are a down and an up at the same instant).
-    pub sessions: Vec<Session>,
+    pub sessions: Vec<UpSession>,
     /// Conditional survival curve of the node's sessions (fitted elsewhere; the engine fits
     /// nothing). Policies query `S(t | a)` with `a` the node's current age.
     pub survival: Arc<dyn ConditionalSurvival>,
@@ -201,7 +202,7 @@ impl fmt::Debug for Node {
 
 impl Node {
     /// The session containing `t`, if the node is up at `t` (binary search).
-    pub fn session_at(&self, t: i64) -> Option<&Session> {
+    pub fn session_at(&self, t: i64) -> Option<&UpSession> {
         let k = self.sessions.partition_point(|s| s.end_us <= t);
         self.sessions.get(k).filter(|s| s.start_us <= t)
     }
@@ -375,7 +376,7 @@ impl Window {
 /// How the output-length estimate `L^_r` the policies see is made from the true length `L_r`.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum Estimator {
+pub enum LengthEstimator {
     /// `L^_r = L_r`.
     Exact,
     /// Multiplicative log-normal noise, median-unbiased:
@@ -391,45 +392,45 @@ pub enum Estimator {
     Bucket,
 }
 
-impl Estimator {
-    /// Default `sigma` of [`Estimator::Lognormal`].
+impl LengthEstimator {
+    /// Default `sigma` of [`LengthEstimator::Lognormal`].
     pub const DEFAULT_SIGMA: f64 = 0.5;
 }
 
-impl Default for Estimator {
-    /// [`Estimator::Exact`].
-    fn default() -> Estimator {
-        Estimator::Exact
+impl Default for LengthEstimator {
+    /// [`LengthEstimator::Exact`].
+    fn default() -> LengthEstimator {
+        LengthEstimator::Exact
     }
 }
 
-impl fmt::Display for Estimator {
+impl fmt::Display for LengthEstimator {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Estimator::Exact => f.write_str("exact"),
-            Estimator::Lognormal { sigma } => write!(f, "lognormal:{sigma}"),
-            Estimator::Bucket => f.write_str("bucket"),
+            LengthEstimator::Exact => f.write_str("exact"),
+            LengthEstimator::Lognormal { sigma } => write!(f, "lognormal:{sigma}"),
+            LengthEstimator::Bucket => f.write_str("bucket"),
         }
     }
 }
 
-impl FromStr for Estimator {
+impl FromStr for LengthEstimator {
     type Err = ReplayError;
     /// `exact`, `lognormal` (sigma 0.5), `lognormal:SIGMA` (finite, non-negative) or `bucket`.
-    fn from_str(s: &str) -> Result<Estimator, ReplayError> {
+    fn from_str(s: &str) -> Result<LengthEstimator, ReplayError> {
         let t = s.trim().to_ascii_lowercase();
         let unknown = || ReplayError::UnknownEstimator(s.to_string());
         match t.as_str() {
-            "exact" => Ok(Estimator::Exact),
-            "bucket" => Ok(Estimator::Bucket),
-            "lognormal" => Ok(Estimator::Lognormal {
-                sigma: Estimator::DEFAULT_SIGMA,
+            "exact" => Ok(LengthEstimator::Exact),
+            "bucket" => Ok(LengthEstimator::Bucket),
+            "lognormal" => Ok(LengthEstimator::Lognormal {
+                sigma: LengthEstimator::DEFAULT_SIGMA,
             }),
             _ => {
                 let rest = t.strip_prefix("lognormal:").ok_or_else(unknown)?;
                 let sigma: f64 = rest.trim().parse().map_err(|_| unknown())?;
                 if sigma.is_finite() && sigma >= 0.0 {
-                    Ok(Estimator::Lognormal { sigma })
+                    Ok(LengthEstimator::Lognormal { sigma })
                 } else {
                     Err(unknown())
                 }
@@ -446,7 +447,7 @@ pub struct ReplayConfig {
     /// The policy constants (a run may override them from a parameter grid).
     pub params: Params,
     /// How `L^_r` is made.
-    pub estimator: Estimator,
+    pub estimator: LengthEstimator,
     /// SLO: a request meets it iff it completes within
     /// `slo_factor * (P_r / p_max + L_r / d_max)` of its arrival (default 5).
     pub slo_factor: f64,
@@ -471,7 +472,7 @@ impl Default for ReplayConfig {
     fn default() -> ReplayConfig {
         ReplayConfig {
             params: Params::default(),
-            estimator: Estimator::Exact,
+            estimator: LengthEstimator::Exact,
             slo_factor: 5.0,
             batch_slowdown: 0.0,
             rate_scale: 1.0,
@@ -502,7 +503,7 @@ impl ReplayConfig {
                 "rate_scale must be finite and positive".into(),
             ));
         }
-        if let Estimator::Lognormal { sigma } = self.estimator {
+        if let LengthEstimator::Lognormal { sigma } = self.estimator {
             if !(sigma.is_finite() && sigma >= 0.0) {
                 return Err(ReplayError::BadConfig(
                     "lognormal sigma must be finite and non-negative".into(),
@@ -531,7 +532,7 @@ pub(crate) fn validate_params(p: &Params) -> Result<(), ReplayError> {
 /// One request as the engine replays it: a workload request placed in the window (after rate
 /// scaling and looping), with its estimate.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct Job {
+pub struct ReplayJob {
     /// Index in the run (unique; arrival order).
     pub index: u32,
     /// Workload id.
@@ -560,7 +561,7 @@ pub fn run_stream_seed(seed: u64, window: u64) -> u64 {
     a.next_u64() ^ b.next_u64().rotate_left(17)
 }
 
-/// Bucket of a prompt length for [`Estimator::Bucket`]: `floor(log2 P) + 1`, 0 for `P = 0`.
+/// Bucket of a prompt length for [`LengthEstimator::Bucket`]: `floor(log2 P) + 1`, 0 for `P = 0`.
 #[inline]
 pub fn prompt_bucket(prompt_tokens: u64) -> usize {
     (64 - prompt_tokens.leading_zeros()) as usize
@@ -576,7 +577,7 @@ pub fn prepare_jobs(
     length_us: i64,
     cfg: &ReplayConfig,
     stream_seed: u64,
-) -> Result<Vec<Job>, ReplayError> {
+) -> Result<Vec<ReplayJob>, ReplayError> {
     workload.validate()?;
     let n = workload.requests.len();
     let scale = cfg.rate_scale;
@@ -628,7 +629,7 @@ pub fn prepare_jobs(
     }
     // Bucket means over the workload.
     let mut buckets = [(0.0f64, 0u64); 65];
-    if cfg.estimator == Estimator::Bucket {
+    if cfg.estimator == LengthEstimator::Bucket {
         for r in &workload.requests {
             let b = &mut buckets[prompt_bucket(r.prompt_tokens)];
             b.0 += r.output_tokens as f64;
@@ -639,13 +640,13 @@ pub fn prepare_jobs(
     for (index, &(arrival_us, copy, pos)) in order.iter().enumerate() {
         let r = &workload.requests[pos as usize];
         let est = match cfg.estimator {
-            Estimator::Exact => r.output_tokens,
-            Estimator::Lognormal { sigma } => {
+            LengthEstimator::Exact => r.output_tokens,
+            LengthEstimator::Lognormal { sigma } => {
                 let mut rng = Rng::stream(stream_seed ^ SALT_ESTIMATE, index as u64);
                 let x = r.output_tokens as f64 * (sigma * rng.normal()).exp();
                 to_tokens(x)
             }
-            Estimator::Bucket => {
+            LengthEstimator::Bucket => {
                 let (sum, count) = buckets[prompt_bucket(r.prompt_tokens)];
                 if count > 0 {
                     to_tokens(sum / count as f64)
@@ -654,7 +655,7 @@ pub fn prepare_jobs(
                 }
             }
         };
-        jobs.push(Job {
+        jobs.push(ReplayJob {
             index: index as u32,
             id: r.id,
             copy,

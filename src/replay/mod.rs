@@ -33,8 +33,8 @@ pub mod synthetic;
 pub use compare::{aggregate, PolicyLabel, PolicySummary};
 pub use engine::{simulate, simulate_with, LoggedDecision, RunOutput, RunSpec, RunStats};
 pub use input::{
-    Cluster, Estimator, Job, Node, NodeSpec, ReplayConfig, ReplayError, Request, Session, Window,
-    Workload,
+    Cluster, LengthEstimator, Node, NodeSpec, ReplayConfig, ReplayError, ReplayJob, Request,
+    UpSession, Window, Workload,
 };
 pub use metrics::{
     AggregateOptions, DropReason, Metric, MetricDef, RequestRecord, RunMetrics, RunSummary, METRICS,

@@ -6,10 +6,10 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::policy::Weibull;
 use crate::rng::Rng;
+use crate::survival::curve::Weibull;
 
-use super::input::{Cluster, Node, NodeSpec, Request, Session, Workload, US_PER_S};
+use super::input::{Cluster, Node, NodeSpec, Request, UpSession, Workload, US_PER_S};
 
 /// A cluster of nodes with Weibull up-sessions and Weibull gaps.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -70,11 +70,11 @@ impl SyntheticCluster {
                 let up = (rng.weibull(self.up_shape, self.up_scale_s) * US_PER_S).max(1.0) as i64;
                 let end = t.saturating_add(up);
                 if end >= self.to_us {
-                    sessions.push(Session::new(t, Session::OPEN_END));
+                    sessions.push(UpSession::new(t, UpSession::OPEN_END));
                     exposure += (self.to_us - t) as f64 / US_PER_S;
                     break;
                 }
-                sessions.push(Session::new(t, end));
+                sessions.push(UpSession::new(t, end));
                 exposure += up as f64 / US_PER_S;
                 failures += 1;
                 let down =

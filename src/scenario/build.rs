@@ -10,13 +10,14 @@ use super::config::{HardwareOverrides, NodeAttribute, ScenarioConfig};
 use super::error::ScenarioError;
 use crate::fit::{load_sessions, parse_time, SourceSessions};
 use crate::policy::presets;
-use crate::policy::{ConditionalSurvival, LinearCurve, PolicyKind, StepCurve};
+use crate::policy::PolicyKind;
 use crate::replay::{
-    self, Cluster, Estimator, Grid, Node, NodeSpec, ParamPoint, ReplayConfig, Request, Window,
-    Workload,
+    self, Cluster, Grid, LengthEstimator, Node, NodeSpec, ParamPoint, ReplayConfig, Request,
+    Window, Workload,
 };
 use crate::rng::Rng;
 use crate::store::Store;
+use crate::survival::curve::{ConditionalSurvival, LinearCurve, StepCurve};
 use crate::survival::priors::{fit_priors, Priors, PriorsError, PriorsMeta, PriorsOptions};
 use crate::survival::shrinkage::ShrinkageOptions;
 use crate::survival::SurvivalError;
@@ -370,26 +371,26 @@ fn apply(spec: &mut NodeSpec, o: &HardwareOverrides) {
 /// in hand-made inputs) merged. Each keeps whether its end was observed (`event`) or censored,
 /// its end cause, and its left truncation, so the engine can treat censored ends as "not
 /// observed" and give truncated sessions their age.
-fn timeline(data: &SourceSessions, causes: &SessionCauses, i: usize) -> Vec<replay::Session> {
-    let mut sessions: Vec<replay::Session> = data
+fn timeline(data: &SourceSessions, causes: &SessionCauses, i: usize) -> Vec<replay::UpSession> {
+    let mut sessions: Vec<replay::UpSession> = data
         .sessions
         .iter()
         .zip(&causes.per_session)
         .filter(|(s, _)| s.node as usize == i && s.end > s.start)
         .map(|(s, c)| {
-            replay::Session::new(us(s.start), us(s.end))
+            replay::UpSession::new(us(s.start), us(s.end))
                 .with_end(!s.event, &c.cause)
                 .with_truncation(c.left_truncated, s.entry)
         })
         .collect();
     sessions.sort_by_key(|s| s.start_us);
-    let mut merged: Vec<replay::Session> = Vec::with_capacity(sessions.len());
+    let mut merged: Vec<replay::UpSession> = Vec::with_capacity(sessions.len());
     for s in sessions {
         match merged.last_mut() {
             Some(last) if s.start_us < last.end_us => {
                 if s.end_us > last.end_us {
                     let start = last.start_us;
-                    *last = replay::Session {
+                    *last = replay::UpSession {
                         start_us: start,
                         ..s
                     };
@@ -506,7 +507,7 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
     }
 
     let r = &cfg.replay;
-    let estimator: Estimator =
+    let estimator: LengthEstimator =
         cfg.workload
             .estimator
             .parse()

@@ -7,7 +7,7 @@ use super::error::{ConfigError, ScenarioError};
 use crate::fit::parse_time;
 use crate::policy::presets;
 use crate::policy::{Params, PolicyKind};
-use crate::replay::Estimator as LengthEstimatorSpec;
+use crate::replay::LengthEstimator;
 
 /// A commented default scenario.
 pub const DEFAULT_CONFIG: &str = r#"# hazardserve replay scenario. Every key is optional; command-line flags override this file.
@@ -376,7 +376,7 @@ impl ScenarioConfig {
         positive("workload.rate_scale", self.workload.rate_scale)?;
         self.workload
             .estimator
-            .parse::<LengthEstimatorSpec>()
+            .parse::<LengthEstimator>()
             .map_err(|e| ScenarioError::invalid("workload.estimator", e.to_string()))?;
         let r = &self.replay;
         if r.windows == 0 {

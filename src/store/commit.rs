@@ -293,13 +293,20 @@ fn new_txid() -> String {
 }
 
 /// Test hook: `HAZARDSERVE_FAULT=pause-before-commit` makes a writer stop just before its commit
-/// point, so a test can kill it there.
+/// point, so a test can kill it there. Only built with the `fault-injection` feature (enabled by
+/// the integration tests); otherwise a no-op that never reads the environment.
+#[cfg(feature = "fault-injection")]
 fn fault_point(name: &str) {
     if std::env::var("HAZARDSERVE_FAULT").is_ok_and(|v| v == name) {
         eprintln!("fault point reached: {name}");
         std::thread::sleep(std::time::Duration::from_secs(120));
     }
 }
+
+/// Without the `fault-injection` feature there are no fault points.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+fn fault_point(_name: &str) {}
 
 /// One table of a source to be committed.
 pub struct StagedTable<'a> {

@@ -24,7 +24,7 @@
 
 use serde::Serialize;
 
-use crate::survival::{SurvivalCurve, SurvivalData, SurvivalError, Z_95};
+use crate::survival::{ConditionalSurvival, SurvivalData, SurvivalError, Z_95};
 
 /// Tolerance used by threshold queries (median, quantiles, median residual life):
 /// S ≤ q + 10⁻¹² counts as reaching q, so exact-arithmetic ties (S exactly 0.5) are not lost
@@ -469,9 +469,14 @@ impl KmFit {
     }
 }
 
-impl SurvivalCurve for KmFit {
+impl ConditionalSurvival for KmFit {
     fn survival(&self, t: f64) -> f64 {
         self.view().survival(t)
+    }
+
+    /// 0: the estimate is carried forward (flat) after the last timeline time.
+    fn tail_hazard(&self) -> f64 {
+        0.0
     }
 }
 
@@ -1121,11 +1126,21 @@ fn loglog_ci(s: f64, v: f64, z: f64) -> (f64, f64) {
     )
 }
 
-impl SurvivalCurve for KmView<'_> {
+/// The product-limit curve as the crate's one curve interface. Edges as in
+/// [`crate::survival::curve`]: the conditional past the last event where S reaches 0 is the flat
+/// tail (1), the same as the [`StepCurve`](crate::survival::curve::StepCurve) of the timeline
+/// without a tail rate; [`ConditionalSurvival::conditional_checked`] answers `None` there
+/// (lifelines: undefined), like [`KmView::conditional_survival_at`].
+impl ConditionalSurvival for KmView<'_> {
     /// S(t); 1 before the first timeline time.
     #[inline]
     fn survival(&self, t: f64) -> f64 {
         self.survival_at(t).unwrap_or(1.0)
+    }
+
+    /// 0: the estimate is carried forward (flat) after the last timeline time.
+    fn tail_hazard(&self) -> f64 {
+        0.0
     }
 }
 
@@ -1157,6 +1172,41 @@ mod tests {
         let s2 = 11.0 / 12.0 * (9.0 / 11.0);
         assert!((f.survival_at(2.5).unwrap() - s2).abs() < 1e-15);
         assert_eq!(f.survival_at(-0.5), None);
+    }
+
+    #[test]
+    fn km_answers_every_edge_like_its_step_curve() {
+        use crate::survival::curve::{assert_edges, StepCurve};
+        // S reaches 0 at the last event (t = 3); then a curve whose last time is censored
+        for (t, e) in [
+            ([1.0, 2.0, 3.0], [true, true, true]),
+            ([1.0, 2.0, 3.0], [true, true, false]),
+        ] {
+            let f = KmFit::fit(&t, &e).unwrap();
+            let v = f.view();
+            let ages = [0.0, 1.5, 3.0, 10.0];
+            assert_edges("km fit", &f, &ages);
+            assert_edges("km view", &v, &ages);
+            let steps =
+                StepCurve::new(v.timeline().to_vec(), v.survival_values().to_vec(), None).unwrap();
+            for &a in &ages {
+                for &h in &[0.0, 0.5, 1.0, 2.5, 100.0] {
+                    assert_eq!(v.conditional(a, h), steps.conditional(a, h), "a {a} h {h}");
+                    assert_eq!(
+                        v.conditional_checked(a, h),
+                        steps.conditional_checked(a, h),
+                        "a {a} h {h}"
+                    );
+                }
+            }
+            // past the last time: flat (1); where S = 0 lifelines leaves it undefined
+            assert_eq!(v.conditional(10.0, 5.0), 1.0);
+            assert_eq!(v.conditional_checked(10.0, 5.0).is_none(), e[2]);
+            assert_eq!(
+                v.conditional_checked(10.0, 5.0).is_none(),
+                v.conditional_survival_at(10.0, 15.0).is_none()
+            );
+        }
     }
 
     #[test]

@@ -12,14 +12,17 @@
 //! * [`priors`]: the versioned JSON export of the pooled and per-node curves that the replay
 //!   and a serving system load.
 //!
-//! Every fitted curve implements [`SurvivalCurve`], so the scheduler can ask
-//! S(t | a) = S(a + t) / S(a) of any of them.
+//! * [`curve`]: the one survival-curve abstraction, [`ConditionalSurvival`] (with the
+//!   closed-form and tabulated curves the scheduler uses: exponential, Weibull, step, linear).
+//!   Every fitted curve implements it, so the scheduler can ask S(t | a) = S(a + t) / S(a) of
+//!   any of them, with one documented answer at every edge (see [`curve`]).
 //!
 //! Time convention: durations and entry times share one clock (the session age);
 //! an entry time is the age at which observation began (left truncation, delayed entry).
 
 #![warn(missing_docs)]
 
+pub mod curve;
 pub mod km;
 pub mod parametric;
 pub mod priors;
@@ -27,6 +30,8 @@ pub mod shrinkage;
 pub mod validate;
 
 use thiserror::Error;
+
+pub use curve::ConditionalSurvival;
 
 /// Two-sided 95 % standard-normal quantile Φ⁻¹(0.975), as used by lifelines (`scipy.stats.norm.ppf`).
 pub const Z_95: f64 = 1.959963984540054;
@@ -237,52 +242,6 @@ impl<'a> SurvivalData<'a> {
     }
 }
 
-/// A survival curve S(t) that can answer conditional questions about a live session.
-///
-/// Implemented by the Kaplan–Meier fits ([`km::KmFit`], [`km::KmView`]), the shrunk node
-/// curves ([`shrinkage::NodeCurve`] and its two variants) and the parametric fits
-/// ([`parametric::ExponentialFit`], [`parametric::WeibullFit`]).
-pub trait SurvivalCurve {
-    /// S(t) = P(T > t). Non-increasing, in [0, 1]; 1 before the curve's origin.
-    fn survival(&self, t: f64) -> f64;
-
-    /// Conditional survival of a session of age `a`:
-    /// S(t | a) = S(a + t) / S(a) (NaN when S(a) = 0, i.e. undefined).
-    fn conditional(&self, a: f64, t: f64) -> f64 {
-        let sa = self.survival(a);
-        if sa > 0.0 {
-            self.survival(a + t) / sa
-        } else {
-            f64::NAN
-        }
-    }
-
-    /// S(t_j | a) for several horizons `ts` into `out` (pairs up to the shorter length);
-    /// NaN when S(a) = 0. Evaluates S(a) once.
-    fn conditional_into(&self, a: f64, ts: &[f64], out: &mut [f64]) {
-        let sa = self.survival(a);
-        for (o, &t) in out.iter_mut().zip(ts) {
-            *o = if sa > 0.0 {
-                self.survival(a + t) / sa
-            } else {
-                f64::NAN
-            };
-        }
-    }
-}
-
-impl<T: SurvivalCurve + ?Sized> SurvivalCurve for &T {
-    fn survival(&self, t: f64) -> f64 {
-        (**self).survival(t)
-    }
-    fn conditional(&self, a: f64, t: f64) -> f64 {
-        (**self).conditional(a, t)
-    }
-    fn conditional_into(&self, a: f64, ts: &[f64], out: &mut [f64]) {
-        (**self).conditional_into(a, ts, out)
-    }
-}
-
 /// Small numerical helpers shared by the estimators.
 pub(crate) mod numeric {
     /// Brent's bounded scalar minimisation (golden section + parabolic interpolation;
@@ -379,25 +338,6 @@ pub(crate) mod numeric {
             }
         }
         (xf, fx)
-    }
-
-    /// SplitMix64 generator (Steele, Lea & Flood 2014): deterministic fold assignment.
-    pub(crate) struct SplitMix64(pub(crate) u64);
-
-    impl SplitMix64 {
-        pub(crate) fn next_u64(&mut self) -> u64 {
-            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = self.0;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-
-        /// Uniform integer in 0..=bound (Lemire-style rejection-free for our small bounds).
-        pub(crate) fn below_or_eq(&mut self, bound: usize) -> usize {
-            let range = bound as u128 + 1;
-            ((self.next_u64() as u128 * range) >> 64) as usize
-        }
     }
 
     #[cfg(test)]

@@ -16,10 +16,11 @@
 //! statistic 2(ℓ_p(k̂) − ℓ_p(1)) is referred to χ²₁, whose survival function is
 //! P(χ²₁ > x) = erfc(√(x/2)).
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
+use crate::survival::curve::GRID_POINTS;
 use crate::survival::numeric::minimize_bounded;
-use crate::survival::{SurvivalCurve, SurvivalData, SurvivalError, Z_95};
+use crate::survival::{ConditionalSurvival, SurvivalData, SurvivalError, Z_95};
 
 /// Complementary error function erfc(x) = 2/√π ∫_x^∞ e^{−s²} ds (relative error ≈ 1e−15).
 ///
@@ -89,8 +90,12 @@ pub fn chi2_1df_sf(x: f64) -> f64 {
 /// χ²₁ 95 % critical value z² (z = [`Z_95`]).
 pub const CHI2_1DF_95: f64 = Z_95 * Z_95;
 
-/// Shape of the hazard suggested by the Weibull shape's confidence interval.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// The hazard verdict: the shape of the hazard suggested by the Weibull shape's 95 % confidence
+/// interval. The crate's one verdict type: the `fit` summary prints it ([`HazardTrend::as_str`],
+/// `Display`: `decreasing`, `roughly constant`, `increasing`) and the priors JSON stores it
+/// (serde: `decreasing`, `roughly_constant`, `increasing`, as in `docs/priors.schema.json`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum HazardTrend {
     /// The whole 95 % CI of k is below 1 (infant mortality: old sessions are safer).
     Decreasing,
@@ -98,6 +103,23 @@ pub enum HazardTrend {
     RoughlyConstant,
     /// The whole CI is above 1 (wear-out: old sessions are riskier).
     Increasing,
+}
+
+impl HazardTrend {
+    /// The plain-words name: `decreasing`, `roughly constant` or `increasing`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HazardTrend::Decreasing => "decreasing",
+            HazardTrend::RoughlyConstant => "roughly constant",
+            HazardTrend::Increasing => "increasing",
+        }
+    }
+}
+
+impl std::fmt::Display for HazardTrend {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
 }
 
 /// Sufficient pieces of censored, left-truncated, weighted data for parametric fits.
@@ -255,19 +277,39 @@ impl ExponentialFit {
     }
 }
 
-impl SurvivalCurve for ExponentialFit {
-    /// S(t) = exp(−λ t) for t > 0, 1 otherwise.
+impl ConditionalSurvival for ExponentialFit {
+    /// S(t) = exp(−λ t) for t > 0, 1 otherwise (also for NaN).
     fn survival(&self, t: f64) -> f64 {
-        if t <= 0.0 {
-            1.0
+        if t > 0.0 {
+            (-self.rate * t).exp().clamp(0.0, 1.0)
         } else {
-            (-self.rate * t).exp()
+            1.0
         }
     }
 
-    /// Memoryless: S(t | a) = exp(−λ t) for a ≥ 0.
-    fn conditional(&self, a: f64, t: f64) -> f64 {
-        self.survival(a + t) / self.survival(a).max(f64::MIN_POSITIVE)
+    /// The constant hazard λ̂.
+    fn tail_hazard(&self) -> f64 {
+        self.rate
+    }
+
+    /// Memoryless: S(t | a) = exp(−λ t) at every age (1 for t ≤ 0).
+    fn conditional(&self, _a: f64, t: f64) -> f64 {
+        self.survival(t)
+    }
+
+    /// One `exp` and a running product (memoryless: the age does not matter).
+    fn conditional_grid(&self, _a: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
+        let q = self.survival(step);
+        let mut s = 1.0;
+        for o in out.iter_mut() {
+            *o = s;
+            s *= q;
+        }
+    }
+
+    /// Always defined (memoryless), also where S(a) underflows.
+    fn conditional_checked(&self, a: f64, t: f64) -> Option<f64> {
+        Some(self.conditional(a, t))
     }
 }
 
@@ -375,26 +417,55 @@ impl WeibullFit {
     }
 }
 
-impl SurvivalCurve for WeibullFit {
-    /// S(t) = exp(−(t/λ)^k) for t > 0, 1 otherwise.
+impl ConditionalSurvival for WeibullFit {
+    /// S(t) = exp(−(t/λ)^k) for t > 0, 1 otherwise (also for NaN).
     fn survival(&self, t: f64) -> f64 {
-        if t <= 0.0 {
-            1.0
+        if t > 0.0 {
+            (-(t / self.scale).powf(self.shape)).exp().clamp(0.0, 1.0)
         } else {
-            (-(t / self.scale).powf(self.shape)).exp()
+            1.0
         }
     }
 
-    /// S(a+t)/S(a) = exp((a/λ)^k − ((a+t)/λ)^k), evaluated without underflow.
+    /// As [`Weibull`](crate::survival::curve::Weibull): the limit of the hazard, 0 for k < 1,
+    /// 1/λ for k = 1, ∞ for k > 1 (never used: the conditional is exact at every age).
+    fn tail_hazard(&self) -> f64 {
+        crate::survival::curve::Weibull {
+            shape: self.shape,
+            scale: self.scale,
+        }
+        .tail_hazard()
+    }
+
+    /// S(a+t)/S(a) = exp((a/λ)^k − ((a+t)/λ)^k), evaluated without underflow (1 for t ≤ 0,
+    /// a negative age read as 0).
     fn conditional(&self, a: f64, t: f64) -> f64 {
+        if t.is_nan() || t <= 0.0 {
+            return 1.0;
+        }
         let h = |x: f64| {
-            if x <= 0.0 {
-                0.0
-            } else {
+            if x > 0.0 {
                 (x / self.scale).powf(self.shape)
+            } else {
+                0.0
             }
         };
-        (h(a) - h(a + t)).exp()
+        let a = if a > 0.0 { a } else { 0.0 };
+        (h(a) - h(a + t)).exp().clamp(0.0, 1.0)
+    }
+
+    /// Always defined: S(a) > 0 at every finite age.
+    fn conditional_checked(&self, a: f64, t: f64) -> Option<f64> {
+        Some(self.conditional(a, t))
+    }
+
+    /// The cumulative-hazard form on the grid (exact where S(a) underflows).
+    fn conditional_grid(&self, a: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
+        crate::survival::curve::Weibull {
+            shape: self.shape,
+            scale: self.scale,
+        }
+        .conditional_grid(a, step, out)
     }
 }
 
@@ -471,5 +542,21 @@ mod tests {
         assert!((f.rate - 0.3).abs() < 1e-15);
         let w = WeibullFit::fit(&SurvivalData::new(&t, &e)).unwrap();
         assert!(w.log_likelihood >= f.log_likelihood - 1e-9);
+    }
+
+    #[test]
+    fn fits_answer_every_edge() {
+        use crate::survival::curve::assert_edges;
+        let t = [1.0, 2.0, 3.0, 4.0];
+        let e = [true, true, false, true];
+        let f = ExponentialFit::fit(&SurvivalData::new(&t, &e)).unwrap();
+        assert_edges("exponential fit", &f, &[0.0, 2.0, 4.0, 1e3, 1e5]);
+        assert_eq!(f.tail_hazard(), f.rate);
+        // memoryless and defined where S(a) underflows
+        assert_eq!(f.survival(1e5), 0.0);
+        assert_eq!(f.conditional_checked(1e5, 1.0), Some((-0.3f64).exp()));
+        let w = WeibullFit::fit(&SurvivalData::new(&t, &e)).unwrap();
+        assert_edges("weibull fit", &w, &[0.0, 2.0, 4.0, 1e3, 1e5]);
+        assert!(w.conditional_checked(1e5, 1.0).is_some());
     }
 }

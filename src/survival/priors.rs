@@ -28,7 +28,7 @@
 //!   up). A curve is the right-continuous step function S(x) = 1 for x < `t[0]`,
 //!   S(x) = `s[i]` for `t[i]` ≤ x < `t[i+1]`, continued after the last step by an exponential
 //!   tail S(x) = `s[n−1]`·exp(−tail_rate_per_s·(x − `t[n−1]`)), i.e. exactly
-//!   [`StepCurve::new(t, s, Some(tail_rate_per_s))`](crate::policy::survival::StepCurve::new).
+//!   [`StepCurve::new(t, s, Some(tail_rate_per_s))`](crate::survival::curve::StepCurve::new).
 //!   A consumer asks S(t | a) = S(a + t)/S(a) for a node up for a seconds.
 //! * **Training data.** Only what was known at `cutoff_s`: sessions that ended before it keep
 //!   their outcome, sessions live at it are censored at it ([`crate::survival::validate::split_at`]).
@@ -68,13 +68,13 @@ use std::collections::HashMap;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::policy::survival::{CurveError, StepCurve};
+use crate::survival::curve::{ConditionalSurvival, CurveError, StepCurve};
 use crate::survival::parametric::{hazard_shape_test, HazardShapeTest, HazardTrend};
 use crate::survival::shrinkage::{
     Estimator, EstimatorChoice, PooledHazard, ShrinkageModel, ShrinkageOptions,
 };
-use crate::survival::validate::{split_at, Session};
-use crate::survival::{SurvivalCurve, SurvivalError};
+use crate::survival::validate::{split_at, SurvivalSession};
+use crate::survival::SurvivalError;
 
 /// The schema version this build writes and reads.
 pub const SCHEMA_VERSION: u32 = 1;
@@ -156,6 +156,19 @@ pub struct Steps {
 }
 
 impl Steps {
+    /// S(x) by right-continuous step lookup (1 before `t[0]`, and for a missing value).
+    pub fn at(&self, x: f64) -> f64 {
+        match self.t.partition_point(|&v| v <= x).checked_sub(1) {
+            Some(i) => self.s.get(i).copied().unwrap_or(1.0),
+            None => 1.0,
+        }
+    }
+
+    /// The last step time, 0 when empty.
+    pub fn last_time(&self) -> f64 {
+        self.t.last().copied().unwrap_or(0.0)
+    }
+
     /// Checks lengths, finiteness and monotonicity (see the module docs).
     pub fn check(&self, scope: &str) -> Result<(), PriorsError> {
         if self.t.len() != self.s.len() {
@@ -184,35 +197,13 @@ impl Steps {
     }
 }
 
-/// Session and event counts of the training data.
+/// SurvivalSession and event counts of the training data.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub struct Counts {
     /// Sessions (training rows).
     pub n: u64,
     /// Events among them.
     pub events: u64,
-}
-
-/// Hazard trend verdict of the Weibull fit (from the 95 % CI of the shape).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Verdict {
-    /// CI of k entirely below 1.
-    Decreasing,
-    /// CI of k contains 1.
-    RoughlyConstant,
-    /// CI of k entirely above 1.
-    Increasing,
-}
-
-impl From<HazardTrend> for Verdict {
-    fn from(t: HazardTrend) -> Verdict {
-        match t {
-            HazardTrend::Decreasing => Verdict::Decreasing,
-            HazardTrend::RoughlyConstant => Verdict::RoughlyConstant,
-            HazardTrend::Increasing => Verdict::Increasing,
-        }
-    }
 }
 
 /// Pooled parametric fits ([`hazard_shape_test`]).
@@ -226,8 +217,8 @@ pub struct ParametricPrior {
     pub weibull_shape_ci: [Option<f64>; 2],
     /// Weibull scale λ̂, seconds.
     pub weibull_scale_s: f64,
-    /// Trend verdict.
-    pub verdict: Verdict,
+    /// Hazard verdict (JSON: `decreasing`, `roughly_constant`, `increasing`).
+    pub verdict: HazardTrend,
 }
 
 impl ParametricPrior {
@@ -240,7 +231,7 @@ impl ParametricPrior {
             weibull_shape: fin(t.weibull.shape)?,
             weibull_shape_ci: [ci(t.weibull.shape_ci.0), ci(t.weibull.shape_ci.1)],
             weibull_scale_s: fin(t.weibull.scale)?,
-            verdict: t.verdict.into(),
+            verdict: t.verdict,
         })
     }
 }
@@ -549,7 +540,7 @@ pub fn build_priors(
 /// live session (the oldest if several), and calls [`build_priors`]. Node index i is named
 /// `meta.node_ids[i]`.
 pub fn fit_priors(
-    sessions: &[Session],
+    sessions: &[SurvivalSession],
     meta: &PriorsMeta,
     shrinkage: &ShrinkageOptions,
     opts: &PriorsOptions,
@@ -791,7 +782,6 @@ impl Priors {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::survival::ConditionalSurvival;
     use crate::survival::SurvivalData;
 
     fn model() -> ShrinkageModel {

@@ -34,9 +34,11 @@
 
 use serde::Serialize;
 
+use crate::rng::SplitMix64;
+use crate::survival::curve::GRID_POINTS;
 use crate::survival::km::{f64_key, key_f64, Count};
-use crate::survival::numeric::{minimize_bounded, SplitMix64};
-use crate::survival::{SurvivalCurve, SurvivalData, SurvivalError};
+use crate::survival::numeric::minimize_bounded;
+use crate::survival::{ConditionalSurvival, SurvivalData, SurvivalError};
 
 // ------------------------------------------------------------------------------------------
 // input layout
@@ -242,13 +244,18 @@ impl PooledHazard {
     }
 }
 
-impl SurvivalCurve for PooledHazard {
+impl ConditionalSurvival for PooledHazard {
     /// S_pool(t) = Π_{t_k ≤ t} (1 − h0_k).
     fn survival(&self, t: f64) -> f64 {
         match self.times.partition_point(|&x| x <= t).checked_sub(1) {
             Some(k) => self.survival[k],
             None => 1.0,
         }
+    }
+
+    /// 0: flat after the last pooled event time (Y0 > d0 there, so S_pool > 0 everywhere).
+    fn tail_hazard(&self) -> f64 {
+        0.0
     }
 }
 
@@ -974,7 +981,7 @@ impl ShrinkageModel {
             _ => (0..g).collect(),
         };
 
-        let mut rng = SplitMix64(opts.seed);
+        let mut rng = SplitMix64::new(opts.seed);
         let mut cv = vec![0.0; m_grid.len()];
         let mut cv_fr = 0.0;
         let mut scored = 0usize;
@@ -1238,7 +1245,7 @@ pub struct BetaNodeCurve<'a> {
     pub m: f64,
 }
 
-impl SurvivalCurve for BetaNodeCurve<'_> {
+impl ConditionalSurvival for BetaNodeCurve<'_> {
     /// Ŝ_i(t); 1 before the first step.
     #[inline]
     fn survival(&self, t: f64) -> f64 {
@@ -1246,6 +1253,11 @@ impl SurvivalCurve for BetaNodeCurve<'_> {
             Some(k) => self.survival[k],
             None => 1.0,
         }
+    }
+
+    /// 0: flat after the last pooled event time.
+    fn tail_hazard(&self) -> f64 {
+        0.0
     }
 }
 
@@ -1282,18 +1294,50 @@ impl FrailtyNodeCurve<'_> {
     }
 }
 
-impl SurvivalCurve for FrailtyNodeCurve<'_> {
+impl ConditionalSurvival for FrailtyNodeCurve<'_> {
     /// S̃_i(t) = exp(−α ln(1 + Λ0(t)/β)).
     #[inline]
     fn survival(&self, t: f64) -> f64 {
         (-self.shape * (self.lam(t) / self.rate).ln_1p()).exp()
     }
 
-    /// S̃_i(a+t)/S̃_i(a) = exp(−α [ln(1 + Λ0(a+t)/β) − ln(1 + Λ0(a)/β)]).
+    /// 0: Λ0 is flat after the last pooled event time.
+    fn tail_hazard(&self) -> f64 {
+        0.0
+    }
+
+    /// S̃_i(a+t)/S̃_i(a) = exp(−α [ln(1 + Λ0(a+t)/β) − ln(1 + Λ0(a)/β)]), computed without the
+    /// ratio so it stays defined where S̃_i(a) underflows (1 for t ≤ 0, a negative age is 0).
     fn conditional(&self, a: f64, t: f64) -> f64 {
+        if t.is_nan() || t <= 0.0 {
+            return 1.0;
+        }
+        let a = if a > 0.0 { a } else { 0.0 };
         let la = (self.lam(a) / self.rate).ln_1p();
         let lb = (self.lam(a + t) / self.rate).ln_1p();
-        (-self.shape * (lb - la)).exp()
+        (-self.shape * (lb - la)).exp().clamp(0.0, 1.0)
+    }
+
+    /// Always defined: S̃_i(a) > 0 at every age (the predictive curve never reaches 0).
+    fn conditional_checked(&self, a: f64, t: f64) -> Option<f64> {
+        Some(self.conditional(a, t))
+    }
+
+    /// [`ConditionalSurvival::conditional`] on the grid, Λ0(a) looked up once.
+    fn conditional_grid(&self, a: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
+        let a = if a > 0.0 { a } else { 0.0 };
+        let step = if step > 0.0 { step } else { 0.0 };
+        let la = (self.lam(a) / self.rate).ln_1p();
+        out[0] = 1.0;
+        for (k, o) in out.iter_mut().enumerate().skip(1) {
+            let t = k as f64 * step;
+            *o = if t > 0.0 {
+                let lb = (self.lam(a + t) / self.rate).ln_1p();
+                (-self.shape * (lb - la)).exp().clamp(0.0, 1.0)
+            } else {
+                1.0
+            };
+        }
     }
 }
 
@@ -1306,7 +1350,7 @@ pub enum NodeCurve<'a> {
     Frailty(FrailtyNodeCurve<'a>),
 }
 
-impl SurvivalCurve for NodeCurve<'_> {
+impl ConditionalSurvival for NodeCurve<'_> {
     fn survival(&self, t: f64) -> f64 {
         match self {
             NodeCurve::Beta(c) => c.survival(t),
@@ -1314,10 +1358,31 @@ impl SurvivalCurve for NodeCurve<'_> {
         }
     }
 
+    fn tail_hazard(&self) -> f64 {
+        match self {
+            NodeCurve::Beta(c) => c.tail_hazard(),
+            NodeCurve::Frailty(c) => c.tail_hazard(),
+        }
+    }
+
     fn conditional(&self, a: f64, t: f64) -> f64 {
         match self {
             NodeCurve::Beta(c) => c.conditional(a, t),
             NodeCurve::Frailty(c) => c.conditional(a, t),
+        }
+    }
+
+    fn conditional_checked(&self, a: f64, t: f64) -> Option<f64> {
+        match self {
+            NodeCurve::Beta(c) => c.conditional_checked(a, t),
+            NodeCurve::Frailty(c) => c.conditional_checked(a, t),
+        }
+    }
+
+    fn conditional_grid(&self, a: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
+        match self {
+            NodeCurve::Beta(c) => c.conditional_grid(a, step, out),
+            NodeCurve::Frailty(c) => c.conditional_grid(a, step, out),
         }
     }
 }
@@ -1344,6 +1409,31 @@ mod tests {
             }
         }
         (g, t, e)
+    }
+
+    #[test]
+    fn shrunk_curves_answer_every_edge() {
+        use crate::survival::curve::assert_edges;
+        let (g, t, e) = toy();
+        for estimator in [EstimatorChoice::BetaProcess, EstimatorChoice::GammaFrailty] {
+            let opts = ShrinkageOptions {
+                estimator,
+                m: Some(3.0),
+                ..Default::default()
+            };
+            let m = ShrinkageModel::fit(&g, &SurvivalData::new(&t, &e), &opts).unwrap();
+            let last = m.pooled().times.last().copied().unwrap_or(0.0);
+            let ages = [0.0, 0.5 * last, last, 2.0 * last + 1.0, 1e6];
+            assert_edges("pooled", m.pooled(), &ages);
+            for node in [0, 3, 99] {
+                assert_edges("beta", &m.beta_curve_with(node, 3.0), &ages);
+                let f = m.frailty_curve(node);
+                assert_edges("frailty", &f, &ages);
+                // defined (and exact) past the pooled support too
+                assert!(f.conditional_checked(1e6, 5.0).is_some());
+                assert_edges("node", &m.node_curve(node), &ages);
+            }
+        }
     }
 
     #[test]

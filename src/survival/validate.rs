@@ -35,7 +35,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::survival::km::{GroupedKm, KmFit, KmView};
 use crate::survival::shrinkage::{Estimator, EstimatorChoice, ShrinkageModel, ShrinkageOptions};
-use crate::survival::{SurvivalCurve, SurvivalData, SurvivalError};
+use crate::survival::{ConditionalSurvival, SurvivalData, SurvivalError};
 
 // ------------------------------------------------------------------------------------------
 // input
@@ -48,7 +48,7 @@ use crate::survival::{SurvivalCurve, SurvivalData, SurvivalError};
 /// left-truncated session of unknown age), so the session's (entry, exit) ages are
 /// (`entry`, `entry + end − start`).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Session {
+pub struct SurvivalSession {
     /// Node index (0-based; the number of nodes is max index + 1).
     pub node: u32,
     /// First observed instant, seconds.
@@ -61,10 +61,10 @@ pub struct Session {
     pub entry: f64,
 }
 
-impl Session {
+impl SurvivalSession {
     /// A session observed from its beginning (entry age 0).
-    pub fn new(node: u32, start: f64, end: f64, event: bool) -> Session {
-        Session {
+    pub fn new(node: u32, start: f64, end: f64, event: bool) -> SurvivalSession {
+        SurvivalSession {
             node,
             start,
             end,
@@ -74,7 +74,7 @@ impl Session {
     }
 
     /// Sets the age at `start` (left truncation).
-    pub fn with_entry(mut self, entry: f64) -> Session {
+    pub fn with_entry(mut self, entry: f64) -> SurvivalSession {
         self.entry = entry;
         self
     }
@@ -87,7 +87,7 @@ impl Session {
 }
 
 /// Checks every session: finite `start`, `end`, `entry`; `end ≥ start`; `entry ≥ 0`.
-pub fn check_sessions(sessions: &[Session]) -> Result<(), SurvivalError> {
+pub fn check_sessions(sessions: &[SurvivalSession]) -> Result<(), SurvivalError> {
     if sessions.is_empty() {
         return Err(SurvivalError::Empty);
     }
@@ -116,7 +116,7 @@ pub fn check_sessions(sessions: &[Session]) -> Result<(), SurvivalError> {
 }
 
 /// Observation span [min start, max end] of the sessions (`None` when empty).
-pub fn observation_span(sessions: &[Session]) -> Option<(f64, f64)> {
+pub fn observation_span(sessions: &[SurvivalSession]) -> Option<(f64, f64)> {
     let lo = sessions.iter().map(|s| s.start).min_by(f64::total_cmp)?;
     let hi = sessions.iter().map(|s| s.end).max_by(f64::total_cmp)?;
     Some((lo, hi))
@@ -124,7 +124,10 @@ pub fn observation_span(sessions: &[Session]) -> Option<(f64, f64)> {
 
 /// The split time T = lo + f·(hi − lo) for a fraction f ∈ (0, 1) of the observation span
 /// [lo, hi] = [`observation_span`].
-pub fn split_time_from_fraction(sessions: &[Session], fraction: f64) -> Result<f64, SurvivalError> {
+pub fn split_time_from_fraction(
+    sessions: &[SurvivalSession],
+    fraction: f64,
+) -> Result<f64, SurvivalError> {
     if !(fraction > 0.0 && fraction < 1.0) {
         return Err(SurvivalError::InvalidArgument(format!(
             "split fraction must be in (0, 1), got {fraction}"
@@ -147,7 +150,7 @@ pub enum Split {
 
 impl Split {
     /// The absolute split time for these sessions.
-    pub fn resolve(&self, sessions: &[Session]) -> Result<f64, SurvivalError> {
+    pub fn resolve(&self, sessions: &[SurvivalSession]) -> Result<f64, SurvivalError> {
         match *self {
             Split::At(t) if t.is_finite() => Ok(t),
             Split::At(t) => Err(SurvivalError::InvalidArgument(format!(
@@ -231,7 +234,7 @@ pub struct SplitSets {
 /// Splits the sessions at T (see the module docs): ended (end ≤ T) → training row as is;
 /// live (start ≤ T < end) → training row censored at age e + T − start and a test case;
 /// start > T → unseen.
-pub fn split_at(sessions: &[Session], t: f64) -> Result<SplitSets, SurvivalError> {
+pub fn split_at(sessions: &[SurvivalSession], t: f64) -> Result<SplitSets, SurvivalError> {
     check_sessions(sessions)?;
     if !t.is_finite() {
         return Err(SurvivalError::InvalidArgument(format!(
@@ -677,7 +680,7 @@ pub struct ValidationRow {
 
 /// Shrinkage hyper-parameters of the training fit.
 #[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct ShrinkageInfo {
+pub struct ShrinkageHyperparams {
     /// Estimator the cross-validation would select (`BetaProcess` or `GammaFrailty`).
     pub selected: Estimator,
     /// Beta-process prior strength M.
@@ -706,14 +709,18 @@ pub struct ValidationReport {
     /// Concordance horizon h_c (seconds).
     pub concordance_horizon_s: f64,
     /// Shrinkage hyper-parameters.
-    pub shrinkage: ShrinkageInfo,
+    pub shrinkage: ShrinkageHyperparams,
     /// One row per estimator, in [`EstimatorName::ALL`] order.
     pub rows: Vec<ValidationRow>,
 }
 
-/// S(a+t)/S(a) of a curve, 0 for t > 0 when S(a) = 0, clamped to [0, 1].
+/// The predicted S(a+t)/S(a) a curve is scored with, given S(a) = `sa`: the curve's
+/// [`ConditionalSurvival::conditional_checked`] (evaluated with `sa` computed once), with an
+/// undefined value (S(a) = 0) scored as 0 for t > 0: in validation a curve that says the session
+/// should already be over predicts its end, rather than the scheduler's tail
+/// ([`ConditionalSurvival::conditional`]).
 #[inline]
-fn ratio(curve: &impl SurvivalCurve, sa: f64, a: f64, t: f64) -> f64 {
+fn ratio(curve: &impl ConditionalSurvival, sa: f64, a: f64, t: f64) -> f64 {
     if t <= 0.0 {
         return 1.0;
     }
@@ -728,7 +735,7 @@ fn ratio(curve: &impl SurvivalCurve, sa: f64, a: f64, t: f64) -> f64 {
 /// the split (module docs). Errors: invalid sessions, no session live at T, no event in the
 /// training data, or invalid options.
 pub fn validate(
-    sessions: &[Session],
+    sessions: &[SurvivalSession],
     split: Split,
     opts: &ValidateOptions,
 ) -> Result<ValidationReport, SurvivalError> {
@@ -918,7 +925,7 @@ pub fn validate_split(
         ibs_horizon_s: tau,
         grid_intervals: opts.grid_intervals.max(1),
         concordance_horizon_s: h_c,
-        shrinkage: ShrinkageInfo {
+        shrinkage: ShrinkageHyperparams {
             selected: model.selected(),
             m: model.m(),
             theta: model.theta(),
@@ -1014,10 +1021,10 @@ mod tests {
     #[test]
     fn split_rules() {
         let s = [
-            Session::new(0, 0.0, 5.0, true),
-            Session::new(0, 6.0, 20.0, true),
-            Session::new(1, 2.0, 30.0, false).with_entry(3.0),
-            Session::new(1, 12.0, 15.0, true),
+            SurvivalSession::new(0, 0.0, 5.0, true),
+            SurvivalSession::new(0, 6.0, 20.0, true),
+            SurvivalSession::new(1, 2.0, 30.0, false).with_entry(3.0),
+            SurvivalSession::new(1, 12.0, 15.0, true),
         ];
         let sets = split_at(&s, 10.0).unwrap();
         assert_eq!(sets.train.durations, vec![5.0, 4.0, 11.0]);
@@ -1034,6 +1041,6 @@ mod tests {
         );
         assert_eq!(split_time_from_fraction(&s, 0.5).unwrap(), 15.0);
         assert!(split_time_from_fraction(&s, 1.0).is_err());
-        assert!(split_at(&[Session::new(0, 3.0, 2.0, true)], 1.0).is_err());
+        assert!(split_at(&[SurvivalSession::new(0, 3.0, 2.0, true)], 1.0).is_err());
     }
 }

@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use hazardserve::policy::survival::ConditionalSurvival;
+use hazardserve::survival::curve::ConditionalSurvival;
 use hazardserve::survival::priors::Priors;
 
 use crate::common::{fails, hs, ok, samples};

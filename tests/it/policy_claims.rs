@@ -1,11 +1,10 @@
 //! The design note's three placement claims, each checked in both node orders so that an
 //! index tie-break cannot pass for a hazard-aware choice.
 
-use hazardserve::policy::survival::ConditionalSurvival;
 use hazardserve::policy::{
-    ClusterView, Explanation, Exponential, NodeView, Params, Policy, PolicyKind, RequestView,
-    StandardPolicy, Weibull,
+    ClusterView, Explanation, NodeView, Params, Policy, PolicyKind, RequestView, StandardPolicy,
 };
+use hazardserve::survival::curve::{ConditionalSurvival, Exponential, Weibull};
 
 /// Places a 2,000-token prompt with 400 output tokens on two identical-speed nodes
 /// (A100-class rates) that differ only in curve and age; returns the index chosen for each

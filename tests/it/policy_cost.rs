@@ -4,8 +4,8 @@
 use hazardserve::policy::cost::{
     expected_loss, placement_cost, riemann_error_bound, service_time, UnplannedLoss,
 };
-use hazardserve::policy::survival::{ConditionalSurvival, Exponential, StepCurve, Weibull};
 use hazardserve::policy::{NodeView, Params, RequestView, RiskModel};
+use hazardserve::survival::curve::{ConditionalSurvival, Exponential, StepCurve, Weibull};
 
 /// `integral_0^T lambda e^{-lambda t} U(t) dt` for `U(t) = A + (d/p)(t - w)^+`, `T = w + D`:
 /// `A (1 - e^{-lambda T}) + (d/p) e^{-lambda w} (-D e^{-lambda D} + (1 - e^{-lambda D}) / lambda)`.
@@ -176,7 +176,7 @@ fn degenerate_inputs_do_not_panic() {
 
 #[test]
 fn linear_reading_of_a_step_curve_keeps_knots_and_sees_risk_between_them() {
-    use hazardserve::policy::{ConditionalSurvival, LinearCurve, StepCurve};
+    use hazardserve::survival::curve::{ConditionalSurvival, LinearCurve, StepCurve};
     let steps =
         StepCurve::new(vec![100.0, 200.0, 400.0], vec![0.8, 0.5, 0.25], Some(0.01)).unwrap();
     let lin = LinearCurve::new(steps.clone());
@@ -202,7 +202,7 @@ fn linear_reading_of_a_step_curve_keeps_knots_and_sees_risk_between_them() {
 
 #[test]
 fn linear_curve_grid_equals_pointwise_conditionals() {
-    use hazardserve::policy::{ConditionalSurvival, LinearCurve, StepCurve};
+    use hazardserve::survival::curve::{ConditionalSurvival, LinearCurve, StepCurve};
     let times: Vec<f64> = (1..=50).map(|k| k as f64 * 37.0).collect();
     let surv: Vec<f64> = (1..=50).map(|k| (1.0 - k as f64 / 60.0).max(0.0)).collect();
     let lin = LinearCurve::new(StepCurve::new(times, surv, Some(0.002)).unwrap());

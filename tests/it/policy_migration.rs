@@ -6,9 +6,10 @@ use hazardserve::policy::migration::{
     transfer_cost_s, Blocked, Crossover, MoveMethod,
 };
 use hazardserve::policy::{
-    ClusterView, Explanation, Exponential, NodeView, Outcome, Params, Policy, PolicyKind,
-    RequestView, StandardPolicy,
+    ClusterView, Explanation, NodeView, Outcome, Params, Policy, PolicyKind, RequestView,
+    StandardPolicy,
 };
+use hazardserve::survival::curve::Exponential;
 
 #[test]
 fn planned_cost_is_the_cheaper_affine_cost() {

@@ -5,12 +5,13 @@ use proptest::prelude::*;
 
 use hazardserve::policy::cost::{expected_loss, placement_cost, UnplannedLoss};
 use hazardserve::policy::migration::{crossover, planned_cost, Crossover, MoveMethod};
-use hazardserve::policy::policies::{Decision, SplitMix64};
-use hazardserve::policy::survival::ConditionalSurvival;
+use hazardserve::policy::policies::Decision;
 use hazardserve::policy::{
-    build, ClusterView, Explanation, Exponential, Foresight, NodeView, Outcome, Params, PolicyKind,
-    RequestView, RiskModel, Weibull,
+    build, ClusterView, Explanation, Foresight, NodeView, Outcome, Params, PolicyKind, RequestView,
+    RiskModel,
 };
+use hazardserve::rng::SplitMix64;
+use hazardserve::survival::curve::{ConditionalSurvival, Exponential, Weibull};
 
 fn node(curve: &dyn ConditionalSurvival, decode: f64, prefill: f64) -> NodeView<'_> {
     NodeView {

@@ -7,8 +7,8 @@ use hazardserve::policy::analysis::{
 use hazardserve::policy::presets::{LINKS, LLAMA2_7B, LLAMA3_8B, NVLINK, WAN_100M};
 use hazardserve::policy::{
     ClusterView, Explanation, NodeView, Outcome, Params, Policy, PolicyKind, StandardPolicy,
-    Weibull,
 };
+use hazardserve::survival::curve::Weibull;
 
 #[test]
 fn wan_hop_never_fires_because_the_re_prefill_exceeds_the_risk() {

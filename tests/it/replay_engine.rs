@@ -3,7 +3,7 @@
 
 use hazardserve::policy::{MoveMethod, PolicyKind};
 use hazardserve::replay::{
-    simulate_with, Cluster, DropReason, Estimator, ReplayConfig, RunSpec, Window, Workload,
+    simulate_with, Cluster, DropReason, LengthEstimator, ReplayConfig, RunSpec, Window, Workload,
 };
 
 use super::replay_support::*;
@@ -246,13 +246,13 @@ fn replay_estimators() {
             .map(|r| r.est_output_tokens)
             .collect::<Vec<u64>>()
     };
-    assert_eq!(ests(Estimator::Exact, 1), vec![10, 30, 5, 7]);
-    assert_eq!(ests(Estimator::Bucket, 1), vec![20, 20, 5, 7]);
-    let ln = "lognormal:0.5".parse::<Estimator>().expect("parses");
-    assert_eq!(ln, Estimator::Lognormal { sigma: 0.5 });
-    assert_eq!("lognormal".parse::<Estimator>().expect("parses"), ln);
-    assert!("lognormal:x".parse::<Estimator>().is_err());
-    assert!("oracle".parse::<Estimator>().is_err());
+    assert_eq!(ests(LengthEstimator::Exact, 1), vec![10, 30, 5, 7]);
+    assert_eq!(ests(LengthEstimator::Bucket, 1), vec![20, 20, 5, 7]);
+    let ln = "lognormal:0.5".parse::<LengthEstimator>().expect("parses");
+    assert_eq!(ln, LengthEstimator::Lognormal { sigma: 0.5 });
+    assert_eq!("lognormal".parse::<LengthEstimator>().expect("parses"), ln);
+    assert!("lognormal:x".parse::<LengthEstimator>().is_err());
+    assert!("oracle".parse::<LengthEstimator>().is_err());
     let a = ests(ln, 1);
     assert_eq!(a, ests(ln, 1), "seeded per request");
     assert_ne!(a, ests(ln, 2), "different seeds, different noise");
@@ -449,19 +449,19 @@ fn replay_move_to_a_full_or_down_node_is_refused() {
 
 #[test]
 fn replay_rejects_bad_inputs() {
-    use hazardserve::replay::{simulate, ReplayError, Session};
+    use hazardserve::replay::{simulate, ReplayError, UpSession};
     let ok = Cluster::new(vec![always_up("a", 1, 1000.0, 10.0)]);
     let w = Workload::new(vec![req(0, 0.0, 1, 1)]);
     let cfg = ReplayConfig::default();
     let spec = RunSpec::new(PolicyKind::Fastest, Window::new(0, us(10.0)), 1, cfg.params);
     let mut bad = ok.clone();
-    bad.nodes[0].sessions = vec![Session::new(10, 5)];
+    bad.nodes[0].sessions = vec![UpSession::new(10, 5)];
     assert!(matches!(
         simulate(&bad, &w, &cfg, &spec),
         Err(ReplayError::BadSession { .. })
     ));
     let mut bad = ok.clone();
-    bad.nodes[0].sessions = vec![Session::new(0, 10), Session::new(5, 20)];
+    bad.nodes[0].sessions = vec![UpSession::new(0, 10), UpSession::new(5, 20)];
     assert!(simulate(&bad, &w, &cfg, &spec).is_err());
     let mut bad = ok.clone();
     bad.nodes[0].spec.decode_tok_s = f64::NAN;

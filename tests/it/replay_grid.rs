@@ -3,7 +3,7 @@
 
 use hazardserve::policy::{Params, PolicyKind};
 use hazardserve::replay::{
-    aggregate, run_grid, run_grid_metrics, summarize, AggregateOptions, Estimator, Grid,
+    aggregate, run_grid, run_grid_metrics, summarize, AggregateOptions, Grid, LengthEstimator,
     ParamPoint, PoissonWorkload, ReplayConfig, RunOutput, SyntheticCluster, Window, METRICS,
 };
 
@@ -47,7 +47,7 @@ fn grid() -> Grid {
 
 fn cfg() -> ReplayConfig {
     ReplayConfig {
-        estimator: Estimator::Lognormal { sigma: 0.5 },
+        estimator: LengthEstimator::Lognormal { sigma: 0.5 },
         ..ReplayConfig::default()
     }
 }

@@ -5,11 +5,12 @@
 
 use std::sync::Arc;
 
-use hazardserve::policy::{PolicyKind, Weibull};
+use hazardserve::policy::PolicyKind;
 use hazardserve::replay::{
-    simulate, Cluster, LoggedDecision, Node, NodeSpec, ReplayConfig, RunSpec, Session, Window,
+    simulate, Cluster, LoggedDecision, Node, NodeSpec, ReplayConfig, RunSpec, UpSession, Window,
     Workload,
 };
+use hazardserve::survival::curve::Weibull;
 
 use super::replay_support::*;
 
@@ -21,7 +22,7 @@ fn trace(first_end: f64, second_end: f64, comeback: f64) -> Cluster {
         decode_tok_s: d,
         bandwidth_bytes_s: 1.25e9,
     };
-    let mk = |name: &str, s: NodeSpec, sessions: Vec<Session>, shape: f64, scale: f64| Node {
+    let mk = |name: &str, s: NodeSpec, sessions: Vec<UpSession>, shape: f64, scale: f64| Node {
         name: name.into(),
         spec: s,
         sessions,
@@ -34,8 +35,8 @@ fn trace(first_end: f64, second_end: f64, comeback: f64) -> Cluster {
             "fast",
             spec(2000.0, 30.0),
             vec![
-                Session::new(us(400.0), us(first_end)),
-                Session::new(us(comeback), Session::OPEN_END),
+                UpSession::new(us(400.0), us(first_end)),
+                UpSession::new(us(comeback), UpSession::OPEN_END),
             ],
             0.7,
             3000.0,
@@ -44,7 +45,7 @@ fn trace(first_end: f64, second_end: f64, comeback: f64) -> Cluster {
         mk(
             "mid",
             spec(1500.0, 25.0),
-            vec![Session::new(us(990.0), us(second_end))],
+            vec![UpSession::new(us(990.0), us(second_end))],
             1.5,
             900.0,
         ),
@@ -53,8 +54,8 @@ fn trace(first_end: f64, second_end: f64, comeback: f64) -> Cluster {
             "steady",
             spec(1000.0, 20.0),
             vec![
-                Session::new(us(0.0), us(1050.0)),
-                Session::new(us(1060.0), Session::OPEN_END),
+                UpSession::new(us(0.0), us(1050.0)),
+                UpSession::new(us(1060.0), UpSession::OPEN_END),
             ],
             1.0,
             5000.0,

@@ -7,12 +7,13 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
-use hazardserve::policy::policies::SplitMix64;
-use hazardserve::policy::{Params, PolicyKind, Weibull};
+use hazardserve::policy::{Params, PolicyKind};
 use hazardserve::replay::{
-    simulate, simulate_with, Cluster, DropReason, Estimator, Node, NodeSpec, ReplayConfig, Request,
-    RunOutput, RunSpec, Session, Window, Workload,
+    simulate, simulate_with, Cluster, DropReason, LengthEstimator, Node, NodeSpec, ReplayConfig,
+    Request, RunOutput, RunSpec, UpSession, Window, Workload,
 };
+use hazardserve::rng::SplitMix64;
+use hazardserve::survival::curve::Weibull;
 
 use super::replay_support::*;
 
@@ -60,11 +61,11 @@ fn build_node(i: usize, g: &NodeGen) -> Node {
     let mut sessions = Vec::new();
     for (k, &(up, down)) in g.periods.iter().enumerate() {
         let end = if g.open_end && k + 1 == g.periods.len() {
-            Session::OPEN_END
+            UpSession::OPEN_END
         } else {
             us(t + up)
         };
-        sessions.push(Session::new(us(t), end));
+        sessions.push(UpSession::new(us(t), end));
         t += up + down;
     }
     Node {
@@ -152,9 +153,9 @@ fn config(g: &CfgGen) -> (ReplayConfig, Window) {
     let cfg = ReplayConfig {
         params,
         estimator: match g.estimator {
-            0 => Estimator::Exact,
-            1 => Estimator::Lognormal { sigma: 0.8 },
-            _ => Estimator::Bucket,
+            0 => LengthEstimator::Exact,
+            1 => LengthEstimator::Lognormal { sigma: 0.8 },
+            _ => LengthEstimator::Bucket,
         },
         batch_slowdown: if g.slowdown { 0.5 } else { 0.0 },
         rate_scale: g.scale,
@@ -291,7 +292,7 @@ proptest! {
         );
         let cfg = ReplayConfig {
             batch_slowdown: if slowdown { 0.3 } else { 0.0 },
-            estimator: Estimator::Lognormal { sigma: 0.5 },
+            estimator: LengthEstimator::Lognormal { sigma: 0.5 },
             ..checked()
         };
         let w = Workload::new(reqs);

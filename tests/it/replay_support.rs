@@ -5,13 +5,13 @@
 use std::sync::Arc;
 
 use hazardserve::policy::{
-    ClusterView, ConditionalSurvival, Explanation, Exponential, MoveMethod, NodeIdx, Params,
-    Policy, PolicyKind, RequestView,
+    ClusterView, Explanation, MoveMethod, NodeIdx, Params, Policy, PolicyKind, RequestView,
 };
 use hazardserve::replay::{
-    simulate, Cluster, Node, NodeSpec, ReplayConfig, Request, RunOutput, RunSpec, Session, Window,
-    Workload,
+    simulate, Cluster, Node, NodeSpec, ReplayConfig, Request, RunOutput, RunSpec, UpSession,
+    Window, Workload,
 };
+use hazardserve::survival::curve::{ConditionalSurvival, Exponential};
 
 /// Seconds to microseconds.
 pub fn us(s: f64) -> i64 {
@@ -38,7 +38,7 @@ pub fn node(name: &str, slots: u32, p: f64, d: f64, sessions: &[(f64, Option<f64
         },
         sessions: sessions
             .iter()
-            .map(|&(a, b)| Session::new(us(a), b.map_or(Session::OPEN_END, us)))
+            .map(|&(a, b)| UpSession::new(us(a), b.map_or(UpSession::OPEN_END, us)))
             .collect(),
         survival: flat(),
         exp_rate_per_s: 0.0,
@@ -155,7 +155,7 @@ impl Policy for Scripted {
 /// A chaotic policy for stress tests: random feasible placement, random moves with random
 /// costs, methods and overlap windows (SplitMix64-seeded).
 pub struct Chaos {
-    pub rng: hazardserve::policy::policies::SplitMix64,
+    pub rng: hazardserve::rng::SplitMix64,
 }
 
 impl Chaos {

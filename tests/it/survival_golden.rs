@@ -15,7 +15,7 @@ use hazardserve::survival::parametric::{hazard_shape_test, HazardTrend};
 use hazardserve::survival::shrinkage::{
     CvOptions, EstimatorChoice, ShrinkageModel, ShrinkageOptions,
 };
-use hazardserve::survival::{SurvivalCurve, SurvivalData, Z_95};
+use hazardserve::survival::{ConditionalSurvival, SurvivalData, Z_95};
 
 const SURV_ABS: f64 = 1e-12;
 const CI_REL: f64 = 1e-10;
@@ -323,7 +323,7 @@ fn check_fit(name: &str, fit: &Value, w: &mut Worst) {
             assert!(v.rmrl(a, 1.0).is_none());
             assert!(v.median_residual(a).is_none());
             assert!(v.jumps_after(a).is_none());
-            assert!(v.conditional(a, 1.0).is_nan());
+            assert!(v.conditional_checked(a, 1.0).is_none());
             continue;
         }
         for ((x, t), want) in f64s(&c["x"])
@@ -659,7 +659,10 @@ fn shrinkage_demo_numbers_with_own_folds() {
             .iter()
             .cloned()
             .fold(0.0, f64::max);
-        for curve in [&beta as &dyn SurvivalCurve, &fr as &dyn SurvivalCurve] {
+        for curve in [
+            &beta as &dyn ConditionalSurvival,
+            &fr as &dyn ConditionalSurvival,
+        ] {
             let c = curve.conditional(longest + 5.0, 10.0);
             assert!(c.is_finite() && c > 0.0 && c <= 1.0, "node {node}: {c}");
         }

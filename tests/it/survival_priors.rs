@@ -3,12 +3,12 @@
 
 use serde_json::Value;
 
-use hazardserve::policy::survival::ConditionalSurvival;
+use hazardserve::survival::curve::ConditionalSurvival;
 use hazardserve::survival::priors::{
     fit_priors, Priors, PriorsEstimator, PriorsMeta, PriorsOptions,
 };
 use hazardserve::survival::shrinkage::ShrinkageOptions;
-use hazardserve::survival::validate::{split_at, Session};
+use hazardserve::survival::validate::{split_at, SurvivalSession};
 
 use super::survival_validate::{heterogeneous, simulate};
 
@@ -24,7 +24,7 @@ fn meta(n_nodes: usize, cutoff_s: f64) -> PriorsMeta {
     }
 }
 
-fn export(sessions: &[Session], est: PriorsEstimator, max_points: usize) -> Priors {
+fn export(sessions: &[SurvivalSession], est: PriorsEstimator, max_points: usize) -> Priors {
     fit_priors(
         sessions,
         &meta(600, 21.0 * DAY),

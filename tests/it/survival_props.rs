@@ -3,7 +3,7 @@
 use proptest::prelude::*;
 
 use hazardserve::survival::km::{GroupedKm, KmFit};
-use hazardserve::survival::{SurvivalCurve, SurvivalData, SurvivalError};
+use hazardserve::survival::{ConditionalSurvival, SurvivalData, SurvivalError};
 
 /// Durations on a coarse grid (many ties, event/censor ties) or continuous.
 fn durations(max_len: usize) -> impl Strategy<Value = Vec<f64>> {
@@ -172,9 +172,8 @@ proptest! {
         let v = km.view();
         let sa = v.survival(a);
         prop_assume!(sa > 0.0);
-        let hs: Vec<f64> = (0..17).map(|j| j as f64 * 3.0).collect();
-        let mut out = vec![0.0; hs.len()];
-        v.conditional_into(a, &hs, &mut out);
+        let mut out = [0.0; hazardserve::survival::curve::GRID_POINTS];
+        v.conditional_grid(a, 3.0, &mut out);
         prop_assert_eq!(out[0], 1.0);
         prop_assert!(out.windows(2).all(|w| w[1] <= w[0]));
         prop_assert!(out.iter().all(|&x| (0.0..=1.0).contains(&x)));

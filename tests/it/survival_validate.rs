@@ -4,7 +4,7 @@
 
 use hazardserve::survival::validate::{
     brier_grid, brier_scores, concordance_index, integrated_brier_score, split_at, validate,
-    EstimatorName, Residual, Session, Split, ValidateOptions, ValidationReport,
+    EstimatorName, Residual, Split, SurvivalSession, ValidateOptions, ValidationReport,
 };
 
 /// SplitMix64 → uniform (0, 1).
@@ -39,7 +39,7 @@ pub(crate) fn simulate(
     down_mean: f64,
     seed: u64,
     mut up: impl FnMut(u32, &mut Rng) -> f64,
-) -> Vec<Session> {
+) -> Vec<SurvivalSession> {
     let mut rng = Rng(seed);
     let mut out = Vec::new();
     for node in 0..n_nodes {
@@ -49,7 +49,7 @@ pub(crate) fn simulate(
             let died = born + up(node, &mut rng);
             if died > 0.0 {
                 let start = born.max(0.0);
-                let s = Session::new(node, start, died.min(window), died <= window)
+                let s = SurvivalSession::new(node, start, died.min(window), died <= window)
                     .with_entry(start - born);
                 out.push(s);
             }
@@ -70,7 +70,7 @@ const DAY: f64 = 86400.0;
 
 /// 600 nodes over 30 days; up-sessions Weibull with common shape 1.5 (wear-out) and node
 /// scales log-uniform on [2 h, 200 h]; down-times exponential with mean 30 min.
-pub(crate) fn heterogeneous(seed: u64) -> Vec<Session> {
+pub(crate) fn heterogeneous(seed: u64) -> Vec<SurvivalSession> {
     let mut scales = Vec::new();
     let mut r = Rng(seed ^ 0xABCD);
     for _ in 0..600 {

@@ -72,14 +72,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
 /// Whether `file` looks like this format: its first non-empty line is `number,add|remove,node`
 /// or a JSON array `[number, "add"|"remove"|"other"|"DONE", {"nodes": …}]`.
 pub fn sniff(file: &InputFile) -> bool {
-    let head = &file.bytes[..file.bytes.len().min(4096)];
-    let head = match std::str::from_utf8(head) {
-        Ok(s) => s,
-        Err(e) => match std::str::from_utf8(&head[..e.valid_up_to()]) {
-            Ok(s) => s,
-            Err(_) => return false,
-        },
-    };
+    let head = file.sniff_head();
     let Some(line) = head.split('\n').map(|l| l.trim()).find(|l| !l.is_empty()) else {
         return false;
     };

@@ -301,12 +301,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
 /// Whether `file` looks like an FTA table: its first non-empty line is a header (optionally
 /// `#`-prefixed) of event_trace, node.tab or platform.tab columns.
 pub fn sniff(file: &InputFile) -> bool {
-    let head = &file.bytes[..file.bytes.len().min(2048)];
-    let head = match std::str::from_utf8(head) {
-        Ok(s) => s,
-        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
-    };
-    table_kind(header_tokens(head)) != TableKind::Unknown
+    table_kind(header_tokens(file.sniff_head())) != TableKind::Unknown
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

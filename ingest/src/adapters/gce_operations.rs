@@ -257,12 +257,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
 /// `gcloud compute instances list` table, or a two-column ECDF file of scientific-notation
 /// floats (skipped by [`parse`]).
 pub fn sniff(file: &InputFile) -> bool {
-    let head = &file.bytes[..file.bytes.len().min(4096)];
-    let Ok(head) =
-        std::str::from_utf8(head).or_else(|e| std::str::from_utf8(&head[..e.valid_up_to()]))
-    else {
-        return false;
-    };
+    let head = file.sniff_head();
     // An empty array could be anything: not claimed (but accepted by `parse`).
     !matches!(classify(head), FileKind::Unknown | FileKind::EmptyArray)
 }

@@ -60,11 +60,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
 /// Whether `file` looks like this format: the first non-empty line is a non-numeric user id,
 /// `0|1`, an epoch-milliseconds window start, an integer UTC offset and integer durations.
 pub fn sniff(file: &InputFile) -> bool {
-    let head = &file.bytes[..file.bytes.len().min(4096)];
-    let head = match std::str::from_utf8(head) {
-        Ok(s) => s,
-        Err(e) => std::str::from_utf8(&head[..e.valid_up_to()]).unwrap_or(""),
-    };
+    let head = file.sniff_head();
     let Some(line) = head.split('\n').map(str::trim).find(|l| !l.is_empty()) else {
         return false;
     };

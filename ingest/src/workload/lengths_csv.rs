@@ -39,8 +39,11 @@ const OUTPUT: &[&str] = &[
 
 /// Whether the header names a prompt and an output column we know.
 pub fn sniff(file: &InputFile) -> bool {
-    let head = &file.bytes[..file.bytes.len().min(4096)];
-    let first = String::from_utf8_lossy(head.split(|&b| b == b'\n').next().unwrap_or_default())
+    let first = file
+        .sniff_head()
+        .split('\n')
+        .next()
+        .unwrap_or_default()
         .to_lowercase();
     let cols = csv_fields(&first);
     cols.iter().any(|c| PROMPT.contains(c)) && cols.iter().any(|c| OUTPUT.contains(c))

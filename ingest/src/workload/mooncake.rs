@@ -15,9 +15,7 @@ struct Line {
 
 /// Whether the first line is a JSON object with the Mooncake keys.
 pub fn sniff(file: &InputFile) -> bool {
-    let head = &file.bytes[..file.bytes.len().min(4096)];
-    let first = head.split(|&b| b == b'\n').next().unwrap_or_default();
-    let s = String::from_utf8_lossy(first);
+    let s = file.sniff_head().split('\n').next().unwrap_or_default();
     s.trim_start().starts_with('{') && s.contains("\"input_length\"") && s.contains("\"timestamp\"")
 }
 

@@ -12,7 +12,7 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Sparkline};
 use ratatui::Frame;
 
 use super::nodes::source_or_message;
-use crate::policy::ConditionalSurvival;
+use crate::survival::curve::ConditionalSurvival;
 use crate::tui::app::App;
 use crate::tui::data::{NodeData, SourceData, Steps};
 use crate::tui::widgets::{

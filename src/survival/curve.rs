@@ -1,12 +1,32 @@
-//! The survival-curve abstraction the policy consumes.
+//! The one survival-curve abstraction of the crate: [`ConditionalSurvival`].
 //!
-//! The policy needs one thing from a node's availability model: the conditional survival
-//! `S(t | a) = S(a + t) / S(a)` of a node that has been up for `a` seconds (design note "The
-//! problem", section Hazard). [`ConditionalSurvival`] is that interface; the Kaplan-Meier fits of
-//! the survival module are adapted to it elsewhere. This module ships three closed-form or
-//! tabulated implementations: [`Exponential`], [`Weibull`] and [`StepCurve`].
+//! Everything that models a node's up-session length implements it: the Kaplan-Meier fits
+//! ([`KmFit`](crate::survival::km::KmFit), [`KmView`](crate::survival::km::KmView)), the pooled
+//! hazard and the shrunk node curves of [`shrinkage`](crate::survival::shrinkage), the parametric
+//! fits of [`parametric`](crate::survival::parametric), and the curves the scheduler loads from
+//! priors or builds from parameters: [`Exponential`], [`Weibull`], [`StepCurve`] and
+//! [`LinearCurve`]. The policy asks one question of a node up for `a` seconds: the conditional
+//! survival `S(t | a) = S(a + t) / S(a)` (design note "The problem", section Hazard).
 //!
-//! Every method is total: negative or NaN times are treated as 0 and no input panics.
+//! # Edge answers (the same for every implementation)
+//!
+//! | input | [`conditional(a, t)`](ConditionalSurvival::conditional) |
+//! |---|---|
+//! | `t <= 0` or `t` NaN | exactly `1` |
+//! | `a < 0` or `a` NaN | `a` is read as `0` |
+//! | `a = 0` | `S(t) / S(0)`, i.e. `S(t)` (every curve has `S(0) = 1` except a step curve with a drop at time 0) |
+//! | `a` at or past the last knot, `S(a) > 0` | `S(a + t) / S(a)` with the curve's own continuation: `exp(-tail_hazard * t)` for step and linear curves (a Kaplan-Meier curve is flat there: `1`), the closed form for parametric curves |
+//! | `S(a) = 0` (the node outlived the curve's support) | the tail: `exp(-tail_hazard * t)`, see [`ConditionalSurvival::tail_hazard`] (`1` for a curve that is flat after its last point, `0` for an infinite tail hazard) |
+//!
+//! The answer is always in `[0, 1]`, never NaN. Callers that must tell "the curve says nothing
+//! at this age" apart (Kaplan-Meier validation against lifelines, where `S(t | a)` is undefined
+//! once `S(a) = 0`) use [`ConditionalSurvival::conditional_checked`], which answers `None`
+//! there instead. [`ConditionalSurvival::conditional_grid`] writes the same values as
+//! [`ConditionalSurvival::conditional`] on a 17-point grid (the policy's hot path).
+//!
+//! [`survival`](ConditionalSurvival::survival) itself is total too: values in `[0, 1]`,
+//! non-increasing, `S(t) = 1` for `t < 0` or NaN, and `S(0) = 1` (except a step curve with a
+//! drop at time 0, which is right-continuous there).
 
 /// Number of cells of the Riemann sum that approximates the expected unplanned loss `L_i`.
 pub const CELLS: usize = 16;
@@ -16,34 +36,51 @@ pub const CELLS: usize = 16;
 pub const GRID_POINTS: usize = CELLS + 1;
 
 /// A node's up-session survival function, queried conditionally on the node's current uptime.
+///
+/// Every edge (age 0, ages past the last knot, `S(a) = 0`, non-positive or NaN inputs) has one
+/// answer, documented in the [module docs](self) and shared by all implementations.
 pub trait ConditionalSurvival: Send + Sync {
-    /// Unconditional survival `S(t) = P(session > t)` for `t >= 0`: non-increasing, `S(0) = 1`.
+    /// Unconditional survival `S(t) = P(session > t)`: in `[0, 1]`, non-increasing, 1 for
+    /// `t < 0` or NaN (and at 0, unless a step curve drops at time 0).
     fn survival(&self, t: f64) -> f64;
 
-    /// Conditional survival `S(t | age) = S(age + t) / S(age)`: the probability that a node up
-    /// for `age` seconds is still up `t` seconds from now.
-    ///
-    /// Safe value: when `S(age) = 0` (the node has outlived the curve's support) the default
-    /// answers 0 for every `t > 0` (pessimistic: the curve says the node should already be gone);
-    /// implementations with a better-informed tail override this. `t <= 0` gives 1.
+    /// The hazard per second the curve assumes beyond its support, i.e. where `S` has reached
+    /// 0 (and, for step and linear curves, after the last knot): a node that has outlived the
+    /// curve gets `S(t | a) = exp(-tail_hazard * t)`. `0` reads the curve as flat there (no
+    /// hazard observed: the Kaplan-Meier convention), `f64::INFINITY` as "already gone".
+    fn tail_hazard(&self) -> f64;
+
+    /// Conditional survival `S(t | a) = S(a + t) / S(a)`: the probability that a node up for
+    /// `age` seconds is still up `t` seconds from now. In `[0, 1]`, never NaN; edges in the
+    /// [module docs](self): `t <= 0` gives 1, a negative age is 0, and when `S(age) = 0` the
+    /// answer is the tail `exp(-tail_hazard * t)`.
     fn conditional(&self, age: f64, t: f64) -> f64 {
         if t.is_nan() || t <= 0.0 {
             return 1.0;
         }
-        let sa = self.survival(nonneg(age));
+        let a = nonneg(age);
+        let sa = self.survival(a);
         if sa > 0.0 {
-            clamp01(self.survival(nonneg(age) + t) / sa)
+            clamp01(self.survival(a + t) / sa)
         } else {
-            0.0
+            tail(self.tail_hazard(), t)
         }
     }
 
-    /// Writes `S(k * step | age)` for `k = 0..=16` into `out` (so `out[0] = 1`).
+    /// [`Self::conditional`] where it is defined by the curve itself: `None` when `S(age) = 0`
+    /// (the ratio is 0/0; [`Self::conditional`] answers the tail there). For Kaplan-Meier
+    /// checks against lifelines, which leaves `S(t | a)` undefined past the last event.
+    fn conditional_checked(&self, age: f64, t: f64) -> Option<f64> {
+        (self.survival(nonneg(age)) > 0.0).then(|| self.conditional(age, t))
+    }
+
+    /// Writes `S(k * step | age)` for `k = 0..=16` into `out` (so `out[0] = 1`), the same values
+    /// as [`Self::conditional`].
     ///
     /// This is the only curve call on the policy's hot path (one per `E_i`); implementations
     /// override it to share work between the 17 points (one `exp` and a running product for
     /// [`Exponential`], one binary search and a forward walk for [`StepCurve`]). The default
-    /// evaluates `S(age)` once and divides, falling back to [`Self::conditional`] when it is 0.
+    /// evaluates `S(age)` once and divides, and uses the tail when `S(age) = 0`.
     fn conditional_grid(&self, age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
         let age = nonneg(age);
         let step = nonneg(step);
@@ -55,8 +92,9 @@ pub trait ConditionalSurvival: Send + Sync {
                 *o = clamp01(self.survival(age + k as f64 * step) * inv);
             }
         } else {
+            let rate = self.tail_hazard();
             for (k, o) in out.iter_mut().enumerate().skip(1) {
-                *o = self.conditional(age, k as f64 * step);
+                *o = tail(rate, k as f64 * step);
             }
         }
     }
@@ -66,11 +104,28 @@ impl<T: ConditionalSurvival + ?Sized> ConditionalSurvival for &T {
     fn survival(&self, t: f64) -> f64 {
         (**self).survival(t)
     }
+    fn tail_hazard(&self) -> f64 {
+        (**self).tail_hazard()
+    }
     fn conditional(&self, age: f64, t: f64) -> f64 {
         (**self).conditional(age, t)
     }
+    fn conditional_checked(&self, age: f64, t: f64) -> Option<f64> {
+        (**self).conditional_checked(age, t)
+    }
     fn conditional_grid(&self, age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
         (**self).conditional_grid(age, step, out)
+    }
+}
+
+/// `exp(-rate * t)` for `t > 0`: 1 for a zero (or negative/NaN) rate, 0 for an infinite one,
+/// whatever `t` (so `t = inf` with a flat tail is 1, not NaN).
+#[inline]
+pub(crate) fn tail(rate: f64, t: f64) -> f64 {
+    if t > 0.0 && rate > 0.0 {
+        clamp01((-rate * t).exp())
+    } else {
+        1.0
     }
 }
 
@@ -137,8 +192,20 @@ impl ConditionalSurvival for Exponential {
         clamp01((-t * self.rate()).exp())
     }
 
+    /// The constant hazard `1 / mean` (infinite for a non-positive or NaN mean).
+    fn tail_hazard(&self) -> f64 {
+        self.rate()
+    }
+
+    /// Memoryless: `S(t | a) = S(t)` for every age.
     fn conditional(&self, _age: f64, t: f64) -> f64 {
         self.survival(t)
+    }
+
+    /// Defined at every age (memoryless) unless the mean is non-positive, where `S(a) = 0` for
+    /// `a > 0`.
+    fn conditional_checked(&self, age: f64, t: f64) -> Option<f64> {
+        (self.rate().is_finite() || nonneg(age) == 0.0).then(|| self.conditional(age, t))
     }
 
     fn conditional_grid(&self, _age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
@@ -212,12 +279,32 @@ impl ConditionalSurvival for Weibull {
         clamp01((-self.cumulative_hazard(t)).exp())
     }
 
+    /// The limit of the hazard `k t^(k-1) / lambda^k` as `t -> inf`: 0 for `k < 1`, `1 / lambda`
+    /// for `k = 1`, infinite for `k > 1` (0 for invalid parameters, where `S = 1`). Never used
+    /// by [`ConditionalSurvival::conditional`], which is exact at every age.
+    fn tail_hazard(&self) -> f64 {
+        if !self.valid() || self.shape < 1.0 {
+            0.0
+        } else if self.shape == 1.0 {
+            1.0 / self.scale
+        } else {
+            f64::INFINITY
+        }
+    }
+
+    /// `exp(H(a) - H(a + t))`: exact even where `S(a)` underflows to 0.
     fn conditional(&self, age: f64, t: f64) -> f64 {
         if t.is_nan() || t <= 0.0 {
             return 1.0;
         }
         let a = nonneg(age);
         clamp01((self.cumulative_hazard(a) - self.cumulative_hazard(a + t)).exp())
+    }
+
+    /// Always defined: `S(a) > 0` at every finite age (the conditional is computed from the
+    /// cumulative hazard, so an underflowing `S(a)` does not matter).
+    fn conditional_checked(&self, age: f64, t: f64) -> Option<f64> {
+        Some(self.conditional(age, t))
     }
 
     fn conditional_grid(&self, age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
@@ -346,10 +433,15 @@ impl StepCurve {
     #[inline]
     fn value_at(&self, idx: usize, t: f64) -> f64 {
         let n = self.times.len();
-        if idx == 0 {
-            1.0
-        } else if idx < n || self.tail_rate == 0.0 {
-            self.survival[idx - 1]
+        if idx < n || self.tail_rate == 0.0 {
+            if idx == 0 {
+                1.0
+            } else {
+                self.survival[idx - 1]
+            }
+        } else if n == 0 {
+            // No knot: the tail starts at age 0 (the exponential with the tail rate).
+            (-self.tail_rate * t).exp()
         } else {
             self.survival[n - 1] * (-self.tail_rate * (t - self.times[n - 1])).exp()
         }
@@ -366,8 +458,17 @@ impl StepCurve {
 
 impl ConditionalSurvival for StepCurve {
     fn survival(&self, t: f64) -> f64 {
-        let t = nonneg(t);
-        self.value_at(self.upper(t), t)
+        if t >= 0.0 {
+            self.value_at(self.upper(t), t)
+        } else {
+            // Before the origin (or NaN): 1, even when the curve drops at time 0.
+            1.0
+        }
+    }
+
+    /// The exponential tail rate after the last knot (0 without a tail: flat).
+    fn tail_hazard(&self) -> f64 {
+        self.tail_rate
     }
 
     fn conditional(&self, age: f64, t: f64) -> f64 {
@@ -377,7 +478,7 @@ impl ConditionalSurvival for StepCurve {
         let a = nonneg(age);
         let ia = self.upper(a);
         if self.past_support(ia) {
-            return clamp01((-self.tail_rate * t).exp());
+            return tail(self.tail_rate, t);
         }
         let sa = self.value_at(ia, a);
         let x = a + t;
@@ -470,6 +571,11 @@ impl ConditionalSurvival for LinearCurve {
         self.value(self.steps.times().partition_point(|&x| x < t), t)
     }
 
+    /// The step curve's exponential tail rate (0 without a tail: flat).
+    fn tail_hazard(&self) -> f64 {
+        self.steps.tail_rate()
+    }
+
     fn conditional(&self, age: f64, t: f64) -> f64 {
         if t.is_nan() || t <= 0.0 {
             return 1.0;
@@ -480,7 +586,7 @@ impl ConditionalSurvival for LinearCurve {
             clamp01(self.survival(a + t) / sa)
         } else {
             // Past the curve's support: the tail hazard (flat without one).
-            self.steps.conditional(a, t)
+            tail(self.steps.tail_rate(), t)
         }
     }
 
@@ -494,8 +600,9 @@ impl ConditionalSurvival for LinearCurve {
         let sa = self.value(i, a);
         out[0] = 1.0;
         if sa <= 0.0 {
+            let rate = self.steps.tail_rate();
             for (k, o) in out.iter_mut().enumerate().skip(1) {
-                *o = self.steps.conditional(a, k as f64 * step);
+                *o = tail(rate, k as f64 * step);
             }
             return;
         }
@@ -517,9 +624,162 @@ impl ConditionalSurvival for LinearCurve {
     }
 }
 
+/// Test helper: asserts the documented edge answers of the [module docs](self) for `c` at
+/// each of `ages` (include 0, ages past the last knot and ages where `S = 0`).
+#[cfg(test)]
+pub(crate) fn assert_edges(name: &str, c: &dyn ConditionalSurvival, ages: &[f64]) {
+    let horizons = [1e-9, 0.5, 3.0, 60.0, 1e4, 1e9];
+    for &t in &[-1.0, f64::NAN, f64::NEG_INFINITY] {
+        assert_eq!(c.survival(t), 1.0, "{name}: S({t})");
+    }
+    for &t in &[0.0, -0.0, -1.0, f64::NAN, f64::NEG_INFINITY] {
+        for &a in ages {
+            assert_eq!(c.conditional(a, t), 1.0, "{name}: S({t} | {a})");
+        }
+    }
+    for &t in &horizons {
+        // negative and NaN ages read as 0
+        let c0 = c.conditional(0.0, t);
+        assert_eq!(
+            c.conditional(-3.0, t).to_bits(),
+            c0.to_bits(),
+            "{name}: age -3"
+        );
+        assert_eq!(
+            c.conditional(f64::NAN, t).to_bits(),
+            c0.to_bits(),
+            "{name}: NaN age"
+        );
+        // a = 0: S(t) / S(0)
+        let want = c.survival(t) / c.survival(0.0);
+        assert!(
+            (c0 - want).abs() < 1e-9,
+            "{name}: S({t} | 0) = {c0}, want {want}"
+        );
+    }
+    let mut grid = [0.0; GRID_POINTS];
+    for &a in ages {
+        let sa = c.survival(a);
+        for &t in &horizons {
+            let v = c.conditional(a, t);
+            assert!((0.0..=1.0).contains(&v), "{name}: S({t} | {a}) = {v}");
+            match c.conditional_checked(a, t) {
+                Some(x) => assert_eq!(x.to_bits(), v.to_bits(), "{name}: checked at {a}"),
+                None => {
+                    assert_eq!(sa, 0.0, "{name}: checked None with S({a}) = {sa}");
+                    let want = tail(c.tail_hazard(), t);
+                    assert_eq!(v, want, "{name}: S({t} | {a}) past the support");
+                }
+            }
+            if sa > 1e-250 {
+                let ratio = (c.survival(a + t) / sa).clamp(0.0, 1.0);
+                assert!(
+                    (v - ratio).abs() < 1e-9,
+                    "{name}: S({t} | {a}) = {v} vs {ratio}"
+                );
+            }
+        }
+        for &step in &[0.0, 0.25, 7.0, 1e5] {
+            c.conditional_grid(a, step, &mut grid);
+            for (k, g) in grid.iter().enumerate() {
+                let want = c.conditional(a, k as f64 * step);
+                assert!(
+                    (g - want).abs() < 1e-12,
+                    "{name}: grid age {a} step {step} k {k}: {g} vs {want}"
+                );
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn exponential_edges() {
+        let e = Exponential { mean: 100.0 };
+        assert_edges("exp", &e, &[0.0, 50.0, 1e6]);
+        assert_eq!(e.tail_hazard(), 0.01);
+        assert!((e.conditional(1e6, 10.0) - (-0.1f64).exp()).abs() < 1e-15);
+        // memoryless even where S(a) underflows
+        assert_eq!(
+            e.conditional_checked(1e6, 10.0),
+            Some(e.conditional(0.0, 10.0))
+        );
+        // a non-positive mean fails at once: S(a) = 0 for a > 0, the tail hazard is infinite
+        let dead = Exponential { mean: 0.0 };
+        assert_edges("exp0", &dead, &[0.0, 5.0]);
+        assert_eq!(dead.conditional(5.0, 1.0), 0.0);
+        assert_eq!(dead.conditional_checked(5.0, 1.0), None);
+        assert_edges("exp_inf", &Exponential::from_rate(0.0), &[0.0, 1e9]);
+    }
+
+    #[test]
+    fn weibull_edges() {
+        for (k, scale) in [(0.5, 1000.0), (1.0, 10.0), (2.0, 1.0), (f64::NAN, 1.0)] {
+            let w = Weibull { shape: k, scale };
+            assert_edges("weibull", &w, &[0.0, 3.0, 1e3, 1e6]);
+        }
+        // S(100) underflows for k = 2, scale 1, but the conditional is exact and defined
+        let w = Weibull {
+            shape: 2.0,
+            scale: 1.0,
+        };
+        assert_eq!(w.survival(100.0), 0.0);
+        let want = (1e4f64 - 100.001f64.powi(2)).exp();
+        assert!((w.conditional(100.0, 0.001) - want).abs() < 1e-9);
+        assert_eq!(
+            w.conditional_checked(100.0, 0.001),
+            Some(w.conditional(100.0, 0.001))
+        );
+        assert_eq!(w.tail_hazard(), f64::INFINITY);
+    }
+
+    #[test]
+    fn step_curve_edges() {
+        // last knot at S > 0, with a tail: past it the tail's exponential
+        let c = StepCurve::new(vec![10.0, 20.0], vec![0.5, 0.25], Some(0.1)).unwrap();
+        assert_edges("step", &c, &[0.0, 10.0, 15.0, 20.0, 25.0, 1e5]);
+        assert!((c.conditional(20.0, 5.0) - (-0.5f64).exp()).abs() < 1e-12);
+        assert!((c.conditional(1e5, 5.0) - (-0.5f64).exp()).abs() < 1e-12);
+        // a = 0 is S(t)
+        assert_eq!(c.conditional(0.0, 15.0), 0.5);
+        // S reaches 0: the tail from there, checked says undefined
+        let z = StepCurve::new(vec![10.0, 20.0], vec![0.5, 0.0], Some(0.2)).unwrap();
+        assert_edges("step0", &z, &[0.0, 19.0, 20.0, 30.0]);
+        assert_eq!(z.conditional(30.0, 5.0), (-1.0f64).exp());
+        assert_eq!(z.conditional_checked(30.0, 5.0), None);
+        // without a tail the curve is flat past its support
+        let flat = StepCurve::new(vec![10.0], vec![0.0], None).unwrap();
+        assert_edges("flat", &flat, &[0.0, 10.0, 50.0]);
+        assert_eq!(flat.conditional(50.0, 100.0), 1.0);
+        assert_eq!(flat.conditional(50.0, f64::INFINITY), 1.0);
+        // a drop at time 0: S(0) < 1 and the age-0 conditional divides by it
+        let d0 = StepCurve::new(vec![0.0, 5.0], vec![0.8, 0.4], None).unwrap();
+        assert_edges("drop0", &d0, &[0.0, 5.0, 6.0]);
+        assert_eq!(d0.conditional(0.0, 5.0), 0.5);
+        // no knot at all: the exponential with the tail rate, for S and for the conditional
+        let e = StepCurve::new(vec![], vec![], Some(0.01)).unwrap();
+        assert_edges("empty", &e, &[0.0, 7.0]);
+        assert!((e.survival(100.0) - (-1.0f64).exp()).abs() < 1e-15);
+    }
+
+    #[test]
+    fn linear_curve_edges() {
+        let steps = StepCurve::new(vec![10.0, 20.0], vec![0.5, 0.25], Some(0.1)).unwrap();
+        let l = LinearCurve::new(steps);
+        assert_edges("linear", &l, &[0.0, 5.0, 10.0, 20.0, 25.0, 1e5]);
+        assert!((l.conditional(0.0, 5.0) - 0.75).abs() < 1e-12);
+        assert!((l.conditional(30.0, 5.0) - (-0.5f64).exp()).abs() < 1e-12);
+        let z = LinearCurve::new(StepCurve::new(vec![10.0], vec![0.0], Some(0.3)).unwrap());
+        assert_edges("linear0", &z, &[0.0, 5.0, 10.0, 11.0]);
+        assert_eq!(z.conditional(11.0, 1.0), (-0.3f64).exp());
+        assert_eq!(z.conditional_checked(11.0, 1.0), None);
+        let flat = LinearCurve::new(StepCurve::new(vec![10.0], vec![0.0], None).unwrap());
+        assert_edges("linear_flat", &flat, &[0.0, 10.0, 11.0]);
+        assert_eq!(flat.conditional(11.0, 1.0), 1.0);
+    }
 
     #[test]
     fn exponential_grid_matches_pointwise() {
