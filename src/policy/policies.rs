@@ -1,15 +1,40 @@
 //! The [`Policy`] trait and the policies behind it, all on one code path ([`StandardPolicy`]).
 //!
+//! Formulas (design note "The algorithm"): expected completion cost `E_i = T_i + L_i`, `L_i`
+//! a 16-cell Riemann sum of the unplanned loss `U_i` over the conditional survival curve
+//! `S_i(t | a_i)`; placement `argmin_i E_i`; pre-emptive migration only on risk removal
+//! (`risk_gain = L_i - (C + L_j) > h` and `dT = C + T_j - T_i < h`, hysteresis `h`); a move
+//! costs `C = min(KV transfer, recompute)`. `T` and `L` price the expected remaining output
+//! [`RequestView::remaining_expected`], which never reaches 0 while a request runs.
+//!
 //! | name | placement | pre-emptive migration |
 //! |---|---|---|
 //! | `hazard` | `argmin E_i` with each node's curve | hazard trigger (`risk_gain > h`, `dT < h`) |
 //! | `hazard-nomigrate` | as `hazard` | none |
-//! | `memoryless` | `argmin E_i`, curves replaced by the node's ML exponential | as `hazard`, same replacement |
+//! | `memoryless` | `argmin E_i`, curves replaced by the node's exponential rate | as `hazard`, same replacement |
 //! | `fastest` | `argmin T_i` (hazard-blind; recovers only after failures) | none |
 //! | `least-loaded` | lowest slot load (then KV load, queue wait) | none |
 //! | `random` | uniform over feasible nodes (seeded SplitMix64) | none |
-//! | `uptime` | node up the longest | none |
-//! | `oracle` | `argmin E_i` with `L_i = U_i(R_i)` if `R_i < T_i` else 0 | moves before a known failure when that beats recovery |
+//! | `uptime` | node up the longest (the age heuristic) | none |
+//! | `oracle` | clairvoyant greedy: smallest true completion, a doomed node priced by its cheaper of `U(R)` and a planned hop before its end | event-driven, just before each known end |
+//! | `bound` | not a policy: an analytic lower bound computed by the replay | — |
+//!
+//! What each baseline knows (its information set):
+//!
+//! | name | speed | load | age | per-node history | the future |
+//! |---|---|---|---|---|---|
+//! | `hazard`, `hazard-nomigrate` | yes | yes | yes (`S_i(t | a_i)`) | yes (fitted curve) | no |
+//! | `memoryless` | yes | yes | no (exponential: memoryless) | yes (events / exposure of completed sessions only) | no |
+//! | `fastest` | yes | yes (queue wait) | no | no | no |
+//! | `least-loaded` | no | yes | no | no | no |
+//! | `random` | no | no | no | no | no |
+//! | `uptime` | no | no | yes (only) | no | no |
+//! | `oracle` | yes | yes | — | — | yes: true output lengths, every node's true timeline |
+//! | `bound` | fastest rates | none (unloaded) | — | — | yes: when any node is up |
+//!
+//! The `oracle` is a *clairvoyant greedy* heuristic, an upper reference, not a proven optimum
+//! (it can be beaten in a window); `bound` is provably unbeatable (see
+//! [`crate::replay::bound`]).
 //!
 //! Every decision fills an [`Explanation`] supplied by the caller (reused across calls, so no
 //! allocation once its candidate buffer has grown).
@@ -24,8 +49,8 @@ use super::cost::{
     UnplannedLoss,
 };
 use super::migration::{
-    assess_move, check_guards, source_state, trigger_fires, Blocked, MoveAssessment, MoveMethod,
-    SourceState,
+    assess_move, check_guards, planned_move, price_move, source_state, trigger_fires, Blocked,
+    MoveAssessment, MoveMethod, SourceState,
 };
 use super::model::{ClusterView, NodeIdx, NodeView, Params, RequestView};
 
@@ -47,13 +72,17 @@ pub enum PolicyKind {
     Random,
     /// `uptime`: the node up the longest.
     Uptime,
-    /// `oracle`: knows each node's true remaining session.
+    /// `oracle`: the clairvoyant greedy (true output lengths, true node timelines).
     Oracle,
+    /// `bound`: not a policy; the replay computes the analytic lower bound
+    /// ([`crate::replay::bound`]) for it instead of simulating. As a [`Policy`] it behaves
+    /// like `fastest`.
+    Bound,
 }
 
 impl PolicyKind {
     /// Every policy, in a stable order.
-    pub const ALL: [PolicyKind; 8] = [
+    pub const ALL: [PolicyKind; 9] = [
         PolicyKind::Hazard,
         PolicyKind::HazardNomigrate,
         PolicyKind::Memoryless,
@@ -62,6 +91,7 @@ impl PolicyKind {
         PolicyKind::Random,
         PolicyKind::Uptime,
         PolicyKind::Oracle,
+        PolicyKind::Bound,
     ];
 
     /// The policy's name as used on the command line.
@@ -75,6 +105,7 @@ impl PolicyKind {
             PolicyKind::Random => "random",
             PolicyKind::Uptime => "uptime",
             PolicyKind::Oracle => "oracle",
+            PolicyKind::Bound => "bound",
         }
     }
 
@@ -469,7 +500,7 @@ impl StandardPolicy {
     ) -> Option<(NodeIdx, NodeCost)> {
         let need = req.kv_need();
         let c = req.context() as f64;
-        let rem = req.remaining_est() as f64;
+        let rem = req.remaining_expected();
         let params = &self.params;
         let prune = !out.record_candidates;
         let mut best: Option<(NodeIdx, NodeCost)> = None;
@@ -502,6 +533,11 @@ impl StandardPolicy {
                 fb.for_node(i, node.prefill_tok_s),
                 params.recompute_overhead_s,
                 params.stall_penalty_s,
+            )
+            .with_hop(
+                params.transfer_overhead_s,
+                params.kv_bytes_per_token,
+                node.bandwidth_bytes_s,
             );
             let r = remaining_up(view, model, i);
             if searching
@@ -671,12 +707,16 @@ impl StandardPolicy {
         }
     }
 
-    /// The oracle's move: only when the source's true remaining session `R_i < T_i` (a known
-    /// failure before completion), to the candidate minimising `C + T_j + L_j` (with `L_j`
-    /// from the destination's true `R_j`), iff that beats staying, `T_i + U_i(R_i)`. Transfer
-    /// counts only if it finishes before the source dies (`O_t + c kv/B <= R_i`); otherwise
-    /// the move is a recompute. No hysteresis or `min_remaining` (an upper bound is not
-    /// noise-limited); `max_hops` applies. Overlap is not modelled for the oracle.
+    /// The clairvoyant oracle's move (called by the replay just before the source's known end,
+    /// `end_i - C - epsilon`, not on the periodic tick): only when the source's true remaining
+    /// session `R_i` is shorter than the request's true remaining time `T_i`. Staying costs
+    /// `T_i + U_i(R_i)` (an unplanned loss); moving to `j` costs `C + T_j + L_j` with `L_j` over
+    /// `C + T_j` from `j`'s true end ([`price_move`]). The gain is
+    /// `(T_i + U_i(R_i)) - (C + T_j + L_j)` (the planned cost counted once); the move goes to
+    /// the largest positive gain. A KV transfer counts only if it completes before the source's
+    /// end (`O_t + c kv/B <= R_i`), else the move is a recompute. No hysteresis, no
+    /// `min_remaining`, no `max_hops` (a reference is not noise-limited); overlap is not
+    /// modelled.
     fn oracle_migration(
         &mut self,
         view: &ClusterView<'_>,
@@ -694,10 +734,6 @@ impl StandardPolicy {
         let model = RiskModel::Oracle;
         let r_src = remaining_up(view, model, from);
         let source = price_source(req, from, src, fb, &params, model, r_src, out);
-        if req.planned_hops >= params.max_hops {
-            out.outcome = Outcome::MaxHops;
-            return None;
-        }
         let r = match r_src {
             Some(r) if r < source.cost.t => r,
             _ => {
@@ -705,13 +741,29 @@ impl StandardPolicy {
                 return None;
             }
         };
+        // Staying: the request is lost when the source ends.
+        let stay = source.cost.t + source.u.at(r);
+        out.l = source.u.at(r);
+        out.e = stay;
         let need = req.kv_need();
         let mut best: Option<(NodeIdx, f64, MoveAssessment)> = None;
         for (j, dst) in view.nodes.iter().enumerate() {
             if j == from || !dst.can_admit(need) {
                 continue;
             }
-            let mut a = assess_move(
+            let mut mv = planned_move(
+                source.context,
+                params.kv_bytes_per_token,
+                src.bandwidth_bytes_s,
+                dst.bandwidth_bytes_s,
+                dst.prefill_tok_s,
+                &params,
+            );
+            if mv.method == MoveMethod::Transfer && !(mv.transfer_s <= r) {
+                mv.cost_s = mv.recompute_s;
+                mv.method = MoveMethod::Recompute;
+            }
+            let a = price_move(
                 src,
                 &source,
                 dst,
@@ -721,16 +773,10 @@ impl StandardPolicy {
                 r_src,
                 remaining_up(view, model, j),
                 None,
+                mv,
             );
-            if a.mv.method == MoveMethod::Transfer && a.mv.transfer_s > r {
-                let c = a.mv.recompute_s;
-                a.mv.cost_s = c;
-                a.mv.method = MoveMethod::Recompute;
-                a.risk_gain = source.cost.l - (c + a.l_j);
-                a.dt = a.t_j + c - source.cost.t;
-            }
-            // gain of moving = (T_i + L_i) - (C + T_j + L_j) = risk_gain - dT.
-            let gain = a.risk_gain - a.dt;
+            // gain = (T_i + U_i(R_i)) - (C + T_j + L_j).
+            let gain = stay - (a.mv.cost_s + a.t_j + a.l_j);
             if out.record_candidates {
                 out.candidates.push(CandidateCost {
                     node: j,
@@ -816,9 +862,9 @@ impl Policy for StandardPolicy {
                 Some((i, c)) => (Some(i), Some(c)),
                 None => (None, None),
             },
-            PolicyKind::Fastest => {
+            PolicyKind::Fastest | PolicyKind::Bound => {
                 let c = req.context() as f64;
-                let rem = req.remaining_est() as f64;
+                let rem = req.remaining_expected();
                 let pick = self.argmin_by(view, req, out, |n| {
                     let st = service_time(n.queue_wait_s, c, n.prefill_tok_s, rem, n.decode_tok_s);
                     (st.total_s, 0.0, 0.0)

@@ -79,6 +79,15 @@ pub struct RequestRecord {
     pub slo_met: bool,
     /// Set when the request did not complete.
     pub dropped: Option<DropReason>,
+    /// Sum over the request's unplanned interruptions of the time from the loss until the
+    /// request again produces new tokens (the end of its re-prefill), seconds; a loss never
+    /// recovered counts until the window end. 0 without interruptions.
+    #[serde(default)]
+    pub recovery_s: f64,
+    /// The `end_cause` of the session behind each unplanned interruption, in order (empty
+    /// strings when unknown); empty when none.
+    #[serde(default)]
+    pub interruption_causes: Vec<String>,
 }
 
 /// Percentile `q` in [0, 1] of sorted values by linear interpolation between closest ranks

@@ -5,6 +5,7 @@
 //! * [`input`]: the plain-struct inputs (node timelines and specs with their survival curves,
 //!   requests, window, [`ReplayConfig`]) and the output-length estimators;
 //! * [`queue`]: the `(time, seq)`-ordered event queue (integer microseconds);
+//! * [`bound`]: the analytic lower bound reported as the `bound` row;
 //! * [`engine`]: the discrete-event simulation of one run ([`simulate`]), its serving model
 //!   and failure/migration semantics;
 //! * [`metrics`]: per-request [`RequestRecord`]s, per-run and per-policy summaries, bootstrap
@@ -20,6 +21,7 @@
 #![warn(missing_docs)]
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod bound;
 pub mod engine;
 pub mod input;
 pub mod metrics;
@@ -29,8 +31,8 @@ pub mod synthetic;
 
 pub use engine::{simulate, simulate_with, LoggedDecision, RunOutput, RunSpec, RunStats};
 pub use input::{
-    Cluster, Estimator, Job, Node, NodeSpec, ReplayConfig, ReplayError, Request, Session, Window,
-    Workload,
+    CensoredEnds, Cluster, Estimator, Job, Node, NodeSpec, ReplayConfig, ReplayError, Request,
+    Session, Window, Workload,
 };
 pub use metrics::{
     aggregate, AggregateOptions, DropReason, PolicySummary, RequestRecord, RunMetrics, RunSummary,
