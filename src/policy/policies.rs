@@ -708,13 +708,16 @@ impl StandardPolicy {
     }
 
     /// The clairvoyant oracle's move (called by the replay just before the source's known end,
-    /// `end_i - C - epsilon`, not on the periodic tick): only when the source's true remaining
-    /// session `R_i` is shorter than the request's true remaining time `T_i`. Staying costs
-    /// `T_i + U_i(R_i)` (an unplanned loss); moving to `j` costs `C + T_j + L_j` with `L_j` over
-    /// `C + T_j` from `j`'s true end ([`price_move`]). The gain is
-    /// `(T_i + U_i(R_i)) - (C + T_j + L_j)` (the planned cost counted once); the move goes to
-    /// the largest positive gain. A KV transfer counts only if it completes before the source's
-    /// end (`O_t + c kv/B <= R_i`), else the move is a recompute. No hysteresis, no
+    /// not on the periodic tick: at `end_i - C_t - epsilon` so that a KV transfer fits, and
+    /// again at `end_i - epsilon` if it stayed): only when the source's true remaining session
+    /// `R_i` is shorter than the request's true remaining time `T_i`. Moving to `j` costs
+    /// `C + T_j + L_j` with `L_j` over `C + T_j` from `j`'s true end ([`price_move`]). The
+    /// gain is `(T_i + L_i) - (C + T_j + L_j)` (the planned cost counted once), where staying
+    /// is priced exactly: the request decodes on `i` until `R_i`, loses `U_i(R_i)` and
+    /// finishes the rest at `j`'s speed (`T_i + U_i(R_i)` when both decode at the same rate).
+    /// The move goes to the largest positive gain (reported: `e` = staying, `t_j`, `l_j`,
+    /// `c_planned`). A KV transfer counts only if it completes before the source's end
+    /// (`O_t + c kv/B <= R_i`), else the move is a recompute. No hysteresis, no
     /// `min_remaining`, no `max_hops` (a reference is not noise-limited); overlap is not
     /// modelled.
     fn oracle_migration(
@@ -741,12 +744,16 @@ impl StandardPolicy {
                 return None;
             }
         };
-        // Staying: the request is lost when the source ends.
-        let stay = source.cost.t + source.u.at(r);
-        out.l = source.u.at(r);
-        out.e = stay;
+        // Staying: the request decodes on the source until it ends at R_i, loses U_i(R_i),
+        // and (clairvoyance) finishes the rest on the destination's speed.
+        let loss = source.u.at(r);
+        let decoded = (src.decode_tok_s * (r - source.cost.w))
+            .max(0.0)
+            .min(source.remaining);
+        let left = source.remaining - decoded;
+        out.l = loss;
         let need = req.kv_need();
-        let mut best: Option<(NodeIdx, f64, MoveAssessment)> = None;
+        let mut best: Option<(NodeIdx, f64, f64, MoveAssessment)> = None;
         for (j, dst) in view.nodes.iter().enumerate() {
             if j == from || !dst.can_admit(need) {
                 continue;
@@ -775,7 +782,11 @@ impl StandardPolicy {
                 None,
                 mv,
             );
-            // gain = (T_i + U_i(R_i)) - (C + T_j + L_j).
+            // gain = (T_i + L_i) - (C + T_j + L_j), the planned cost counted once, with the
+            // source's T_i + L_i priced exactly: R_i + U_i(R_i) + the rest at j's speed
+            // (= T_i + U_i(R_i) when the two decode at the same rate).
+            let stay =
+                r + loss + service_time(dst.queue_wait_s, 0.0, 1.0, left, dst.decode_tok_s).total_s;
             let gain = stay - (a.mv.cost_s + a.t_j + a.l_j);
             if out.record_candidates {
                 out.candidates.push(CandidateCost {
@@ -788,8 +799,8 @@ impl StandardPolicy {
                     dt: a.dt,
                 });
             }
-            if !gain.is_nan() && best.is_none_or(|(_, g, _)| gain > g) {
-                best = Some((j, gain, a));
+            if !gain.is_nan() && best.is_none_or(|(_, g, _, _)| gain > g) {
+                best = Some((j, gain, stay, a));
             }
         }
         match best {
@@ -797,8 +808,9 @@ impl StandardPolicy {
                 out.outcome = Outcome::NoCandidate;
                 None
             }
-            Some((j, gain, a)) => {
+            Some((j, gain, stay, a)) => {
                 fill_move(out, j, &a);
+                out.e = stay;
                 if gain > 0.0 {
                     out.outcome = Outcome::Migrate;
                     out.chosen = Some(j);

@@ -57,7 +57,8 @@
 //!   requests starts prefilling or decoding on a node whose known end comes before the
 //!   request's true finish, a check is scheduled at `end_i - C_t - epsilon` (`C_t` the
 //!   shortest KV transfer it could need, `epsilon` = 1 ms), where
-//!   [`Policy::check_migration`] moves it if that beats the loss; a prefill that cannot finish
+//!   [`Policy::check_migration`] moves it if that beats the loss (if not, a last check at
+//!   `end_i - epsilon`, when only a recompute fits); a prefill that cannot finish
 //!   before the end restarts elsewhere at once. When no node can take it (capacity), the loss
 //!   is counted in [`RunStats::oracle_forced`]. It is a greedy heuristic, an upper reference,
 //!   not a proven optimum.
@@ -152,8 +153,9 @@ pub struct RunStats {
     pub node_failures: u64,
     /// Requests that entered the global pending queue (counted each time).
     pub pending_entries: u64,
-    /// `oracle` only: checks where the oracle knew a request would be lost (its node ends
-    /// before it finishes) and had nowhere to move it (capacity forced it onto a doomed node).
+    /// `oracle` only: last checks where the oracle knew a request would be lost (its node ends
+    /// before it finishes) and did not move it: no destination had room (capacity forced it
+    /// onto a doomed node) or, rarely, the loss was the cheaper option.
     pub oracle_forced: u64,
 }
 
@@ -1382,7 +1384,17 @@ impl<'a> Sim<'a> {
                 self.check_one(policy, r);
                 let q = &self.reqs[r as usize];
                 if q.node == i as u32 && q.phase == Phase::Decode && q.phase_end >= end_i {
-                    self.stats.oracle_forced += 1;
+                    let last = end_i.saturating_sub(ORACLE_EPSILON_US);
+                    if self.now < last {
+                        // Stayed at the early check (staying was cheaper then, or no room):
+                        // a last check just before the end, when only a recompute fits.
+                        let q = &mut self.reqs[r as usize];
+                        q.chk_epoch = q.chk_epoch.wrapping_add(1);
+                        let epoch = q.chk_epoch;
+                        self.schedule(last, Event::OracleCheck { req: r, epoch });
+                    } else {
+                        self.stats.oracle_forced += 1;
+                    }
                 }
             }
             Phase::Prefill => {

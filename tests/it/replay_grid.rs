@@ -66,7 +66,8 @@ fn on_threads(n: usize) -> Vec<RunOutput> {
 fn replay_one_and_two_threads_give_identical_records() {
     let one = on_threads(1);
     let two = on_threads(2);
-    assert_eq!(one.len(), 8 * 3 * 2 * 2);
+    // Nine kinds: the eight policies and the analytic `bound` row.
+    assert_eq!(one.len(), 9 * 3 * 2 * 2);
     assert!(one
         .iter()
         .any(|r| r.records.iter().any(|x| x.interruptions > 0)));
@@ -90,7 +91,8 @@ fn replay_aggregates_have_the_documented_keys_and_intervals() {
     let runs = on_threads(2);
     let opts = AggregateOptions::default();
     let sums = summarize(&runs, &opts);
-    assert_eq!(sums.len(), 16);
+    // Nine kinds (the eight policies and `bound`) x two parameter points.
+    assert_eq!(sums.len(), 18);
     let keys = [
         "mean_completion_s",
         "p50_completion_s",

@@ -418,7 +418,7 @@ fn a_request_past_its_estimate_still_sees_risk_and_can_migrate() {
     };
     assert_eq!(exact.remaining_expected(), 1.0);
     // A risky source and a safe destination: hazard migrates it.
-    let risky = Exponential { mean: 30.0 };
+    let risky = Exponential { mean: 5.0 };
     let safe = Exponential { mean: 1e12 };
     let nodes = [
         view_node(&risky, 10.0, 5000.0, 1.25e9),
@@ -426,6 +426,7 @@ fn a_request_past_its_estimate_still_sees_risk_and_can_migrate() {
     ];
     let params = Params {
         min_remaining_s: 1.0,
+        hysteresis_s: 0.5,
         ..Params::default()
     };
     let mut hazard = build(PolicyKind::Hazard, params, 0);
