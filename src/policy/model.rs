@@ -36,8 +36,9 @@ pub struct NodeView<'a> {
     pub bandwidth_bytes_s: f64,
     /// The node's session survival curve; queried as `S_i(t | a_i)`.
     pub survival: &'a dyn ConditionalSurvival,
-    /// Maximum-likelihood exponential hazard of the node, per second (failures / exposure).
-    /// Only the `memoryless` policy reads it.
+    /// Maximum-likelihood exponential hazard of the node, per second: events / exposure of the
+    /// node's *completed* sessions only (the exposure of a session still live at the cutoff is
+    /// an age signal, not a memoryless one). Only the `memoryless` policy reads it.
     pub exp_rate_per_s: f64,
 }
 

@@ -290,7 +290,8 @@ pub struct Node {
     /// Conditional survival curve of the node's sessions (fitted elsewhere; the engine fits
     /// nothing). Policies query `S(t | a)` with `a` the node's current age.
     pub survival: Arc<dyn ConditionalSurvival>,
-    /// Maximum-likelihood exponential failure rate per second (read by `memoryless` only).
+    /// Maximum-likelihood exponential failure rate per second from completed sessions only
+    /// (events / exposure of ended sessions; read by `memoryless` only).
     pub exp_rate_per_s: f64,
 }
 
