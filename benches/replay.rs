@@ -1,6 +1,6 @@
 //! Replay throughput: simulated requests per second and nanoseconds per event for `fastest`
-//! (target >= 100,000 requests/s) and `hazard` (target >= 20,000 requests/s, check interval
-//! 5 s) on 100 nodes with synthetic Weibull up/down timelines and a Poisson workload, on one
+//! (target >= 100,000 requests/s), `hazard` (check interval 5 s) and the clairvoyant `oracle`
+//! (event-driven checks; both targets >= 50,000 requests/s) on 100 nodes with synthetic Weibull up/down timelines and a Poisson workload, on one
 //! core (each run is single-threaded).
 //!
 //! Needs `[[bench]] name = "replay" harness = false` in Cargo.toml. Prints a summary line per
@@ -57,12 +57,13 @@ fn summary(cluster: &Cluster, workload: &Workload, window: Window, kind: PolicyK
         .count();
     eprintln!(
         "replay/{kind}: {n} requests ({done} completed), {} events, {} placements, {} migration \
-         checks, {} interruptions, {} planned moves: {:.0} requests/s, {:.0} ns/event",
+         checks, {} interruptions, {} planned moves, {} forced: {:.0} requests/s, {:.0} ns/event",
         o.stats.events,
         o.stats.placements,
         o.stats.migration_checks,
         o.records.iter().map(|r| r.interruptions).sum::<u32>(),
         o.records.iter().map(|r| r.planned_migrations).sum::<u32>(),
+        o.stats.oracle_forced,
         n / best,
         best * 1e9 / o.stats.events as f64,
     );
@@ -70,14 +71,14 @@ fn summary(cluster: &Cluster, workload: &Workload, window: Window, kind: PolicyK
 
 fn bench_replay(c: &mut Criterion) {
     let (cluster, workload, window) = inputs();
-    for kind in [PolicyKind::Fastest, PolicyKind::Hazard] {
+    for kind in [PolicyKind::Fastest, PolicyKind::Hazard, PolicyKind::Oracle] {
         summary(&cluster, &workload, window, kind);
     }
     let cfg = ReplayConfig::default();
     let mut g = c.benchmark_group("replay");
     g.sample_size(10);
     g.throughput(Throughput::Elements(workload.requests.len() as u64));
-    for kind in [PolicyKind::Fastest, PolicyKind::Hazard] {
+    for kind in [PolicyKind::Fastest, PolicyKind::Hazard, PolicyKind::Oracle] {
         let spec = RunSpec::new(kind, window, 1, cfg.params);
         g.bench_function(format!("{kind}_100_nodes"), |b| {
             b.iter(|| black_box(simulate(&cluster, &workload, &cfg, &spec).expect("runs")))

@@ -81,6 +81,7 @@ impl TriggerScenario {
                 node: Some(0),
                 resident_tokens: 4500,
                 planned_hops: 0,
+                est_sigma: 0.0,
             },
         }
     }

@@ -65,6 +65,10 @@ pub struct UnplannedLoss {
     decode_tok_s: f64,
     remaining_tokens: f64,
     inv_fallback_prefill: f64,
+    context_tokens: f64,
+    stall_s: f64,
+    hop_overhead_s: f64,
+    hop_s_per_token: f64,
 }
 
 impl UnplannedLoss {
@@ -95,7 +99,50 @@ impl UnplannedLoss {
             decode_tok_s: nonneg(decode_tok_s),
             remaining_tokens: nonneg(remaining_tokens),
             inv_fallback_prefill: inv,
+            context_tokens: nonneg(context_tokens),
+            stall_s: nonneg(stall_penalty_s),
+            hop_overhead_s: f64::INFINITY,
+            hop_s_per_token: f64::INFINITY,
         }
+    }
+
+    /// The same loss with a KV-transfer route for a planned hop ([`UnplannedLoss::hop_at`]):
+    /// `O_t + ctx * kv_bytes / B` seconds. Without it a hop can only recompute.
+    #[inline]
+    pub fn with_hop(mut self, transfer_overhead_s: f64, kv_bytes_per_token: f64, bw: f64) -> Self {
+        self.hop_overhead_s = nonneg(transfer_overhead_s);
+        self.hop_s_per_token = if bw > 0.0 {
+            nonneg(kv_bytes_per_token) / bw
+        } else {
+            f64::INFINITY
+        };
+        self
+    }
+
+    /// The context (tokens) the request has at time `t`: `c + min(d (t - w)^+, L^_r - done)`.
+    #[inline]
+    pub fn context_at(&self, t: f64) -> f64 {
+        self.context_tokens
+            + (self.decode_tok_s * (t - self.start_s))
+                .max(0.0)
+                .min(self.remaining_tokens)
+    }
+
+    /// The clairvoyant oracle's cost of a node ending at `t`: a planned hop scheduled just
+    /// before the end, the cheaper of a recompute `O_r + ctx(t) / p_fb` (`U(t)` without the
+    /// stall `sigma`) and, when it fits before the end (`O_t + ctx(t) kv/B <= t`), a KV
+    /// transfer. Never above `U(t)`.
+    #[inline]
+    pub fn hop_at(&self, t: f64) -> f64 {
+        let unplanned = self.at(t);
+        let recompute = unplanned - self.stall_s;
+        let transfer = self.hop_overhead_s + self.context_at(t) * self.hop_s_per_token;
+        let hop = if transfer <= t {
+            recompute.min(transfer)
+        } else {
+            recompute
+        };
+        hop.min(unplanned)
     }
 
     /// `U(t)`, seconds.
@@ -105,6 +152,16 @@ impl UnplannedLoss {
             .max(0.0)
             .min(self.remaining_tokens);
         self.base_s + grown * self.inv_fallback_prefill
+    }
+
+    /// The same loss with nothing decoding (`U(t) = U(0)` for every `t`): the cost of losing a
+    /// request whose KV is being transferred.
+    #[inline]
+    pub fn frozen(&self) -> UnplannedLoss {
+        UnplannedLoss {
+            remaining_tokens: 0.0,
+            ..*self
+        }
     }
 
     /// Lipschitz constant of `U` in `t`: `d / p_fb`.
@@ -219,12 +276,13 @@ pub fn node_loss_lower_bound(
     }
 }
 
-/// The oracle's loss: `L = U(R)` if the node's true remaining session `R < T`, else 0.
-/// An unknown `R` (`None`) counts as never failing.
+/// The clairvoyant oracle's loss: if the node's true remaining session `R < T`, the planned
+/// hop it makes just before the end ([`UnplannedLoss::hop_at`]`(R)`, never above the unplanned
+/// `U(R)`), else 0. An unknown `R` (`None`) counts as never failing.
 #[inline]
 pub fn oracle_loss(remaining_up: Option<f64>, horizon: f64, u: &UnplannedLoss) -> f64 {
     match remaining_up {
-        Some(r) if r < horizon => u.at(nonneg(r)),
+        Some(r) if r < horizon => u.hop_at(nonneg(r)),
         _ => 0.0,
     }
 }
@@ -236,7 +294,8 @@ pub enum RiskModel {
     Hazard,
     /// An exponential with the node's maximum-likelihood rate (`exp_rate_per_s`).
     Memoryless,
-    /// The true remaining session from [`super::model::Foresight`] ([`oracle_loss`]).
+    /// The true remaining session from [`super::model::Foresight`] ([`oracle_loss`]: a planned
+    /// hop just before a known end).
     Oracle,
 }
 
@@ -338,7 +397,7 @@ pub fn placement_cost(
         node.queue_wait_s,
         c - resident,
         c,
-        req.remaining_est() as f64,
+        req.remaining_expected(),
         fallback_prefill_tok_s,
         params,
         model,
@@ -363,7 +422,7 @@ pub fn running_cost(
         0.0,
         c - req.resident_tokens as f64,
         c,
-        req.remaining_est() as f64,
+        req.remaining_expected(),
         fallback_prefill_tok_s,
         params,
         model,
@@ -401,6 +460,11 @@ pub fn request_cost(
         fallback_prefill_tok_s,
         params.recompute_overhead_s,
         params.stall_penalty_s,
+    )
+    .with_hop(
+        params.transfer_overhead_s,
+        params.kv_bytes_per_token,
+        node.bandwidth_bytes_s,
     );
     let l = node_loss(node, model, remaining_up, 0.0, st.total_s, &u);
     NodeCost {

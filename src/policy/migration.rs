@@ -354,7 +354,7 @@ pub fn source_state(
         remaining_up,
     );
     let context = req.context() as f64;
-    let remaining = req.remaining_est() as f64;
+    let remaining = req.remaining_expected();
     let u = UnplannedLoss::new(
         context,
         cost.w,
@@ -363,6 +363,11 @@ pub fn source_state(
         fallback_prefill_tok_s,
         params.recompute_overhead_s,
         params.stall_penalty_s,
+    )
+    .with_hop(
+        params.transfer_overhead_s,
+        params.kv_bytes_per_token,
+        src.bandwidth_bytes_s,
     );
     SourceState {
         cost,
@@ -394,8 +399,9 @@ pub struct MoveAssessment {
 /// Prices the move of the request on `src` to `dst`:
 ///
 /// * `risk_gain = L_i - (C_planned(i -> j) + L_j)`, `dT = (T_j + C_planned) - T_i`, with
-///   `L_j` over `[0, T_j]` on `dst` (decode starting after `queue_wait_j`, fallback
-///   `dst_fallback_prefill`);
+///   `L_j` over `[0, C + T_j]` on `dst` (the request can be lost during the move; decode
+///   starting after `C + queue_wait_j`, fallback `dst_fallback_prefill`) plus, for a KV
+///   transfer, the source's loss over `[0, C]` (see [`price_move`]);
 /// * with `params.overlap`, the formula of [`overlapped_move`].
 ///
 /// `prune = Some((h, floor))` skips computing `L_j` when the move cannot fire at hysteresis `h`
@@ -417,8 +423,6 @@ pub fn assess_move(
 ) -> MoveAssessment {
     let c = source.context;
     let rem = source.remaining;
-    let t_i = source.cost.t;
-    let l_i = source.cost.l;
     let mv = if params.overlap {
         overlapped_move(
             c,
@@ -440,6 +444,52 @@ pub fn assess_move(
             params,
         )
     };
+    price_move(
+        src,
+        source,
+        dst,
+        dst_fallback_prefill,
+        params,
+        model,
+        src_remaining_up,
+        dst_remaining_up,
+        prune,
+        mv,
+    )
+}
+
+/// [`assess_move`] for a move whose cost and method are already chosen (`mv`): the oracle
+/// forces recompute when a transfer would not finish before the source's known end.
+///
+/// Pricing (design note "The algorithm", with the move's own risk):
+///
+/// * `T_j = queue_wait_j + remaining_after / d_j` (the context is there after the move);
+/// * `L_j` over the horizon `C + T_j` on `dst` (the request can be lost during the `C`-second
+///   move too), `U_j` for context `c + g` with decode starting after `C + queue_wait_j`; with
+///   overlap, `dst` is `W` older at the cutover (`extra_age = W`);
+/// * the source's own risk while it is still needed: for a KV transfer the KV is read from the
+///   source, so the move is lost if the source dies within `[0, C]` (priced with the constant
+///   `U_i(0)`: nothing decodes during the transfer); with overlap the source keeps decoding
+///   through the window, priced over `[0, min(W, T_i)]` with `U_i`. A recompute needs no source;
+/// * `l_j` = those losses summed, `risk_gain = L_i - (C + l_j)`, `dT = W + C + T_j - T_i`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn price_move(
+    src: &NodeView<'_>,
+    source: &SourceState,
+    dst: &NodeView<'_>,
+    dst_fallback_prefill: f64,
+    params: &Params,
+    model: RiskModel,
+    src_remaining_up: Option<f64>,
+    dst_remaining_up: Option<f64>,
+    prune: Option<(f64, f64)>,
+    mv: MoveCost,
+) -> MoveAssessment {
+    let c = source.context;
+    let rem = source.remaining;
+    let t_i = source.cost.t;
+    let l_i = source.cost.l;
     let g = mv.decoded_in_window;
     let rem_after = nonneg(rem - g);
     let st = service_time(
@@ -450,6 +500,7 @@ pub fn assess_move(
         dst.decode_tok_s,
     );
     let t_j = st.total_s;
+    let cost = nonneg(mv.cost_s);
     let dt = mv.window_s + mv.cost_s + t_j - t_i;
     let bound = l_i - mv.cost_s;
     let beats = |gain: f64| match prune {
@@ -468,18 +519,32 @@ pub fn assess_move(
     }
     let u_j = UnplannedLoss::new(
         c + g,
-        st.start_s,
+        cost + st.start_s,
         dst.decode_tok_s,
         rem_after,
         dst_fallback_prefill,
         params.recompute_overhead_s,
         params.stall_penalty_s,
+    )
+    .with_hop(
+        params.transfer_overhead_s,
+        params.kv_bytes_per_token,
+        dst.bandwidth_bytes_s,
     );
-    let window = mv.window_s.min(t_i);
+    let horizon_j = cost + t_j;
+    // The source's exposure while the move still needs it.
+    let (src_horizon, src_u) = if mv.window_s > 0.0 {
+        (mv.window_s.min(t_i), source.u)
+    } else if mv.method == MoveMethod::Transfer {
+        (cost, source.u.frozen())
+    } else {
+        (0.0, source.u)
+    };
     if prune.is_some() {
-        let mut lb = node_loss_lower_bound(dst, model, dst_remaining_up, mv.window_s, t_j, &u_j);
-        if mv.window_s > 0.0 {
-            lb += node_loss_lower_bound(src, model, src_remaining_up, 0.0, window, &source.u);
+        let mut lb =
+            node_loss_lower_bound(dst, model, dst_remaining_up, mv.window_s, horizon_j, &u_j);
+        if src_horizon > 0.0 {
+            lb += node_loss_lower_bound(src, model, src_remaining_up, 0.0, src_horizon, &src_u);
         }
         if !beats(bound - lb) {
             return MoveAssessment {
@@ -492,9 +557,9 @@ pub fn assess_move(
             };
         }
     }
-    let mut l_j = node_loss(dst, model, dst_remaining_up, mv.window_s, t_j, &u_j);
-    if mv.window_s > 0.0 {
-        l_j += node_loss(src, model, src_remaining_up, 0.0, window, &source.u);
+    let mut l_j = node_loss(dst, model, dst_remaining_up, mv.window_s, horizon_j, &u_j);
+    if src_horizon > 0.0 {
+        l_j += node_loss(src, model, src_remaining_up, 0.0, src_horizon, &src_u);
     }
     MoveAssessment {
         mv,

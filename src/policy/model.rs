@@ -36,8 +36,9 @@ pub struct NodeView<'a> {
     pub bandwidth_bytes_s: f64,
     /// The node's session survival curve; queried as `S_i(t | a_i)`.
     pub survival: &'a dyn ConditionalSurvival,
-    /// Maximum-likelihood exponential hazard of the node, per second (failures / exposure).
-    /// Only the `memoryless` policy reads it.
+    /// Maximum-likelihood exponential hazard of the node, per second: events / exposure of the
+    /// node's *completed* sessions only (the exposure of a session still live at the cutoff is
+    /// an age signal, not a memoryless one). Only the `memoryless` policy reads it.
     pub exp_rate_per_s: f64,
 }
 
@@ -159,6 +160,10 @@ pub struct RequestView {
     pub resident_tokens: u64,
     /// Planned migrations the request has made so far.
     pub planned_hops: u32,
+    /// Log-sd `sigma` of the estimate's multiplicative noise (`L^ = L exp(sigma Z)`); 0 for an
+    /// exact estimate. Used by [`RequestView::remaining_expected`] once the request outlives
+    /// its estimate.
+    pub est_sigma: f64,
 }
 
 impl RequestView {
@@ -172,7 +177,14 @@ impl RequestView {
             node: None,
             resident_tokens: 0,
             planned_hops: 0,
+            est_sigma: 0.0,
         }
+    }
+
+    /// The same request with estimate noise `sigma` (see [`RequestView::est_sigma`]).
+    pub fn with_sigma(mut self, sigma: f64) -> RequestView {
+        self.est_sigma = sigma;
+        self
     }
 
     /// Context `c = P_r + done`, tokens.
@@ -187,11 +199,87 @@ impl RequestView {
         self.est_output_tokens.saturating_sub(self.done_tokens)
     }
 
+    /// Expected remaining output `E[L - done | L > done]`, tokens: what `T_i` and `L_i` price
+    /// (every policy uses it; [`RequestView::kv_need`] keeps the plain estimate).
+    ///
+    /// Under the estimator's noise model the true length is log-normal around the estimate,
+    /// `ln L ~ N(mu, sigma^2)` with `mu = ln L^` (median-unbiased), so with `x = ln done`
+    /// (closed form, [`conditional_excess`]):
+    ///
+    /// `E[L - done | L > done] = e^{mu + sigma^2/2} Phi((mu + sigma^2 - x) / sigma)
+    ///  / Phi((mu - x) / sigma) - done`.
+    ///
+    /// It never reaches 0 while the request runs: a request that outlives its estimate keeps
+    /// a positive remaining output and stays visible to risk (and to migration). With
+    /// `sigma = 0` (exact estimate) it is `L^ - done`, and 1 token past the estimate.
+    #[inline]
+    pub fn remaining_expected(&self) -> f64 {
+        let est = self.est_output_tokens as f64;
+        let done = self.done_tokens as f64;
+        if self.est_sigma > 0.0 && est > 0.0 {
+            return conditional_excess(est, self.est_sigma, done).max(1.0);
+        }
+        if done < est {
+            est - done
+        } else {
+            1.0
+        }
+    }
+
     /// KV tokens a node must have free to admit the request: the final context
     /// `c + remaining_est`, so that an admitted request never runs out of KV.
     #[inline]
     pub fn kv_need(&self) -> u64 {
         self.context().saturating_add(self.remaining_est())
+    }
+}
+
+/// `E[L - d | L > d]` for `ln L ~ N(ln median, sigma^2)`; 0 when `sigma <= 0` or the inputs
+/// are degenerate. Numerically safe in the far tail (uses the Mills-ratio asymptote when the
+/// survival mass underflows).
+pub fn conditional_excess(median: f64, sigma: f64, d: f64) -> f64 {
+    if !(sigma > 0.0 && median > 0.0 && sigma.is_finite()) {
+        return 0.0;
+    }
+    let d = d.max(1e-9);
+    let mu = median.ln();
+    let x = d.ln();
+    let a = (mu - x) / sigma; // P(L > d) = Phi(a)
+    let b = a + sigma; // E[L; L > d] = e^{mu + s^2/2} Phi(b)
+    let pa = norm_cdf(a);
+    if pa > 1e-300 && a > -30.0 {
+        let m = (mu + 0.5 * sigma * sigma).exp() * norm_cdf(b) / pa;
+        return (m - d).max(0.0);
+    }
+    // Far tail: E[L - d | L > d] ~ d * sigma / (-a) (Mills ratio of the log).
+    d * sigma / (-a).max(1e-9)
+}
+
+/// The standard normal CDF (Abramowitz-Stegun 7.1.26 via `erfc`, |error| < 1.5e-7).
+pub fn norm_cdf(z: f64) -> f64 {
+    0.5 * erfc(-z / std::f64::consts::SQRT_2)
+}
+
+fn erfc(x: f64) -> f64 {
+    // W. J. Cody-style rational approximation (Numerical Recipes `erfcc`), relative error
+    // below 1.2e-7 everywhere.
+    let z = x.abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
+    if x >= 0.0 {
+        r
+    } else {
+        2.0 - r
     }
 }
 

@@ -1,15 +1,40 @@
 //! The [`Policy`] trait and the policies behind it, all on one code path ([`StandardPolicy`]).
 //!
+//! Formulas (design note "The algorithm"): expected completion cost `E_i = T_i + L_i`, `L_i`
+//! a 16-cell Riemann sum of the unplanned loss `U_i` over the conditional survival curve
+//! `S_i(t | a_i)`; placement `argmin_i E_i`; pre-emptive migration only on risk removal
+//! (`risk_gain = L_i - (C + L_j) > h` and `dT = C + T_j - T_i < h`, hysteresis `h`); a move
+//! costs `C = min(KV transfer, recompute)`. `T` and `L` price the expected remaining output
+//! [`RequestView::remaining_expected`], which never reaches 0 while a request runs.
+//!
 //! | name | placement | pre-emptive migration |
 //! |---|---|---|
 //! | `hazard` | `argmin E_i` with each node's curve | hazard trigger (`risk_gain > h`, `dT < h`) |
 //! | `hazard-nomigrate` | as `hazard` | none |
-//! | `memoryless` | `argmin E_i`, curves replaced by the node's ML exponential | as `hazard`, same replacement |
+//! | `memoryless` | `argmin E_i`, curves replaced by the node's exponential rate | as `hazard`, same replacement |
 //! | `fastest` | `argmin T_i` (hazard-blind; recovers only after failures) | none |
 //! | `least-loaded` | lowest slot load (then KV load, queue wait) | none |
 //! | `random` | uniform over feasible nodes (seeded SplitMix64) | none |
-//! | `uptime` | node up the longest | none |
-//! | `oracle` | `argmin E_i` with `L_i = U_i(R_i)` if `R_i < T_i` else 0 | moves before a known failure when that beats recovery |
+//! | `uptime` | node up the longest (the age heuristic) | none |
+//! | `oracle` | clairvoyant greedy: smallest true completion, a doomed node priced by its cheaper of `U(R)` and a planned hop before its end | event-driven, just before each known end |
+//! | `bound` | not a policy: an analytic lower bound computed by the replay | — |
+//!
+//! What each baseline knows (its information set):
+//!
+//! | name | speed | load | age | per-node history | the future |
+//! |---|---|---|---|---|---|
+//! | `hazard`, `hazard-nomigrate` | yes | yes | yes (`S_i(t | a_i)`) | yes (fitted curve) | no |
+//! | `memoryless` | yes | yes | no (exponential: memoryless) | yes (events / exposure of completed sessions only) | no |
+//! | `fastest` | yes | yes (queue wait) | no | no | no |
+//! | `least-loaded` | no | yes | no | no | no |
+//! | `random` | no | no | no | no | no |
+//! | `uptime` | no | no | yes (only) | no | no |
+//! | `oracle` | yes | yes | — | — | yes: true output lengths, every node's true timeline |
+//! | `bound` | fastest rates | none (unloaded) | — | — | yes: when any node is up |
+//!
+//! The `oracle` is a *clairvoyant greedy* heuristic, an upper reference, not a proven optimum
+//! (it can be beaten in a window); `bound` is provably unbeatable (see
+//! [`crate::replay::bound`]).
 //!
 //! Every decision fills an [`Explanation`] supplied by the caller (reused across calls, so no
 //! allocation once its candidate buffer has grown).
@@ -24,8 +49,8 @@ use super::cost::{
     UnplannedLoss,
 };
 use super::migration::{
-    assess_move, check_guards, source_state, trigger_fires, Blocked, MoveAssessment, MoveMethod,
-    SourceState,
+    assess_move, check_guards, planned_move, price_move, source_state, trigger_fires, Blocked,
+    MoveAssessment, MoveMethod, SourceState,
 };
 use super::model::{ClusterView, NodeIdx, NodeView, Params, RequestView};
 use crate::rng::SplitMix64;
@@ -48,13 +73,17 @@ pub enum PolicyKind {
     Random,
     /// `uptime`: the node up the longest.
     Uptime,
-    /// `oracle`: knows each node's true remaining session.
+    /// `oracle`: the clairvoyant greedy (true output lengths, true node timelines).
     Oracle,
+    /// `bound`: not a policy; the replay computes the analytic lower bound
+    /// ([`crate::replay::bound`]) for it instead of simulating. As a [`Policy`] it behaves
+    /// like `fastest`.
+    Bound,
 }
 
 impl PolicyKind {
     /// Every policy, in a stable order.
-    pub const ALL: [PolicyKind; 8] = [
+    pub const ALL: [PolicyKind; 9] = [
         PolicyKind::Hazard,
         PolicyKind::HazardNomigrate,
         PolicyKind::Memoryless,
@@ -63,6 +92,7 @@ impl PolicyKind {
         PolicyKind::Random,
         PolicyKind::Uptime,
         PolicyKind::Oracle,
+        PolicyKind::Bound,
     ];
 
     /// The policy's name as used on the command line.
@@ -76,6 +106,7 @@ impl PolicyKind {
             PolicyKind::Random => "random",
             PolicyKind::Uptime => "uptime",
             PolicyKind::Oracle => "oracle",
+            PolicyKind::Bound => "bound",
         }
     }
 
@@ -442,7 +473,7 @@ impl StandardPolicy {
     ) -> Option<(NodeIdx, NodeCost)> {
         let need = req.kv_need();
         let c = req.context() as f64;
-        let rem = req.remaining_est() as f64;
+        let rem = req.remaining_expected();
         let params = &self.params;
         let prune = !out.record_candidates;
         let mut best: Option<(NodeIdx, NodeCost)> = None;
@@ -475,6 +506,11 @@ impl StandardPolicy {
                 fb.for_node(i, node.prefill_tok_s),
                 params.recompute_overhead_s,
                 params.stall_penalty_s,
+            )
+            .with_hop(
+                params.transfer_overhead_s,
+                params.kv_bytes_per_token,
+                node.bandwidth_bytes_s,
             );
             let r = remaining_up(view, model, i);
             if searching
@@ -644,12 +680,19 @@ impl StandardPolicy {
         }
     }
 
-    /// The oracle's move: only when the source's true remaining session `R_i < T_i` (a known
-    /// failure before completion), to the candidate minimising `C + T_j + L_j` (with `L_j`
-    /// from the destination's true `R_j`), iff that beats staying, `T_i + U_i(R_i)`. Transfer
-    /// counts only if it finishes before the source dies (`O_t + c kv/B <= R_i`); otherwise
-    /// the move is a recompute. No hysteresis or `min_remaining` (an upper bound is not
-    /// noise-limited); `max_hops` applies. Overlap is not modelled for the oracle.
+    /// The clairvoyant oracle's move (called by the replay just before the source's known end,
+    /// not on the periodic tick: at `end_i - C_t - epsilon` so that a KV transfer fits, and
+    /// again at `end_i - epsilon` if it stayed): only when the source's true remaining session
+    /// `R_i` is shorter than the request's true remaining time `T_i`. Moving to `j` costs
+    /// `C + T_j + L_j` with `L_j` over `C + T_j` from `j`'s true end ([`price_move`]). The
+    /// gain is `(T_i + L_i) - (C + T_j + L_j)` (the planned cost counted once), where staying
+    /// is priced exactly: the request decodes on `i` until `R_i`, loses `U_i(R_i)` and
+    /// finishes the rest at `j`'s speed (`T_i + U_i(R_i)` when both decode at the same rate).
+    /// The move goes to the largest positive gain (reported: `e` = staying, `t_j`, `l_j`,
+    /// `c_planned`). A KV transfer counts only if it completes before the source's end
+    /// (`O_t + c kv/B <= R_i`), else the move is a recompute. No hysteresis, no
+    /// `min_remaining`, no `max_hops` (a reference is not noise-limited); overlap is not
+    /// modelled.
     fn oracle_migration(
         &mut self,
         view: &ClusterView<'_>,
@@ -667,10 +710,6 @@ impl StandardPolicy {
         let model = RiskModel::Oracle;
         let r_src = remaining_up(view, model, from);
         let source = price_source(req, from, src, fb, &params, model, r_src, out);
-        if req.planned_hops >= params.max_hops {
-            out.outcome = Outcome::MaxHops;
-            return None;
-        }
         let r = match r_src {
             Some(r) if r < source.cost.t => r,
             _ => {
@@ -678,13 +717,33 @@ impl StandardPolicy {
                 return None;
             }
         };
+        // Staying: the request decodes on the source until it ends at R_i, loses U_i(R_i),
+        // and (clairvoyance) finishes the rest on the destination's speed.
+        let loss = source.u.at(r);
+        let decoded = (src.decode_tok_s * (r - source.cost.w))
+            .max(0.0)
+            .min(source.remaining);
+        let left = source.remaining - decoded;
+        out.l = loss;
         let need = req.kv_need();
-        let mut best: Option<(NodeIdx, f64, MoveAssessment)> = None;
+        let mut best: Option<(NodeIdx, f64, f64, MoveAssessment)> = None;
         for (j, dst) in view.nodes.iter().enumerate() {
             if j == from || !dst.can_admit(need) {
                 continue;
             }
-            let mut a = assess_move(
+            let mut mv = planned_move(
+                source.context,
+                params.kv_bytes_per_token,
+                src.bandwidth_bytes_s,
+                dst.bandwidth_bytes_s,
+                dst.prefill_tok_s,
+                &params,
+            );
+            if mv.method == MoveMethod::Transfer && !(mv.transfer_s <= r) {
+                mv.cost_s = mv.recompute_s;
+                mv.method = MoveMethod::Recompute;
+            }
+            let a = price_move(
                 src,
                 &source,
                 dst,
@@ -694,16 +753,14 @@ impl StandardPolicy {
                 r_src,
                 remaining_up(view, model, j),
                 None,
+                mv,
             );
-            if a.mv.method == MoveMethod::Transfer && a.mv.transfer_s > r {
-                let c = a.mv.recompute_s;
-                a.mv.cost_s = c;
-                a.mv.method = MoveMethod::Recompute;
-                a.risk_gain = source.cost.l - (c + a.l_j);
-                a.dt = a.t_j + c - source.cost.t;
-            }
-            // gain of moving = (T_i + L_i) - (C + T_j + L_j) = risk_gain - dT.
-            let gain = a.risk_gain - a.dt;
+            // gain = (T_i + L_i) - (C + T_j + L_j), the planned cost counted once, with the
+            // source's T_i + L_i priced exactly: R_i + U_i(R_i) + the rest at j's speed
+            // (= T_i + U_i(R_i) when the two decode at the same rate).
+            let stay =
+                r + loss + service_time(dst.queue_wait_s, 0.0, 1.0, left, dst.decode_tok_s).total_s;
+            let gain = stay - (a.mv.cost_s + a.t_j + a.l_j);
             if out.record_candidates {
                 out.candidates.push(CandidateCost {
                     node: j,
@@ -715,8 +772,8 @@ impl StandardPolicy {
                     dt: a.dt,
                 });
             }
-            if !gain.is_nan() && best.is_none_or(|(_, g, _)| gain > g) {
-                best = Some((j, gain, a));
+            if !gain.is_nan() && best.is_none_or(|(_, g, _, _)| gain > g) {
+                best = Some((j, gain, stay, a));
             }
         }
         match best {
@@ -724,8 +781,9 @@ impl StandardPolicy {
                 out.outcome = Outcome::NoCandidate;
                 None
             }
-            Some((j, gain, a)) => {
+            Some((j, gain, stay, a)) => {
                 fill_move(out, j, &a);
+                out.e = stay;
                 if gain > 0.0 {
                     out.outcome = Outcome::Migrate;
                     out.chosen = Some(j);
@@ -789,9 +847,9 @@ impl Policy for StandardPolicy {
                 Some((i, c)) => (Some(i), Some(c)),
                 None => (None, None),
             },
-            PolicyKind::Fastest => {
+            PolicyKind::Fastest | PolicyKind::Bound => {
                 let c = req.context() as f64;
-                let rem = req.remaining_est() as f64;
+                let rem = req.remaining_expected();
                 let pick = self.argmin_by(view, req, out, |n| {
                     let st = service_time(n.queue_wait_s, c, n.prefill_tok_s, rem, n.decode_tok_s);
                     (st.total_s, 0.0, 0.0)

@@ -38,15 +38,38 @@
 //!   `C_planned(g) = min(O_t + g kv / B, O_r + g / p_j)` during which the request makes no
 //!   progress. A destination lost during the window cancels the move; a source lost during it
 //!   is an unplanned loss.
-//! * **Ages and foresight.** A node's age is `now - start` of its current session, the start
-//!   coming from the trace even when it precedes the window. Only the `oracle` gets a
-//!   [`Foresight`], answering the true remaining time of each node's current session.
+//! * **Censored ends** ([`crate::replay::CensoredEnds`], `ReplayConfig::censored_ends`). A
+//!   session whose end is censored (a user's stop, an observation gap, the end of observation)
+//!   never takes its node down: by default (`stay-up`) the node stays up until the window
+//!   ends; with `exclude` a node with a censored end inside the window sits the window out.
+//!   Each unplanned interruption is recorded with the `end_cause` of the session that caused
+//!   it ([`RequestRecord::interruption_causes`]) and the time until the request produces
+//!   tokens again ([`RequestRecord::recovery_s`]).
+//! * **Ages and foresight.** A node's age is `now - start` of its current session plus the
+//!   session's known entry age, the start coming from the trace even when it precedes the
+//!   window; a left-truncated session (up when observation began) thus counts from the trace
+//!   start, a lower bound. Policies are told the estimate's noise `sigma`
+//!   ([`RequestView::est_sigma`]) so that a request past its estimate keeps a positive
+//!   expected remainder. Only the `oracle` gets a [`Foresight`], answering the true remaining
+//!   time of each node's current session (censored ends: never).
+//! * **The clairvoyant oracle.** It sees every request's true output length (its `L^_r` is
+//!   `L_r`) and every node's true timeline. It has no periodic tick: whenever one of its
+//!   requests starts prefilling or decoding on a node whose known end comes before the
+//!   request's true finish, a check is scheduled at `end_i - C_t - epsilon` (`C_t` the
+//!   shortest KV transfer it could need, `epsilon` = 1 ms), where
+//!   [`Policy::check_migration`] moves it if that beats the loss (if not, a last check at
+//!   `end_i - epsilon`, when only a recompute fits); a prefill that cannot finish
+//!   before the end restarts elsewhere at once. When no node can take it (capacity), the loss
+//!   is counted in [`RunStats::oracle_forced`]. It is a greedy heuristic, an upper reference,
+//!   not a proven optimum.
+//! * **`bound`** is not simulated: [`crate::replay::bound`] computes it.
 //!
 //! Time is integer microseconds; the queue is ordered by `(time, seq)`; all randomness comes
 //! from [`crate::rng`] streams derived from (seed, window, request index). The same inputs and
 //! seed give bit-identical records.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 use serde::Serialize;
 
@@ -58,8 +81,8 @@ use crate::policy::{
 };
 
 use super::input::{
-    prepare_jobs, run_stream_seed, secs_to_us, validate_params, Cluster, ReplayConfig, ReplayError,
-    ReplayJob, UpSession, Window, Workload, US_PER_S,
+    prepare_jobs, run_stream_seed, secs_to_us, validate_params, CensoredEnds, Cluster,
+    ReplayConfig, ReplayError, ReplayJob, UpSession, Window, Workload, US_PER_S,
 };
 use super::metrics::{DropReason, RequestRecord, RunMetrics, RunSummary};
 use super::queue::{Event, EventQueue};
@@ -69,6 +92,9 @@ const SALT_POLICY: u64 = 0x706f_6c69_6379_0001;
 
 /// No node.
 const NONE: u32 = u32::MAX;
+
+/// The oracle's safety margin before a known end, us (1 ms).
+const ORACLE_EPSILON_US: i64 = 1_000;
 
 /// One run of the grid.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -127,6 +153,10 @@ pub struct RunStats {
     pub node_failures: u64,
     /// Requests that entered the global pending queue (counted each time).
     pub pending_entries: u64,
+    /// `oracle` only: last checks where the oracle knew a request would be lost (its node ends
+    /// before it finishes) and did not move it: no destination had room (capacity forced it
+    /// onto a doomed node) or, rarely, the loss was the cheaper option.
+    pub oracle_forced: u64,
 }
 
 /// One logged policy decision ([`ReplayConfig::decision_log`]).
@@ -218,6 +248,9 @@ pub(crate) fn simulate_unchecked(
     spec: &RunSpec,
     policy: &mut dyn Policy,
 ) -> Result<RunOutput, ReplayError> {
+    if policy.kind() == PolicyKind::Bound {
+        return super::bound::run(cluster, workload, cfg, spec);
+    }
     let end = spec.window.end_us()?;
     let stream = run_stream_seed(spec.seed, spec.window_index as u64);
     let jobs = prepare_jobs(workload, spec.window.length_us, cfg, stream)?;
@@ -289,6 +322,12 @@ struct Req {
     kv_bytes: f64,
     interruptions: u32,
     planned: u32,
+    /// Unplanned losses not yet recovered (re-prefill not finished) and the sum of their times.
+    unrecovered: u32,
+    unrecovered_sum_us: i128,
+    recovery_us: i128,
+    causes: Vec<Arc<str>>,
+    chk_epoch: u32,
 }
 
 impl Req {
@@ -305,6 +344,8 @@ struct NodeState {
     /// Index of the current session (up) or the next one (down).
     sess: usize,
     session_start: i64,
+    /// Known age of the current session at its start (left truncation), seconds.
+    entry_s: f64,
     slots_used: u32,
     kv_true: u64,
     kv_sched: u64,
@@ -338,6 +379,8 @@ struct Sim<'a> {
     cfg: &'a ReplayConfig,
     params: Params,
     oracle: bool,
+    /// `sigma` of the estimate noise the policies are told ([`RequestView::est_sigma`]).
+    est_sigma: f64,
     now: i64,
     start: i64,
     end: i64,
@@ -362,6 +405,25 @@ struct Sim<'a> {
     min_cap: u64,
 }
 
+/// Known age of a session at its start, seconds (non-finite or negative as 0).
+fn entry_of(s: &UpSession) -> f64 {
+    if s.entry_s.is_finite() && s.entry_s > 0.0 {
+        s.entry_s
+    } else {
+        0.0
+    }
+}
+
+/// The end the replay plays for a session: its end, or [`UpSession::OPEN_END`] when censored
+/// (the node stays up; the oracle's foresight then answers "never fails").
+fn effective_end(s: &UpSession) -> i64 {
+    if s.end_censored() {
+        UpSession::OPEN_END
+    } else {
+        s.end_us
+    }
+}
+
 fn invariant(time_us: i64, what: impl Into<String>) -> ReplayError {
     ReplayError::Invariant {
         time_us,
@@ -381,12 +443,18 @@ impl<'a> Sim<'a> {
         let start = spec.window.start_us;
         let p_max = cluster.max_prefill();
         let d_max = cluster.max_decode();
+        let oracle = kind == PolicyKind::Oracle;
         let reqs: Vec<Req> = jobs
             .iter()
             .map(|j| Req {
                 prompt: j.prompt_tokens,
                 output: j.output_tokens,
-                est: j.est_output_tokens,
+                // The clairvoyant oracle knows every true output length.
+                est: if oracle {
+                    j.output_tokens
+                } else {
+                    j.est_output_tokens
+                },
                 need: j.prompt_tokens.saturating_add(j.output_tokens),
                 arrival: start + j.arrival_us,
                 deadline_s: cfg.slo_factor
@@ -416,6 +484,11 @@ impl<'a> Sim<'a> {
                 kv_bytes: 0.0,
                 interruptions: 0,
                 planned: 0,
+                unrecovered: 0,
+                unrecovered_sum_us: 0,
+                recovery_us: 0,
+                causes: Vec::new(),
+                chk_epoch: 0,
             })
             .collect();
         let n = cluster.nodes.len();
@@ -424,8 +497,14 @@ impl<'a> Sim<'a> {
         let mut ends = Vec::with_capacity(n);
         let mut views = Vec::with_capacity(n);
         for (i, node) in cluster.nodes.iter().enumerate() {
-            let k = node.session_index_after(start);
-            let s = node.sessions.get(k).copied();
+            let excluded =
+                cfg.censored_ends == CensoredEnds::Exclude && node.censored_end_within(start, end);
+            let k = if excluded {
+                node.sessions.len()
+            } else {
+                node.session_index_after(start)
+            };
+            let s = node.sessions.get(k);
             let up = s.is_some_and(|s| s.start_us <= start);
             let slots = node.spec.slots;
             nodes.push(NodeState {
@@ -436,6 +515,7 @@ impl<'a> Sim<'a> {
                 } else {
                     0
                 },
+                entry_s: if up { s.map_or(0.0, entry_of) } else { 0.0 },
                 slots_used: 0,
                 kv_true: 0,
                 kv_sched: 0,
@@ -444,20 +524,19 @@ impl<'a> Sim<'a> {
                 fifo: VecDeque::with_capacity(8),
                 queued_work_s: 0.0,
             });
-            ends.push(if up {
-                s.map_or(i64::MIN, |s| s.end_us)
-            } else {
-                i64::MIN
+            ends.push(match s {
+                Some(s) if up => effective_end(s),
+                _ => i64::MIN,
             });
             if let Some(s) = s {
-                let t = if up { s.end_us } else { s.start_us };
-                let ev = if up {
-                    Event::NodeDown(i as u32)
-                } else {
-                    Event::NodeUp(i as u32)
-                };
-                if t < end {
-                    queue.push(t, ev);
+                // A censored end never takes the node down (`CensoredEnds::StayUp`; under
+                // `Exclude` a node with one in the window has no session here).
+                if up {
+                    if !s.end_censored() && s.end_us < end {
+                        queue.push(s.end_us, Event::NodeDown(i as u32));
+                    }
+                } else if s.start_us < end {
+                    queue.push(s.start_us, Event::NodeUp(i as u32));
                 }
             }
             views.push(NodeView {
@@ -479,11 +558,13 @@ impl<'a> Sim<'a> {
             queue.push(start + j.arrival_us, Event::Arrival(0));
         }
         let params = spec.params;
-        let tick_us = if kind.migrates() && params.check_interval_s > 0.0 {
-            secs_to_us(params.check_interval_s).max(1)
-        } else {
-            0
-        };
+        // The oracle checks just before each known end instead of on the tick.
+        let tick_us =
+            if kind.migrates() && kind != PolicyKind::Oracle && params.check_interval_s > 0.0 {
+                secs_to_us(params.check_interval_s).max(1)
+            } else {
+                0
+            };
         if tick_us > 0 && start.saturating_add(tick_us) < end {
             queue.push(start + tick_us, Event::Tick);
         }
@@ -505,6 +586,11 @@ impl<'a> Sim<'a> {
             cfg,
             params,
             oracle: kind == PolicyKind::Oracle,
+            est_sigma: if kind == PolicyKind::Oracle {
+                0.0
+            } else {
+                cfg.estimator.noise_sigma()
+            },
             now: start,
             start,
             end,
@@ -557,6 +643,13 @@ impl<'a> Sim<'a> {
                 Event::NodeDown(n) => self.on_node_down(policy, n)?,
                 Event::NodeUp(n) => self.on_node_up(policy, n)?,
                 Event::Tick => self.on_tick(policy)?,
+                Event::OracleCheck { req, epoch } => {
+                    if self.reqs[req as usize].chk_epoch == epoch {
+                        self.on_oracle_check(policy, req);
+                    } else {
+                        self.stats.stale_events += 1;
+                    }
+                }
             }
             if self.cfg.validate {
                 self.check()?;
@@ -638,7 +731,7 @@ impl<'a> Sim<'a> {
             let v = &mut self.views[i];
             v.up = st.up;
             v.age_s = if st.up {
-                (self.now - st.session_start) as f64 / US_PER_S
+                (self.now - st.session_start) as f64 / US_PER_S + st.entry_s
             } else {
                 0.0
             };
@@ -713,6 +806,7 @@ impl<'a> Sim<'a> {
             node: None,
             resident_tokens: 0,
             planned_hops: q.planned,
+            est_sigma: self.est_sigma,
         }
     }
 
@@ -929,6 +1023,9 @@ impl<'a> Sim<'a> {
         q.phase_end = now.saturating_add(secs_to_us(dur));
         let (t, epoch) = (q.phase_end, q.epoch);
         self.schedule(t, Event::PhaseEnd { req: r, epoch });
+        if self.oracle {
+            self.schedule_oracle_check(r);
+        }
     }
 
     // ----- service -----------------------------------------------------------------------
@@ -988,6 +1085,9 @@ impl<'a> Sim<'a> {
         self.schedule_decode_end(r);
         self.rerate(i);
         self.views_dirty = true;
+        if self.oracle {
+            self.schedule_oracle_check(r);
+        }
     }
 
     /// A decoding request stops decoding on its node (completion, move, loss).
@@ -1011,6 +1111,13 @@ impl<'a> Sim<'a> {
                 let q = &mut self.reqs[r as usize];
                 if q.ttft.is_none() {
                     q.ttft = Some(now - q.arrival);
+                }
+                if q.unrecovered > 0 {
+                    // The request produces new tokens again: every pending loss recovers.
+                    q.recovery_us +=
+                        i128::from(q.unrecovered) * i128::from(now) - q.unrecovered_sum_us;
+                    q.unrecovered = 0;
+                    q.unrecovered_sum_us = 0;
                 }
                 if q.done_tokens() >= q.output {
                     self.complete(r)
@@ -1064,13 +1171,18 @@ impl<'a> Sim<'a> {
 
     /// Unplanned loss of request `r`'s KV: streamed tokens kept, slots released, marked for
     /// recovery.
-    fn lose(&mut self, r: u32) {
+    fn lose(&mut self, r: u32, cause: &Arc<str>) {
         self.leave_decode(r);
         self.release_aux(r);
         self.release_primary(r);
+        let now = self.now;
         let q = &mut self.reqs[r as usize];
         q.done = q.done.floor();
         q.interruptions += 1;
+        q.causes.push(Arc::clone(cause));
+        q.unrecovered += 1;
+        q.unrecovered_sum_us += i128::from(now);
+        q.chk_epoch = q.chk_epoch.wrapping_add(1);
         q.epoch = q.epoch.wrapping_add(1);
         q.mv_epoch = q.mv_epoch.wrapping_add(1);
         q.recovering = true;
@@ -1083,6 +1195,11 @@ impl<'a> Sim<'a> {
             return Err(invariant(self.now, format!("node {n} went down twice")));
         }
         self.stats.node_failures += 1;
+        let cluster = self.cluster;
+        let cause = cluster.nodes[i]
+            .sessions
+            .get(self.nodes[i].sess)
+            .map_or_else(|| Arc::from(""), |s| Arc::clone(&s.end_cause));
         self.nodes[i].up = false;
         self.ends[i] = i64::MIN;
         self.views_dirty = true;
@@ -1097,7 +1214,7 @@ impl<'a> Sim<'a> {
                 (q.node, q.aux, q.aux_kind)
             };
             if node == n || (aux == n && kind == Aux::Source) {
-                self.lose(r);
+                self.lose(r, &cause);
                 lost.push(r);
             } else if aux == n && kind == Aux::Dest {
                 self.release_aux(r);
@@ -1146,16 +1263,18 @@ impl<'a> Sim<'a> {
         if self.nodes[i].up {
             return Err(invariant(self.now, format!("node {n} came up twice")));
         }
-        let s = match self.cluster.nodes[i].sessions.get(self.nodes[i].sess) {
-            Some(s) => *s,
+        let cluster = self.cluster;
+        let s = match cluster.nodes[i].sessions.get(self.nodes[i].sess) {
+            Some(s) => s,
             None => return Err(invariant(self.now, format!("node {n} up without session"))),
         };
         let st = &mut self.nodes[i];
         st.up = true;
         st.session_start = s.start_us;
-        self.ends[i] = s.end_us;
+        st.entry_s = entry_of(s);
+        self.ends[i] = effective_end(s);
         self.views_dirty = true;
-        if s.end_us != UpSession::OPEN_END {
+        if !s.end_censored() {
             self.schedule(s.end_us, Event::NodeDown(n));
         }
         // Retry the pending queue, in order.
@@ -1194,6 +1313,152 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
+    // ----- the clairvoyant oracle's event-driven checks ---------------------------------
+
+    /// Schedules the oracle's check of request `r` (prefilling or decoding on node `i`) if its
+    /// true finish is after `i`'s known end `end_i`: a decoding request is checked at
+    /// `end_i - C_t - epsilon`, `C_t = O_t + ctx(end_i) kv / B_i` the shortest KV transfer it
+    /// could need (so a transfer chosen then completes before `end_i`; otherwise the move is a
+    /// recompute, which needs no source); a prefilling request whose prefill would not finish
+    /// before `end_i` is checked at once (its decode start schedules its own check
+    /// otherwise). Any earlier pending check of `r` becomes stale.
+    fn schedule_oracle_check(&mut self, r: u32) {
+        let now = self.now;
+        let q = &mut self.reqs[r as usize];
+        q.chk_epoch = q.chk_epoch.wrapping_add(1);
+        let epoch = q.chk_epoch;
+        let q = &self.reqs[r as usize];
+        if q.node == NONE || q.aux_kind != Aux::None {
+            return;
+        }
+        let i = q.node as usize;
+        let end_i = self.ends[i];
+        if end_i == UpSession::OPEN_END || end_i >= self.end || end_i <= now {
+            return;
+        }
+        let t = match q.phase {
+            Phase::Decode => {
+                if q.phase_end < end_i {
+                    return;
+                }
+                let until_end = (end_i - now) as f64 / US_PER_S;
+                let done_end = (q.done + q.rate * until_end).min(q.output as f64);
+                let ctx_end = q.prompt as f64 + done_end;
+                let spec = &self.cluster.nodes[i].spec;
+                let c_t = self.params.transfer_overhead_s
+                    + secs(
+                        ctx_end * self.params.kv_bytes_per_token,
+                        spec.bandwidth_bytes_s,
+                    );
+                end_i
+                    .saturating_sub(secs_to_us(c_t))
+                    .saturating_sub(ORACLE_EPSILON_US)
+            }
+            Phase::Prefill => {
+                if q.phase_end < end_i.saturating_sub(ORACLE_EPSILON_US) {
+                    return;
+                }
+                now
+            }
+            _ => return,
+        };
+        let t = t.max(now);
+        self.schedule(t, Event::OracleCheck { req: r, epoch });
+    }
+
+    fn on_oracle_check(&mut self, policy: &mut dyn Policy, r: u32) {
+        let q = &self.reqs[r as usize];
+        if q.node == NONE || q.aux_kind != Aux::None {
+            return;
+        }
+        let i = q.node as usize;
+        let end_i = self.ends[i];
+        if !self.nodes[i].up || end_i == UpSession::OPEN_END || end_i <= self.now {
+            return;
+        }
+        match q.phase {
+            Phase::Decode => {
+                if q.phase_end < end_i {
+                    return;
+                }
+                self.check_one(policy, r);
+                let q = &self.reqs[r as usize];
+                if q.node == i as u32 && q.phase == Phase::Decode && q.phase_end >= end_i {
+                    let last = end_i.saturating_sub(ORACLE_EPSILON_US);
+                    if self.now < last {
+                        // Stayed at the early check (staying was cheaper then, or no room):
+                        // a last check just before the end, when only a recompute fits.
+                        let q = &mut self.reqs[r as usize];
+                        q.chk_epoch = q.chk_epoch.wrapping_add(1);
+                        let epoch = q.chk_epoch;
+                        self.schedule(last, Event::OracleCheck { req: r, epoch });
+                    } else {
+                        self.stats.oracle_forced += 1;
+                    }
+                }
+            }
+            Phase::Prefill => {
+                if q.phase_end < end_i.saturating_sub(ORACLE_EPSILON_US) {
+                    return;
+                }
+                self.oracle_replace_prefill(policy, r, i);
+            }
+            _ => {}
+        }
+    }
+
+    /// A prefill that would not finish before its node's known end restarts on the node the
+    /// oracle picks with that node hidden, if the prefill fits before the new node's own end
+    /// (so the check cannot ping-pong); it counts as a planned move (recompute).
+    fn oracle_replace_prefill(&mut self, policy: &mut dyn Policy, r: u32, i: usize) {
+        self.refresh_views();
+        let rv = self.place_view_request(r);
+        let need = self.reqs[r as usize].need;
+        self.scratch_views.clear();
+        self.scratch_views.extend(self.views.iter().map(|v| {
+            let mut v = *v;
+            if v.kv_capacity_tokens < need {
+                v.kv_capacity_tokens = 0;
+            }
+            v
+        }));
+        self.scratch_views[i].up = false;
+        self.stats.migration_checks += 1;
+        let choice = {
+            let fs = TraceForesight {
+                ends: &self.ends,
+                now: self.now,
+            };
+            let view = ClusterView::new(&self.scratch_views).with_foresight(&fs);
+            policy.place(&view, &rv, &mut self.expl)
+        };
+        self.log_decision(false);
+        let ctx = {
+            let q = &self.reqs[r as usize];
+            q.prompt.saturating_add(q.done_tokens())
+        };
+        let fits = |s: &Self, j: usize| {
+            let dur = secs_to_us(secs(ctx as f64, s.cluster.nodes[j].spec.prefill_tok_s));
+            let end_j = s.ends[j];
+            end_j == UpSession::OPEN_END
+                || end_j > s.now.saturating_add(dur).saturating_add(ORACLE_EPSILON_US)
+        };
+        match choice {
+            Some(j) if j != i && j < self.nodes.len() && self.can_start(r, j) && fits(self, j) => {
+                self.release_primary(r);
+                {
+                    let q = &mut self.reqs[r as usize];
+                    q.planned += 1;
+                    q.rec_planned = q.rec_planned.saturating_add(ctx);
+                    q.phase = Phase::Pending;
+                }
+                self.start_on(r, j);
+                self.drain_fifo(i);
+            }
+            _ => self.stats.oracle_forced += 1,
+        }
+    }
+
     fn check_one(&mut self, policy: &mut dyn Policy, r: u32) {
         self.refresh_views();
         let now = self.now;
@@ -1211,6 +1476,7 @@ impl<'a> Sim<'a> {
                     node: Some(q.node as usize),
                     resident_tokens: ctx,
                     planned_hops: q.planned,
+                    est_sigma: self.est_sigma,
                 },
                 q.node as usize,
             )
@@ -1448,6 +1714,7 @@ impl<'a> Sim<'a> {
 
     fn records(&mut self) -> Vec<RequestRecord> {
         let start = self.start;
+        let end = self.end;
         let mut out = Vec::with_capacity(self.reqs.len());
         for r in 0..self.reqs.len() {
             self.settle(r as u32);
@@ -1455,6 +1722,8 @@ impl<'a> Sim<'a> {
             let q = &self.reqs[r];
             let completion_s = q.finish.map(|f| (f - q.arrival) as f64 / US_PER_S);
             let slo_met = completion_s.is_some_and(|c| c <= q.deadline_s);
+            let recovery_us = q.recovery_us
+                + (i128::from(q.unrecovered) * i128::from(end) - q.unrecovered_sum_us);
             out.push(RequestRecord {
                 request: r as u64,
                 id: j.id,
@@ -1462,7 +1731,7 @@ impl<'a> Sim<'a> {
                 arrival_s: (q.arrival - start) as f64 / US_PER_S,
                 prompt_tokens: q.prompt,
                 output_tokens: q.output,
-                est_output_tokens: q.est,
+                est_output_tokens: j.est_output_tokens,
                 first_node: (q.first_node != NONE).then_some(q.first_node),
                 final_node: (q.last_node != NONE).then_some(q.last_node),
                 nodes_visited: q.stints,
@@ -1474,11 +1743,11 @@ impl<'a> Sim<'a> {
                 kv_bytes_moved: q.kv_bytes,
                 interruptions: q.interruptions,
                 planned_migrations: q.planned,
-                recovery_s: 0.0,
-                interruption_causes: Vec::new(),
                 slo_deadline_s: q.deadline_s,
                 slo_met,
                 dropped: (q.phase != Phase::Done).then_some(DropReason::WindowEnd),
+                recovery_s: recovery_us as f64 / US_PER_S,
+                interruption_causes: q.causes.iter().map(|c| c.to_string()).collect(),
             });
         }
         out

@@ -55,7 +55,7 @@ pub enum ReplayError {
         node: usize,
         /// Node name.
         name: String,
-        /// Session index.
+        /// UpSession index.
         index: usize,
         /// What is wrong.
         reason: &'static str,
@@ -108,13 +108,55 @@ pub enum ReplayError {
 }
 
 /// One up-session of a node: the node is up on `[start_us, end_us)` (trace clock, us).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// The end is an *event* (the node really went down: preemption, crash, lifetime cap, ...)
+/// unless `censored`: then the trace only stopped watching (a user's own stop, an observation
+/// gap, the end of observation). What the replay does with a censored end is
+/// [`ReplayConfig::censored_ends`] (by default the node stays up until the window ends: a
+/// censored end is never an unplanned interruption).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct UpSession {
     /// First microsecond the node is up.
     pub start_us: i64,
     /// First microsecond the node is down again; [`UpSession::OPEN_END`] when the session is
     /// still running at the end of the trace (censored).
     pub end_us: i64,
+    /// The end is censored (`event = 0`): not a failure. Sessions with
+    /// [`UpSession::OPEN_END`] are censored whatever this says.
+    #[serde(default)]
+    pub censored: bool,
+    /// The `end_cause` of the session (e.g. `preempted`, `lifetime-cap`, `observation-end`;
+    /// empty when unknown). Unplanned interruptions are reported by it.
+    #[serde(default = "empty_cause", with = "arc_str")]
+    pub end_cause: Arc<str>,
+    /// The session was already running when observation began (its true start is unknown);
+    /// `start_us` is then the trace start and the age is a lower bound.
+    #[serde(default)]
+    pub left_truncated: bool,
+    /// Known age of the session at `start_us`, seconds (0 unless left-truncated with a known
+    /// entry age). A node's age at `t` is `(t - start_us) / 1e6 + entry_s`.
+    #[serde(default)]
+    pub entry_s: f64,
+}
+
+fn empty_cause() -> Arc<str> {
+    Arc::from("")
+}
+
+/// Serde of `Arc<str>` as a plain string (without serde's `rc` feature).
+mod arc_str {
+    use std::sync::Arc;
+
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &Arc<str>, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(v)
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Arc<str>, D::Error> {
+        let s = String::deserialize(d)?;
+        Ok(Arc::from(s))
+    }
 }
 
 impl UpSession {
@@ -122,25 +164,89 @@ impl UpSession {
     /// for it: [`crate::policy::Foresight::remaining_up`] answers `None`).
     pub const OPEN_END: i64 = i64::MAX;
 
-    /// A session `[start_us, end_us)`.
+    /// A session `[start_us, end_us)` with an uncensored end of unknown cause (`""`), not
+    /// left-truncated.
     pub fn new(start_us: i64, end_us: i64) -> UpSession {
-        UpSession { start_us, end_us }
+        UpSession {
+            start_us,
+            end_us,
+            censored: false,
+            end_cause: empty_cause(),
+            left_truncated: false,
+            entry_s: 0.0,
+        }
     }
 
-    /// Records how the session ended (placeholder until the engine reads it).
-    pub fn with_end(self, _censored: bool, _cause: &str) -> UpSession {
+    /// The same session with its end's censoring flag and cause.
+    pub fn with_end(mut self, censored: bool, cause: &str) -> UpSession {
+        self.censored = censored;
+        self.end_cause = Arc::from(cause);
         self
     }
 
-    /// Records left truncation (placeholder until the engine reads it).
-    pub fn with_truncation(self, _left_truncated: bool, _entry_s: f64) -> UpSession {
+    /// The same session with its left-truncation flag and known age at `start_us`, seconds
+    /// (negative or NaN count as 0).
+    pub fn with_truncation(mut self, left_truncated: bool, entry_s: f64) -> UpSession {
+        self.left_truncated = left_truncated;
+        self.entry_s = if entry_s > 0.0 { entry_s } else { 0.0 };
         self
+    }
+
+    /// True when the end is not a failure: censored, or open at the end of the trace.
+    #[inline]
+    pub fn end_censored(&self) -> bool {
+        self.censored || self.end_us == UpSession::OPEN_END
     }
 
     /// True when the node is up at `t` under this session.
     #[inline]
     pub fn contains(&self, t: i64) -> bool {
         self.start_us <= t && t < self.end_us
+    }
+}
+
+/// What the replay does with a censored session end ([`UpSession::censored`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CensoredEnds {
+    /// `stay-up` (default): a censored end does not take the node down; the node stays up
+    /// from that session until the window ends (later sessions of the node in the window are
+    /// ignored). No survival curve fitted with those ends as censored could predict them, so
+    /// they are not failures.
+    #[default]
+    StayUp,
+    /// `exclude`: a node with a censored session end inside a window is left out of that
+    /// window (down throughout).
+    Exclude,
+}
+
+impl CensoredEnds {
+    /// `stay-up` or `exclude`.
+    pub fn name(&self) -> &'static str {
+        match self {
+            CensoredEnds::StayUp => "stay-up",
+            CensoredEnds::Exclude => "exclude",
+        }
+    }
+}
+
+impl fmt::Display for CensoredEnds {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for CensoredEnds {
+    type Err = ReplayError;
+    /// `stay-up` or `exclude` (case-insensitive).
+    fn from_str(s: &str) -> Result<CensoredEnds, ReplayError> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "stay-up" => Ok(CensoredEnds::StayUp),
+            "exclude" => Ok(CensoredEnds::Exclude),
+            _ => Err(ReplayError::BadConfig(format!(
+                "censored_ends `{s}`: expected stay-up or exclude"
+            ))),
+        }
     }
 }
 
@@ -185,7 +291,8 @@ pub struct Node {
     /// Conditional survival curve of the node's sessions (fitted elsewhere; the engine fits
     /// nothing). Policies query `S(t | a)` with `a` the node's current age.
     pub survival: Arc<dyn ConditionalSurvival>,
-    /// Maximum-likelihood exponential failure rate per second (read by `memoryless` only).
+    /// Maximum-likelihood exponential failure rate per second from completed sessions only
+    /// (events / exposure of ended sessions; read by `memoryless` only).
     pub exp_rate_per_s: f64,
 }
 
@@ -212,6 +319,45 @@ impl Node {
     #[inline]
     pub fn session_index_after(&self, t: i64) -> usize {
         self.sessions.partition_point(|s| s.end_us <= t)
+    }
+
+    /// True when a session of the node has a censored end ([`UpSession::censored`]) inside
+    /// `[start_us, end_us)`: under [`CensoredEnds::Exclude`] the node sits out that window.
+    pub fn censored_end_within(&self, start_us: i64, end_us: i64) -> bool {
+        let k = self.session_index_after(start_us);
+        self.sessions[k..]
+            .iter()
+            .take_while(|s| s.start_us < end_us)
+            .any(|s| s.censored && s.end_us >= start_us && s.end_us < end_us)
+    }
+
+    /// The node's up intervals within `[start_us, end_us)` as the replay plays them under
+    /// `mode` (appended to `out`, sorted, clipped to the window): with
+    /// [`CensoredEnds::StayUp`] the first censored end inside the window extends its session
+    /// to the window end; with [`CensoredEnds::Exclude`] a node with a censored end inside the
+    /// window has no interval.
+    pub fn up_intervals(
+        &self,
+        start_us: i64,
+        end_us: i64,
+        mode: CensoredEnds,
+        out: &mut Vec<(i64, i64)>,
+    ) {
+        if mode == CensoredEnds::Exclude && self.censored_end_within(start_us, end_us) {
+            return;
+        }
+        let k = self.session_index_after(start_us);
+        for s in self.sessions[k..]
+            .iter()
+            .take_while(|s| s.start_us < end_us)
+        {
+            let a = s.start_us.max(start_us);
+            if s.end_censored() && s.end_us < end_us {
+                out.push((a, end_us));
+                return;
+            }
+            out.push((a, s.end_us.min(end_us)));
+        }
     }
 }
 
@@ -395,6 +541,18 @@ pub enum LengthEstimator {
 impl LengthEstimator {
     /// Default `sigma` of [`LengthEstimator::Lognormal`].
     pub const DEFAULT_SIGMA: f64 = 0.5;
+
+    /// The log-sd of the estimate's noise the policies assume when extrapolating a request
+    /// past its estimate ([`crate::policy::RequestView::est_sigma`]): 0 for `exact`, `sigma`
+    /// for `lognormal`, and [`LengthEstimator::DEFAULT_SIGMA`] for `bucket` (an assumption: a bucket
+    /// mean has no noise model of its own).
+    pub fn noise_sigma(&self) -> f64 {
+        match *self {
+            LengthEstimator::Exact => 0.0,
+            LengthEstimator::Lognormal { sigma } => sigma,
+            LengthEstimator::Bucket => LengthEstimator::DEFAULT_SIGMA,
+        }
+    }
 }
 
 impl Default for LengthEstimator {
@@ -464,11 +622,13 @@ pub struct ReplayConfig {
     /// Keep the first `decision_log` policy decisions (with every candidate priced) in
     /// [`super::engine::RunOutput::decisions`] (default 0).
     pub decision_log: usize,
+    /// What a censored session end does (default [`CensoredEnds::StayUp`]).
+    pub censored_ends: CensoredEnds,
 }
 
 impl Default for ReplayConfig {
     /// Default [`Params`], exact estimates, `slo_factor = 5`, no batch slowdown, rate scale 1,
-    /// no looping, no validation, no decision log.
+    /// no looping, no validation, no decision log, censored ends stay up.
     fn default() -> ReplayConfig {
         ReplayConfig {
             params: Params::default(),
@@ -479,6 +639,7 @@ impl Default for ReplayConfig {
             loop_workload: false,
             validate: false,
             decision_log: 0,
+            censored_ends: CensoredEnds::StayUp,
         }
     }
 }

@@ -70,17 +70,21 @@ pub struct RequestRecord {
     pub interruptions: u32,
     /// Planned migrations completed or started (cutover reached).
     pub planned_migrations: u32,
-    /// Seconds from each unplanned loss until the request produced new tokens again (end of
-    /// its re-prefill), summed; a loss never recovered from counts up to the window end.
-    pub recovery_s: f64,
-    /// The `end_cause` of the session behind each unplanned interruption (empty when none).
-    pub interruption_causes: Vec<String>,
     /// SLO deadline `slo_factor * (P_r / p_max + L_r / d_max)`, seconds after arrival.
     pub slo_deadline_s: f64,
     /// Completed within the deadline.
     pub slo_met: bool,
     /// Set when the request did not complete.
     pub dropped: Option<DropReason>,
+    /// Sum over the request's unplanned interruptions of the time from the loss until the
+    /// request again produces new tokens (the end of its re-prefill), seconds; a loss never
+    /// recovered counts until the window end. 0 without interruptions.
+    #[serde(default)]
+    pub recovery_s: f64,
+    /// The `end_cause` of the session behind each unplanned interruption, in order (empty
+    /// strings when unknown); empty when none.
+    #[serde(default)]
+    pub interruption_causes: Vec<String>,
 }
 
 /// Percentile `q` in [0, 1] of sorted values by linear interpolation between closest ranks

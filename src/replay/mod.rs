@@ -5,6 +5,7 @@
 //! * [`input`]: the plain-struct inputs (node timelines and specs with their survival curves,
 //!   requests, window, [`ReplayConfig`]) and the output-length estimators;
 //! * [`queue`]: the `(time, seq)`-ordered event queue (integer microseconds);
+//! * [`bound`]: the analytic lower bound reported as the `bound` row;
 //! * [`engine`]: the discrete-event simulation of one run ([`simulate`]), its serving model
 //!   and failure/migration semantics;
 //! * [`metrics`]: per-request [`RequestRecord`]s, the one list of reported metrics and per-run
@@ -22,6 +23,7 @@
 #![warn(missing_docs)]
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
+pub mod bound;
 pub mod compare;
 pub mod engine;
 pub mod input;
@@ -33,8 +35,8 @@ pub mod synthetic;
 pub use compare::{aggregate, PolicyLabel, PolicySummary};
 pub use engine::{simulate, simulate_with, LoggedDecision, RunOutput, RunSpec, RunStats};
 pub use input::{
-    Cluster, LengthEstimator, Node, NodeSpec, ReplayConfig, ReplayError, ReplayJob, Request,
-    UpSession, Window, Workload,
+    CensoredEnds, Cluster, LengthEstimator, Node, NodeSpec, ReplayConfig, ReplayError, ReplayJob,
+    Request, UpSession, Window, Workload,
 };
 pub use metrics::{
     AggregateOptions, DropReason, Metric, MetricDef, RequestRecord, RunMetrics, RunSummary, METRICS,

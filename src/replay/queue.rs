@@ -31,6 +31,14 @@ pub enum Event {
     },
     /// Migration check of every running request.
     Tick,
+    /// The clairvoyant oracle's check of one request just before its node's known end, if
+    /// the request's check epoch still equals the one given.
+    OracleCheck {
+        /// Request index.
+        req: u32,
+        /// Check epoch when scheduled.
+        epoch: u32,
+    },
 }
 
 /// A scheduled event.

@@ -16,6 +16,7 @@ mod public_traces;
 mod replay_engine;
 mod replay_grid;
 mod replay_leakage;
+mod replay_oracle;
 mod replay_props;
 mod replay_support;
 mod samples;

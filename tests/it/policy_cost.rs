@@ -139,7 +139,10 @@ fn e_is_t_plus_l_with_the_documented_t() {
     let m = placement_cost(&fast, 0, &req, 800.0, &params, RiskModel::Memoryless, None);
     let lm = expected_loss(&Exponential { mean: 60.0 }, 0.0, cost.t, &u);
     assert!((m.l - lm).abs() < 1e-12 && m.l > cost.l);
-    // Oracle: U(R) if R < T else 0.
+    // Oracle (clairvoyant greedy): a node ending at R < T costs the planned hop it makes
+    // just before the end, the cheaper of a recompute (U(R) without the stall sigma) and a
+    // KV transfer that fits before the end, never more than U(R). (It used to be the
+    // unplanned U(R): the oracle then let itself be interrupted.)
     let o = placement_cost(
         &node,
         0,
@@ -149,7 +152,15 @@ fn e_is_t_plus_l_with_the_documented_t() {
         RiskModel::Oracle,
         Some(10.0),
     );
-    assert!((o.l - u.at(10.0)).abs() < 1e-12);
+    let hop = u
+        .with_hop(
+            params.transfer_overhead_s,
+            params.kv_bytes_per_token,
+            node.bandwidth_bytes_s,
+        )
+        .hop_at(10.0);
+    assert!((o.l - hop).abs() < 1e-12);
+    assert!(o.l <= u.at(10.0) - params.stall_penalty_s + 1e-12);
     let o = placement_cost(&node, 0, &req, 800.0, &params, RiskModel::Oracle, Some(1e6));
     assert_eq!(o.l, 0.0);
 }

@@ -183,6 +183,7 @@ fn run(params: Params, hops: u32, dst_decode: f64) -> (Option<usize>, Explanatio
         node: Some(0),
         resident_tokens: 1000,
         planned_hops: hops,
+        est_sigma: 0.0,
     };
     let mut pol = StandardPolicy::new(PolicyKind::Hazard, params, 0);
     let mut out = Explanation::default();
@@ -329,6 +330,7 @@ fn a_faster_but_equally_risky_node_does_not_attract_the_request() {
         node: Some(0),
         resident_tokens: 1000,
         planned_hops: 0,
+        est_sigma: 0.0,
     };
     let mut pol = StandardPolicy::new(PolicyKind::Hazard, base(), 0);
     let mut out = Explanation::recording();

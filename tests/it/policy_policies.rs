@@ -343,6 +343,7 @@ fn pruned_migration_equals_exhaustive_migration() {
         node: Some(3),
         resident_tokens: 2800,
         planned_hops: 0,
+        est_sigma: 0.0,
     };
     let mut fired = 0;
     for overlap in [false, true] {

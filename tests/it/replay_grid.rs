@@ -66,7 +66,8 @@ fn on_threads(n: usize) -> Vec<RunOutput> {
 fn replay_one_and_two_threads_give_identical_records() {
     let one = on_threads(1);
     let two = on_threads(2);
-    assert_eq!(one.len(), 8 * 3 * 2 * 2);
+    // Nine kinds: the eight policies and the analytic `bound` row.
+    assert_eq!(one.len(), 9 * 3 * 2 * 2);
     assert!(one
         .iter()
         .any(|r| r.records.iter().any(|x| x.interruptions > 0)));

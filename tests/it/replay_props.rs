@@ -175,8 +175,11 @@ fn check_records(out: &RunOutput) -> Result<(), TestCaseError> {
                 prop_assert_eq!(r.generated_tokens, r.output_tokens);
                 prop_assert!(c >= 0.0);
                 prop_assert!(r.ttft_s.is_some_and(|t| t <= c + 1e-9));
-                prop_assert!(r.final_node.is_some());
-                prop_assert!(r.nodes_visited >= 1);
+                // `bound` is analytic: no node holds its requests.
+                if out.policy != PolicyKind::Bound {
+                    prop_assert!(r.final_node.is_some());
+                    prop_assert!(r.nodes_visited >= 1);
+                }
             }
             None => {
                 prop_assert_eq!(r.dropped, Some(DropReason::WindowEnd));

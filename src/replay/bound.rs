@@ -1,0 +1,163 @@
+//! `bound`: a provable lower bound on every policy's completion times, computed analytically
+//! (no simulation) for [`crate::policy::PolicyKind::Bound`].
+//!
+//! Per request `r` arriving at `a_r`, with its TRUE lengths:
+//!
+//! `service_r = P_r / p_max + L_r / d_max`
+//!
+//! (unloaded prefill plus decode on the fastest node: `p_max` and `d_max` are the highest
+//! prefill and decode rates of any node, so `service_r` is at most the unloaded time on any
+//! single node, and on any combination of nodes since a move only adds time), and the bound is
+//! the time after `a_r` needed to accumulate `service_r` seconds during which at least one node
+//! is up (the nodes' up intervals as the replay plays them, [`Node::up_intervals`] under
+//! [`ReplayConfig::censored_ends`]).
+//!
+//! Why no policy can beat it: a request makes progress (prefills or decodes) only while the
+//! node holding it is up, at rates at most `p_max` / `d_max` (batching and queueing only slow
+//! it); it must prefill at least its prompt before its first token and decode all `L_r` tokens
+//! (unplanned losses and planned moves only add work or pauses). So its completion time is at
+//! least `service_r` plus the time after its arrival during which no node was up. The same
+//! argument with the prompt alone bounds the TTFT.
+//!
+//! A request whose bound reaches the window end is dropped (`window-end`), like in the engine.
+//! Every other field of its [`RequestRecord`] describes an unloaded, uninterrupted run.
+//!
+//! [`Node::up_intervals`]: super::input::Node::up_intervals
+
+use crate::policy::cost::secs;
+use crate::policy::PolicyKind;
+
+use super::engine::{RunOutput, RunSpec, RunStats};
+use super::input::{
+    prepare_jobs, run_stream_seed, Cluster, ReplayConfig, ReplayError, Workload, US_PER_S,
+};
+use super::metrics::{DropReason, RequestRecord};
+
+/// The union of every node's up intervals within `[start_us, end_us)` under `cfg`'s censoring
+/// rule, sorted and merged: the times when at least one node is up.
+pub fn any_up_intervals(
+    cluster: &Cluster,
+    start_us: i64,
+    end_us: i64,
+    cfg: &ReplayConfig,
+) -> Vec<(i64, i64)> {
+    let mut all = Vec::new();
+    for n in &cluster.nodes {
+        n.up_intervals(start_us, end_us, cfg.censored_ends, &mut all);
+    }
+    all.retain(|&(a, b)| a < b);
+    all.sort_unstable();
+    let mut merged: Vec<(i64, i64)> = Vec::with_capacity(all.len());
+    for (a, b) in all {
+        match merged.last_mut() {
+            Some(last) if a <= last.1 => last.1 = last.1.max(b),
+            _ => merged.push((a, b)),
+        }
+    }
+    merged
+}
+
+/// Seconds after `arrival_us` until `service_s` seconds of up-time (per `up`, sorted and
+/// disjoint) have accumulated; `None` when the intervals run out first.
+pub fn time_to_accumulate(up: &[(i64, i64)], arrival_us: i64, service_s: f64) -> Option<f64> {
+    let mut need = if service_s > 0.0 { service_s } else { 0.0 };
+    let mut cursor = arrival_us;
+    let k = up.partition_point(|&(_, b)| b <= arrival_us);
+    for &(a, b) in &up[k..] {
+        cursor = cursor.max(a);
+        let avail = (b - cursor) as f64 / US_PER_S;
+        if need <= avail {
+            return Some((cursor - arrival_us) as f64 / US_PER_S + need);
+        }
+        need -= avail;
+        cursor = b;
+    }
+    None
+}
+
+/// The bound's [`RunOutput`] for one run of the grid (one record per request; no
+/// simulation, so no decisions and empty counters).
+pub fn run(
+    cluster: &Cluster,
+    workload: &Workload,
+    cfg: &ReplayConfig,
+    spec: &RunSpec,
+) -> Result<RunOutput, ReplayError> {
+    let end = spec.window.end_us()?;
+    let start = spec.window.start_us;
+    let stream = run_stream_seed(spec.seed, spec.window_index as u64);
+    let jobs = prepare_jobs(workload, spec.window.length_us, cfg, stream)?;
+    let up = any_up_intervals(cluster, start, end, cfg);
+    let p_max = cluster.max_prefill();
+    let d_max = cluster.max_decode();
+    let window_s = spec.window.length_s();
+    let mut records = Vec::with_capacity(jobs.len());
+    for (r, j) in jobs.iter().enumerate() {
+        let arrival = start + j.arrival_us;
+        let arrival_s = j.arrival_us as f64 / US_PER_S;
+        let prefill_s = secs(j.prompt_tokens as f64, p_max);
+        let service_s = prefill_s + secs(j.output_tokens as f64, d_max);
+        let within = |x: Option<f64>| x.filter(|&c| arrival_s + c < window_s);
+        let completion_s = within(time_to_accumulate(&up, arrival, service_s));
+        let ttft_s = within(time_to_accumulate(&up, arrival, prefill_s));
+        let deadline_s = cfg.slo_factor * service_s;
+        records.push(RequestRecord {
+            request: r as u64,
+            id: j.id,
+            copy: j.copy,
+            arrival_s,
+            prompt_tokens: j.prompt_tokens,
+            output_tokens: j.output_tokens,
+            est_output_tokens: j.est_output_tokens,
+            first_node: None,
+            final_node: None,
+            nodes_visited: 0,
+            ttft_s,
+            completion_s,
+            generated_tokens: if completion_s.is_some() {
+                j.output_tokens
+            } else {
+                0
+            },
+            recomputed_unplanned_tokens: 0,
+            recomputed_planned_tokens: 0,
+            kv_bytes_moved: 0.0,
+            interruptions: 0,
+            planned_migrations: 0,
+            slo_deadline_s: deadline_s,
+            slo_met: completion_s.is_some_and(|c| c <= deadline_s),
+            dropped: completion_s.is_none().then_some(DropReason::WindowEnd),
+            recovery_s: 0.0,
+            interruption_causes: Vec::new(),
+        });
+    }
+    Ok(RunOutput {
+        policy: PolicyKind::Bound,
+        window: spec.window_index,
+        seed: spec.seed,
+        param: spec.param_index,
+        param_label: spec.param_label.clone(),
+        window_length_s: window_s,
+        records,
+        stats: RunStats::default(),
+        decisions: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accumulates_across_gaps() {
+        let up = [(0, 2_000_000), (5_000_000, 10_000_000)];
+        // 1 s of service from t=1 s: 1 s.
+        assert_eq!(time_to_accumulate(&up, 1_000_000, 1.0), Some(1.0));
+        // 2 s from t=1 s: 1 s, then a 3 s gap, then 1 s: 5 s.
+        assert_eq!(time_to_accumulate(&up, 1_000_000, 2.0), Some(5.0));
+        // Arrival in a gap.
+        assert_eq!(time_to_accumulate(&up, 3_000_000, 1.0), Some(3.0));
+        assert_eq!(time_to_accumulate(&up, 0, 100.0), None);
+        assert_eq!(time_to_accumulate(&up, 0, 0.0), Some(0.0));
+    }
+}
