@@ -27,11 +27,11 @@
 use crate::policy::cost::secs;
 use crate::policy::PolicyKind;
 
-use super::engine::{RunOutput, RunSpec, RunStats};
 use super::input::{
     prepare_jobs, run_stream_seed, Cluster, ReplayConfig, ReplayError, Workload, US_PER_S,
 };
 use super::metrics::{DropReason, RequestRecord};
+use super::output::{RunOutput, RunSpec, RunStats};
 
 /// The union of every node's up intervals within `[start_us, end_us)` under `cfg`'s censoring
 /// rule, sorted and merged: the times when at least one node is up.

@@ -352,8 +352,8 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
     runs.sort_by_key(|r| (r.param, policy_rank(r.policy), r.window, r.seed));
     // (param, rank) -> window -> seeds' values.
     type PerSeed = BTreeMap<usize, Vec<[Option<f64>; N_METRICS]>>;
-    let mut groups: BTreeMap<(usize, usize), (PolicyLabel, u64, PerSeed, Vec<&RunMetrics>)> =
-        BTreeMap::new();
+    type Group<'a> = (PolicyLabel, u64, PerSeed, Vec<&'a RunMetrics>);
+    let mut groups: BTreeMap<(usize, usize), Group> = BTreeMap::new();
     for r in &runs {
         let g = groups
             .entry((r.param, policy_rank(r.policy)))

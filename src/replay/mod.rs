@@ -6,6 +6,7 @@
 //!   requests, window, [`ReplayConfig`]) and the output-length estimators;
 //! * [`queue`]: the `(time, seq)`-ordered event queue (integer microseconds);
 //! * [`bound`]: the analytic lower bound reported as the `bound` row;
+//! * [`output`]: what one run is ([`RunSpec`]) and produces ([`RunOutput`]);
 //! * [`engine`]: the discrete-event simulation of one run ([`simulate`]), its serving model
 //!   and failure/migration semantics;
 //! * [`metrics`]: per-request [`RequestRecord`]s, the one list of reported metrics and per-run
@@ -28,12 +29,13 @@ pub mod compare;
 pub mod engine;
 pub mod input;
 pub mod metrics;
+pub mod output;
 pub mod queue;
 pub mod run;
 pub mod synthetic;
 
 pub use compare::{aggregate, PolicyLabel, PolicySummary};
-pub use engine::{simulate, simulate_with, LoggedDecision, RunOutput, RunSpec, RunStats};
+pub use engine::{simulate, simulate_with};
 pub use input::{
     CensoredEnds, Cluster, LengthEstimator, Node, NodeSpec, ReplayConfig, ReplayError, ReplayJob,
     Request, UpSession, Window, Workload,
@@ -41,5 +43,6 @@ pub use input::{
 pub use metrics::{
     AggregateOptions, DropReason, Metric, MetricDef, RequestRecord, RunMetrics, RunSummary, METRICS,
 };
+pub use output::{LoggedDecision, RunOutput, RunSpec, RunStats};
 pub use run::{run_grid, run_grid_metrics, summarize, Grid, ParamPoint};
 pub use synthetic::{PoissonWorkload, SyntheticCluster};

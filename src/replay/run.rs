@@ -9,9 +9,10 @@ use serde::Serialize;
 use crate::policy::{self, Params, PolicyKind};
 
 use super::compare::{aggregate, PolicySummary};
-use super::engine::{simulate_unchecked, RunOutput, RunSpec};
+use super::engine::simulate_unchecked;
 use super::input::{validate_params, Cluster, ReplayConfig, ReplayError, Window, Workload};
 use super::metrics::{AggregateOptions, RunMetrics};
+use super::output::{RunOutput, RunSpec};
 
 /// One point of a parameter grid (e.g. one hysteresis `h`).
 #[derive(Debug, Clone, PartialEq, Serialize)]

@@ -136,7 +136,7 @@ fn tui_e2e_keys_through_every_screen() {
     t.keys(&["Enter"]);
     t.wait_for(&["us-east-1c_v100_1 ·", "P(up 1 h more)", "at risk"]);
     t.keys(&["4"]);
-    t.wait_for(&["Policies (9)", "hazard --overlap", "Completion time CDF"]);
+    t.wait_for(&["Policies (10)", "hazard --overlap", "Completion time CDF"]);
     t.keys(&["Enter"]);
     t.wait_for(&["Request #", "Re-ran window", "it reproduces"]);
     t.keys(&["6"]);

@@ -1,0 +1,130 @@
+//! What one run of the replay is and what it produces: [`RunSpec`] (policy, window, seed,
+//! parameter point), [`RunOutput`] (per-request records, counters, logged decisions) and its
+//! summaries. Both the simulator ([`super::engine`]) and the analytic bound
+//! ([`super::bound`]) produce these.
+
+use serde::Serialize;
+
+use crate::policy::{Explanation, Params, PolicyKind};
+
+use super::input::{run_stream_seed, Window};
+use super::metrics::{RequestRecord, RunMetrics, RunSummary};
+
+/// Salt of the `random` policy's seed.
+const SALT_POLICY: u64 = 0x706f_6c69_6379_0001;
+
+/// One run of the grid.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunSpec {
+    /// Policy to build ([`simulate`]; [`simulate_with`] takes the policy's own kind).
+    pub policy: PolicyKind,
+    /// Window index (seeds the run's streams).
+    pub window_index: usize,
+    /// The window.
+    pub window: Window,
+    /// Seed.
+    pub seed: u64,
+    /// Parameter-point index.
+    pub param_index: usize,
+    /// Parameter-point label (empty for a single point).
+    pub param_label: String,
+    /// Policy constants for this run.
+    pub params: Params,
+}
+
+impl RunSpec {
+    /// A run of `policy` over `window` (index 0) with `seed` and `params`.
+    pub fn new(policy: PolicyKind, window: Window, seed: u64, params: Params) -> RunSpec {
+        RunSpec {
+            policy,
+            window_index: 0,
+            window,
+            seed,
+            param_index: 0,
+            param_label: String::new(),
+            params,
+        }
+    }
+
+    /// The seed of the `random` policy: derived from (seed, window) only, so that parameter
+    /// points of a grid are paired.
+    pub fn policy_seed(&self) -> u64 {
+        run_stream_seed(self.seed, self.window_index as u64) ^ SALT_POLICY
+    }
+}
+
+/// Counters of one run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+pub struct RunStats {
+    /// Events popped from the queue (including stale ones).
+    pub events: u64,
+    /// Of which stale (superseded phase ends and cutovers).
+    pub stale_events: u64,
+    /// Calls to [`Policy::place`].
+    pub placements: u64,
+    /// Calls to [`Policy::check_migration`].
+    pub migration_checks: u64,
+    /// Planned moves the policy asked for that the destination could not take.
+    pub moves_refused: u64,
+    /// Node sessions that ended inside the window.
+    pub node_failures: u64,
+    /// Requests that entered the global pending queue (counted each time).
+    pub pending_entries: u64,
+    /// `oracle` only: last checks where the oracle knew a request would be lost (its node ends
+    /// before it finishes) and did not move it: no destination had room (capacity forced it
+    /// onto a doomed node) or, rarely, the loss was the cheaper option.
+    pub oracle_forced: u64,
+}
+
+/// One logged policy decision ([`ReplayConfig::decision_log`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoggedDecision {
+    /// Time on the trace clock, us.
+    pub time_us: i64,
+    /// Placement pass 2 (the queueing view) rather than the true view.
+    pub queueing: bool,
+    /// The policy's explanation, every candidate recorded.
+    pub explanation: Explanation,
+}
+
+/// The result of one run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RunOutput {
+    /// Policy.
+    pub policy: PolicyKind,
+    /// Window index.
+    pub window: usize,
+    /// Seed.
+    pub seed: u64,
+    /// Parameter-point index.
+    pub param: usize,
+    /// Parameter-point label.
+    pub param_label: String,
+    /// Window length, seconds.
+    pub window_length_s: f64,
+    /// One record per request, in request-index (arrival) order.
+    pub records: Vec<RequestRecord>,
+    /// Counters.
+    pub stats: RunStats,
+    /// The first [`ReplayConfig::decision_log`] decisions.
+    pub decisions: Vec<LoggedDecision>,
+}
+
+impl RunOutput {
+    /// The run's metrics ([`RunSummary::from_records`]).
+    pub fn summary(&self) -> RunSummary {
+        RunSummary::from_records(&self.records, self.window_length_s)
+    }
+
+    /// The run's metrics with its key, for [`super::metrics::aggregate`].
+    pub fn metrics(&self) -> RunMetrics {
+        RunMetrics {
+            policy: self.policy,
+            window: self.window,
+            seed: self.seed,
+            param: self.param,
+            param_label: self.param_label.clone(),
+            summary: self.summary(),
+        }
+    }
+}
