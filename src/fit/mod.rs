@@ -9,10 +9,11 @@ mod summary;
 
 pub use load::{load_sessions, ByColumn, SourceSessions};
 pub use nodes::{
-    fit_nodes, source_priors, AgeSpan, NodeFit, NodeFitOptions, PooledCurve, SourceNodeFits, Steps,
+    fit_nodes, source_priors, AgeSpan, KmSteps, NodeFit, NodeFitOptions, PooledCurve,
+    SourceNodeFits,
 };
 pub use priors::{priors_as_of, PriorsExportError};
-pub use summary::{fit_groups, verdict_name, GroupFit, HORIZONS_S};
+pub use summary::{fit_groups, GroupFit, HORIZONS_S};
 
 /// A time argument that is neither a number of seconds nor an RFC 3339 timestamp.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

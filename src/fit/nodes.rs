@@ -20,7 +20,7 @@
 //!   estimator the posterior mean frailty `z = E[Z | data]` (above 1: riskier than the fleet).
 //!   The estimator is the one `hazardserve priors export --shrinkage auto` selects.
 
-use super::{fit_groups, verdict_name, GroupFit, SourceSessions};
+use super::{fit_groups, GroupFit, SourceSessions};
 use crate::survival::km::KmFit;
 use crate::survival::parametric::hazard_shape_test;
 use crate::survival::priors::{
@@ -31,17 +31,17 @@ use crate::survival::{SurvivalData, SurvivalError, Z_95};
 
 /// A step curve `S(t) = s[i]` for `t[i] <= t < t[i+1]`, 1 before `t[0]`.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct Steps {
+pub struct KmSteps {
     /// Step times, ascending.
     pub t: Vec<f64>,
     /// Survival from each step on.
     pub s: Vec<f64>,
 }
 
-impl Steps {
+impl KmSteps {
     /// The steps of a Kaplan-Meier fit.
-    pub fn of_km(km: &KmFit) -> Steps {
-        Steps {
+    pub fn of_km(km: &KmFit) -> KmSteps {
+        KmSteps {
             t: km.timeline().to_vec(),
             s: km.survival_values().to_vec(),
         }
@@ -65,7 +65,7 @@ impl Steps {
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct PooledCurve {
     /// The curve.
-    pub km: Steps,
+    pub km: KmSteps,
     /// Lower 95 % bound at each step.
     pub lo: Vec<f64>,
     /// Upper 95 % bound at each step.
@@ -112,7 +112,7 @@ pub struct NodeFit {
     /// Shrinkage weight `w` or frailty `z` (module docs).
     pub weight: Option<f64>,
     /// The node's own Kaplan-Meier curve.
-    pub km: Steps,
+    pub km: KmSteps,
     /// The node's sessions as ages.
     pub spans: Vec<AgeSpan>,
     /// Node-level Weibull shape with its 95 % CI and verdict, when the node has 3+ events.
@@ -258,7 +258,7 @@ pub fn fit_nodes(
         let km = KmFit::fit_data(&survival_data(&exit, &ev, &entry))?;
         let (lo, hi) = km.view().confidence_interval(Z_95);
         PooledCurve {
-            km: Steps::of_km(&km),
+            km: KmSteps::of_km(&km),
             lo,
             hi,
         }
@@ -282,7 +282,7 @@ pub fn fit_nodes(
         let sp = spans.get(i).cloned().unwrap_or_default();
         let events = sp.iter().filter(|s| s.event).count();
         let (km, median_s, weibull) = if sp.is_empty() {
-            (Steps::default(), None, None)
+            (KmSteps::default(), None, None)
         } else {
             let (exit, ev, entry) = span_columns(sp.iter());
             let sd = survival_data(&exit, &ev, &entry);
@@ -294,15 +294,15 @@ pub fn fit_nodes(
                                 t.weibull.shape,
                                 t.weibull.shape_ci.0,
                                 t.weibull.shape_ci.1,
-                                verdict_name(t.verdict).to_string(),
+                                t.verdict.to_string(),
                             )
                         })
                     } else {
                         None
                     };
-                    (Steps::of_km(&km), km.median(), w)
+                    (KmSteps::of_km(&km), km.median(), w)
                 }
-                Err(_) => (Steps::default(), None, None),
+                Err(_) => (KmSteps::default(), None, None),
             }
         };
         let observed_to = data.node_observed.get(i).map_or(obs_end, |o| o.1);

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use super::SourceSessions;
 use crate::survival::km::KmFit;
-use crate::survival::parametric::{hazard_shape_test, HazardTrend};
+use crate::survival::parametric::hazard_shape_test;
 use crate::survival::shrinkage::{EstimatorChoice, ShrinkageModel, ShrinkageOptions};
 use crate::survival::{ConditionalSurvival, SurvivalData, SurvivalError};
 
@@ -53,12 +53,6 @@ pub struct GroupFit {
     /// The pooled curve: (time, survival) steps.
     #[serde(skip)]
     pub curve: Vec<(f64, f64)>,
-}
-
-/// The plain-words name of a hazard trend: [`HazardTrend::as_str`] (its `Display`). Kept only
-/// for `tui::data`, which still calls it; use `verdict.to_string()` / `as_str()` instead.
-pub fn verdict_name(v: HazardTrend) -> &'static str {
-    v.as_str()
 }
 
 /// Ages at exit, events and ages at entry of a set of sessions (survival-module input).

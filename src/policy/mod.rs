@@ -9,7 +9,7 @@
 //! * [`migration`]: planned move cost `C_planned = min(transfer, recompute)`, the crossover
 //!   `c*`, the overlapped variant, the trigger and its guards;
 //! * the survival curves the policy consumes live in the survival stage
-//!   ([`crate::survival::curve`]: [`ConditionalSurvival`] and its implementations);
+//!   ([`crate::survival::curve`]: [`crate::survival::curve::ConditionalSurvival`] and its implementations);
 //! * [`model`]: the per-decision views (allocation-free for a simulator);
 //! * [`presets`]: model KV sizes, hardware rates and link tiers, with sources;
 //! * [`analysis`]: the `trigger` and `crossover` tables.
@@ -26,9 +26,6 @@ pub mod model;
 pub mod policies;
 pub mod presets;
 
-/// Re-exported for `tui::data` only (owned elsewhere, mid-split): new code imports
-/// [`crate::survival::curve::ConditionalSurvival`]. Remove once that file does.
-pub use crate::survival::curve::ConditionalSurvival;
 pub use cost::{NodeCost, RiskModel};
 pub use migration::{Crossover, MoveMethod};
 pub use model::{ClusterView, Foresight, NodeIdx, NodeView, Params, RequestView};

@@ -2,7 +2,7 @@
 //! is loaded, and the read-only views the screens draw from (visible rows, selections).
 //!
 //! Only [`super::update::update`] changes the state. When a screen needs data the state queues
-//! a [`Job`] (see [`App::take_jobs`]); the event loop hands jobs to the loader thread and feeds
+//! a [`LoadJob`] (see [`App::take_jobs`]); the event loop hands jobs to the loader thread and feeds
 //! the results back as [`Msg::Loaded`]. Selections are kept by key (source name, node id,
 //! policy name, request key), so sorting and filtering never select another item by accident.
 
@@ -12,8 +12,8 @@ use std::sync::Arc;
 use crossterm::event::KeyEvent;
 
 use super::data::{
-    Job, Loaded, NodeData, Overview, PolicyRow, ReplayData, RequestExplain, RequestKey,
-    RequestList, RequestRow, SourceData, SourceRow, TriggerData, TriggerKey, Verdict, POOLED,
+    LoadJob, Loaded, NodeData, Overview, PolicyRow, ReplayData, RequestExplain, RequestKey,
+    RequestList, RequestRow, SourceData, SourceRow, TriggerData, TriggerKey, VerdictView, POOLED,
     TRIGGER_CONTEXTS,
 };
 
@@ -164,9 +164,9 @@ pub enum Msg {
     /// The terminal was resized.
     Resize(u16, u16),
     /// A job finished.
-    Loaded(Job, Result<Loaded, String>),
+    Loaded(LoadJob, Result<Loaded, String>),
     /// A job was dropped by the loader because a newer one replaced it.
-    Dropped(Job),
+    Dropped(LoadJob),
 }
 
 /// The app state.
@@ -177,9 +177,9 @@ pub struct App {
     /// The run to show (`--run`, or switched with `[`/`]`); `None`: the latest.
     pub run: Option<String>,
     /// Every finished or pending load, by job.
-    pub loads: HashMap<Job, Load<Loaded>>,
+    pub loads: HashMap<LoadJob, Load<Loaded>>,
     /// Jobs in flight, in request order (for the spinner).
-    pub in_flight: Vec<Job>,
+    pub in_flight: Vec<LoadJob>,
     /// Selected source.
     pub sel_source: Option<String>,
     /// Selected node.
@@ -208,7 +208,7 @@ pub struct App {
     pub notice: Option<String>,
     /// Last terminal size seen.
     pub size: (u16, u16),
-    outbox: Vec<Job>,
+    outbox: Vec<LoadJob>,
 }
 
 impl App {
@@ -247,7 +247,7 @@ impl App {
     }
 
     /// Jobs queued since the last call (the event loop sends them to the loader).
-    pub fn take_jobs(&mut self) -> Vec<Job> {
+    pub fn take_jobs(&mut self) -> Vec<LoadJob> {
         std::mem::take(&mut self.outbox)
     }
 
@@ -256,7 +256,7 @@ impl App {
         !self.in_flight.is_empty()
     }
 
-    fn request(&mut self, job: Job) {
+    fn request(&mut self, job: LoadJob) {
         if !self.loads.contains_key(&job) {
             self.loads.insert(job.clone(), Load::Loading);
             self.in_flight.push(job.clone());
@@ -264,13 +264,13 @@ impl App {
         }
     }
 
-    fn get(&self, job: &Job) -> Option<&Load<Loaded>> {
+    fn get(&self, job: &LoadJob) -> Option<&Load<Loaded>> {
         self.loads.get(job)
     }
 
     /// The overview, once loaded.
     pub fn overview(&self) -> Option<&Overview> {
-        match self.get(&Job::Overview) {
+        match self.get(&LoadJob::Overview) {
             Some(Load::Ready(Loaded::Overview(o))) => Some(o),
             _ => None,
         }
@@ -279,7 +279,7 @@ impl App {
     /// The load state of a job, mapped through `f` when ready.
     pub fn load_of<'a, T>(
         &'a self,
-        job: &Job,
+        job: &LoadJob,
         f: impl Fn(&'a Loaded) -> Option<T>,
     ) -> Option<Load<T>> {
         Some(match self.get(job)? {
@@ -294,7 +294,7 @@ impl App {
 
     /// The loaded data of a source.
     pub fn source_data(&self, source: &str) -> Option<&Arc<SourceData>> {
-        match self.get(&Job::Source(source.to_string())) {
+        match self.get(&LoadJob::Source(source.to_string())) {
             Some(Load::Ready(Loaded::Source(d))) => Some(d),
             _ => None,
         }
@@ -313,21 +313,21 @@ impl App {
     }
 
     /// The verdict of a source: from its loaded data, else from its verdict job.
-    pub fn verdict(&self, source: &str) -> Option<Load<&Verdict>> {
+    pub fn verdict(&self, source: &str) -> Option<Load<&VerdictView>> {
         if let Some(d) = self.source_data(source) {
             if let Some(v) = &d.verdict {
                 return Some(Load::Ready(v));
             }
         }
-        self.load_of(&Job::Verdict(source.to_string()), |l| match l {
+        self.load_of(&LoadJob::Verdict(source.to_string()), |l| match l {
             Loaded::Verdict(v) => Some(v),
             _ => None,
         })
     }
 
     /// The replay job of the current run choice.
-    pub fn replay_job(&self) -> Job {
-        Job::Replay(self.run.clone())
+    pub fn replay_job(&self) -> LoadJob {
+        LoadJob::Replay(self.run.clone())
     }
 
     /// The loaded replay run (`Ready(None)`: the store has no runs).
@@ -347,9 +347,9 @@ impl App {
     }
 
     /// The request-list job of the selected policy.
-    pub fn requests_job(&self) -> Option<Job> {
+    pub fn requests_job(&self) -> Option<LoadJob> {
         let r = self.replay_data()?;
-        Some(Job::Requests {
+        Some(LoadJob::Requests {
             run: r.run.run_id.clone(),
             policy: self.sel_policy.clone()?,
         })
@@ -364,9 +364,9 @@ impl App {
     }
 
     /// The explanation job of the selected request.
-    pub fn explain_job(&self) -> Option<Job> {
+    pub fn explain_job(&self) -> Option<LoadJob> {
         let r = self.replay_data()?;
-        Some(Job::Explain {
+        Some(LoadJob::Explain {
             run: r.run.run_id.clone(),
             policy: self.sel_policy.clone()?,
             key: self.sel_request?,
@@ -398,7 +398,7 @@ impl App {
 
     /// The trigger table of the current selection.
     pub fn trigger(&self) -> Option<Load<&Arc<TriggerData>>> {
-        self.load_of(&Job::Trigger(self.trigger_key()?), |l| match l {
+        self.load_of(&LoadJob::Trigger(self.trigger_key()?), |l| match l {
             Loaded::Trigger(t) => Some(t),
             _ => None,
         })
@@ -678,7 +678,7 @@ impl App {
     }
 
     fn ensure_data(&mut self) {
-        self.request(Job::Overview);
+        self.request(LoadJob::Overview);
         let Some(o) = self.overview() else {
             return;
         };
@@ -691,7 +691,7 @@ impl App {
             .collect();
         if let Some(s) = self.selected_source_row() {
             if s.nodes > 0 {
-                let job = Job::Source(s.source.clone());
+                let job = LoadJob::Source(s.source.clone());
                 self.request(job);
             }
         }
@@ -708,13 +708,13 @@ impl App {
         }
         if self.screen == Screen::Trigger {
             if let Some(k) = self.trigger_key() {
-                self.request(Job::Trigger(k));
+                self.request(LoadJob::Trigger(k));
             }
         }
         // Background: the verdicts of the sources list.
         for s in availability {
-            if !self.loads.contains_key(&Job::Source(s.clone())) {
-                self.request(Job::Verdict(s));
+            if !self.loads.contains_key(&LoadJob::Source(s.clone())) {
+                self.request(LoadJob::Verdict(s));
             }
         }
     }

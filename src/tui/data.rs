@@ -1,6 +1,6 @@
-//! The TUI's view models: plain structs the screens draw, and the [`Job`]s that produce them.
+//! The TUI's view models: plain structs the screens draw, and the [`LoadJob`]s that produce them.
 //!
-//! Every piece of data the screens show is produced by one [`Job`] and delivered as one
+//! Every piece of data the screens show is produced by one [`LoadJob`] and delivered as one
 //! [`Loaded`] value; [`super::loader::Loader`] runs jobs against the store and
 //! [`super::worker::Worker`] runs a loader on a background thread. The numbers come from the
 //! layers below and are re-exported here under the names the screens use: per-node statistics
@@ -14,7 +14,7 @@ use crate::fit::{GroupFit, NodeFit};
 use crate::policy::analysis::TriggerRow;
 use crate::survival::priors::Priors;
 
-pub use crate::fit::{AgeSpan, PooledCurve, Steps};
+pub use crate::fit::{AgeSpan, KmSteps, PooledCurve};
 pub use crate::queries::{RequestKey, RequestRow, RunRow, SourceRow};
 pub use crate::scenario::explain::{Candidate, EventKind, RequestExplain, TimelineEvent};
 
@@ -62,7 +62,7 @@ pub struct Overview {
 
 /// The pooled hazard-shape fit of a source (the `hazardserve fit` verdict).
 #[derive(Debug, Clone, PartialEq)]
-pub struct Verdict {
+pub struct VerdictView {
     /// `decreasing`, `roughly constant`, `increasing` or `n/a (...)`.
     pub verdict: String,
     /// Weibull shape k.
@@ -79,10 +79,10 @@ pub struct Verdict {
     pub sessions: usize,
 }
 
-impl Verdict {
+impl VerdictView {
     /// The verdict of a pooled group fit.
-    pub fn from_fit(g: &GroupFit) -> Verdict {
-        Verdict {
+    pub fn from_fit(g: &GroupFit) -> VerdictView {
+        VerdictView {
             verdict: g.verdict.clone(),
             shape: g.weibull_shape,
             shape_ci: g.weibull_shape_lo.zip(g.weibull_shape_hi),
@@ -111,7 +111,7 @@ pub struct NodeData {
     /// Shrinkage weight `w` or frailty `z` ([`crate::fit::fit_nodes`] docs).
     pub weight: Option<f64>,
     /// The node's own Kaplan-Meier curve.
-    pub km: Steps,
+    pub km: KmSteps,
     /// The node's sessions as ages.
     pub spans: Vec<AgeSpan>,
     /// Node-level Weibull shape with its 95 % CI and verdict, when the node has 3+ events.
@@ -144,7 +144,7 @@ impl NodeData {
 
 /// Shrinkage hyper-parameters of a source's priors.
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct ShrinkageInfo {
+pub struct NodeShrinkage {
     /// `beta`, `frailty` or `none`.
     pub estimator: String,
     /// Beta-process prior strength M.
@@ -167,9 +167,9 @@ pub struct SourceData {
     /// Pooled curve with its band.
     pub pooled: PooledCurve,
     /// Pooled hazard-shape fit.
-    pub verdict: Option<Verdict>,
+    pub verdict: Option<VerdictView>,
     /// Shrinkage of the node curves.
-    pub shrinkage: ShrinkageInfo,
+    pub shrinkage: NodeShrinkage,
     /// The priors (shrunk node curves, pooled curve), when the fit succeeded.
     pub priors: Option<Priors>,
     /// Why there are no priors.
@@ -291,7 +291,7 @@ pub struct TriggerData {
 
 /// A unit of loading work. Equal jobs produce equal results, so a job is also its result's key.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum Job {
+pub enum LoadJob {
     /// The sources and runs of the store.
     Overview,
     /// The pooled hazard-shape verdict of one source (background work for the sources list).
@@ -320,56 +320,56 @@ pub enum Job {
     Trigger(TriggerKey),
 }
 
-impl Job {
+impl LoadJob {
     /// What the spinner says while the job runs.
     pub fn describe(&self) -> String {
         match self {
-            Job::Overview => "reading the store".into(),
-            Job::Verdict(s) => format!("fitting the hazard shape of {s}"),
-            Job::Source(s) => format!("loading and fitting {s}"),
-            Job::Replay(Some(r)) => format!("loading run {r}"),
-            Job::Replay(None) => "loading the latest run".into(),
-            Job::Requests { policy, .. } => format!("listing requests of {policy}"),
-            Job::Explain { key, .. } => format!(
+            LoadJob::Overview => "reading the store".into(),
+            LoadJob::Verdict(s) => format!("fitting the hazard shape of {s}"),
+            LoadJob::Source(s) => format!("loading and fitting {s}"),
+            LoadJob::Replay(Some(r)) => format!("loading run {r}"),
+            LoadJob::Replay(None) => "loading the latest run".into(),
+            LoadJob::Requests { policy, .. } => format!("listing requests of {policy}"),
+            LoadJob::Explain { key, .. } => format!(
                 "re-running window {} (seed {}) to explain request #{}",
                 key.window, key.seed, key.request
             ),
-            Job::Trigger(k) => format!("pricing the trigger at {} tokens", k.context),
+            LoadJob::Trigger(k) => format!("pricing the trigger at {} tokens", k.context),
         }
     }
 
     /// Background jobs run only when no interactive job waits.
     pub fn is_background(&self) -> bool {
-        matches!(self, Job::Verdict(_))
+        matches!(self, LoadJob::Verdict(_))
     }
 
     /// Jobs of which only the newest matters (older ones are dropped when a newer one waits).
     pub(crate) fn supersedable(&self) -> Option<u8> {
         match self {
-            Job::Explain { .. } => Some(0),
-            Job::Trigger(_) => Some(1),
-            Job::Source(_) => Some(2),
+            LoadJob::Explain { .. } => Some(0),
+            LoadJob::Trigger(_) => Some(1),
+            LoadJob::Source(_) => Some(2),
             _ => None,
         }
     }
 }
 
-/// The result of a [`Job`].
+/// The result of a [`LoadJob`].
 #[derive(Debug, Clone)]
 pub enum Loaded {
-    /// [`Job::Overview`].
+    /// [`LoadJob::Overview`].
     Overview(Overview),
-    /// [`Job::Verdict`].
-    Verdict(Verdict),
-    /// [`Job::Source`].
+    /// [`LoadJob::Verdict`].
+    Verdict(VerdictView),
+    /// [`LoadJob::Source`].
     Source(Arc<SourceData>),
-    /// [`Job::Replay`]: `None` when the store has no runs.
+    /// [`LoadJob::Replay`]: `None` when the store has no runs.
     Replay(Option<Arc<ReplayData>>),
-    /// [`Job::Requests`].
+    /// [`LoadJob::Requests`].
     Requests(Arc<RequestList>),
-    /// [`Job::Explain`].
+    /// [`LoadJob::Explain`].
     Explain(Arc<RequestExplain>),
-    /// [`Job::Trigger`].
+    /// [`LoadJob::Trigger`].
     Trigger(Arc<TriggerData>),
 }
 

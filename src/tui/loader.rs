@@ -1,4 +1,4 @@
-//! Runs [`Job`]s against one store, synchronously (the tests call [`Loader::run`] directly;
+//! Runs [`LoadJob`]s against one store, synchronously (the tests call [`Loader::run`] directly;
 //! [`super::worker::Worker`] calls it on a background thread).
 //!
 //! The loader asks the layers below for everything: typed store rows from
@@ -15,16 +15,17 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context};
 
 use super::data::{
-    shared_prefix, split_display, Job, Loaded, Metric, NodeData, Overview, PolicyRow, ReplayData,
-    RequestExplain, RequestKey, RequestList, ShrinkageInfo, SourceData, StoreState, TriggerData,
-    TriggerKey, Verdict, POOLED, REQUEST_LIMIT, STRIP_BINS, STRIP_FULL, STRIP_UNOBSERVED,
+    shared_prefix, split_display, LoadJob, Loaded, Metric, NodeData, NodeShrinkage, Overview,
+    PolicyRow, ReplayData, RequestExplain, RequestKey, RequestList, SourceData, StoreState,
+    TriggerData, TriggerKey, VerdictView, POOLED, REQUEST_LIMIT, STRIP_BINS, STRIP_FULL,
+    STRIP_UNOBSERVED,
 };
 use crate::fit::{self, NodeFitOptions};
 use crate::policy::analysis::{trigger_rows, TriggerScenario, DEFAULT_UPTIMES_S};
-use crate::policy::ConditionalSurvival;
 use crate::queries::{Reader, COMPLETION_QUANTILE_STEPS};
 use crate::scenario::{self, explain, Scenario};
 use crate::store::{Store, StoreError};
+use crate::survival::curve::ConditionalSurvival;
 use crate::survival::priors::PriorsEstimator;
 
 /// Executes jobs against one store, caching what later jobs reuse (fitted sources, scenarios).
@@ -49,24 +50,24 @@ impl Loader {
     }
 
     /// Runs one job; errors are rendered as one line with their causes.
-    pub fn run(&mut self, job: &Job) -> Result<Loaded, String> {
-        if *job == Job::Overview && super::fault("tui-loader-panic") {
+    pub fn run(&mut self, job: &LoadJob) -> Result<Loaded, String> {
+        if *job == LoadJob::Overview && super::fault("tui-loader-panic") {
             panic!("injected loader fault");
         }
         let r = match job {
-            Job::Overview => self.overview().map(Loaded::Overview),
-            Job::Verdict(s) => self.verdict(s).map(Loaded::Verdict),
-            Job::Source(s) => self.source(s).map(Loaded::Source),
-            Job::Replay(run) => self
+            LoadJob::Overview => self.overview().map(Loaded::Overview),
+            LoadJob::Verdict(s) => self.verdict(s).map(Loaded::Verdict),
+            LoadJob::Source(s) => self.source(s).map(Loaded::Source),
+            LoadJob::Replay(run) => self
                 .replay(run.as_deref())
                 .map(|r| Loaded::Replay(r.map(Arc::new))),
-            Job::Requests { run, policy } => self
+            LoadJob::Requests { run, policy } => self
                 .requests(run, policy)
                 .map(|r| Loaded::Requests(Arc::new(r))),
-            Job::Explain { run, policy, key } => self
+            LoadJob::Explain { run, policy, key } => self
                 .explain(run, policy, *key)
                 .map(|r| Loaded::Explain(Arc::new(r))),
-            Job::Trigger(k) => self.trigger(k).map(|r| Loaded::Trigger(Arc::new(r))),
+            LoadJob::Trigger(k) => self.trigger(k).map(|r| Loaded::Trigger(Arc::new(r))),
         };
         r.map_err(|e| {
             let mut msg = e.to_string();
@@ -106,7 +107,7 @@ impl Loader {
         })
     }
 
-    fn verdict(&self, source: &str) -> anyhow::Result<Verdict> {
+    fn verdict(&self, source: &str) -> anyhow::Result<VerdictView> {
         if let Some(d) = self.sources.get(source) {
             if let Some(v) = &d.verdict {
                 return Ok(v.clone());
@@ -119,7 +120,7 @@ impl Loader {
         }
         let fits = fit::fit_groups(&data, None)?;
         fits.first()
-            .map(Verdict::from_fit)
+            .map(VerdictView::from_fit)
             .context("the fit returned no group")
     }
 
@@ -295,8 +296,8 @@ impl Loader {
     }
 }
 
-fn no_sessions_verdict() -> Verdict {
-    Verdict {
+fn no_sessions_verdict() -> VerdictView {
+    VerdictView {
         verdict: "n/a (no sessions)".into(),
         shape: None,
         shape_ci: None,
@@ -362,7 +363,7 @@ pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
     let (up, censor_bins) = strips(&Reader::open(store)?, &data, bin_of)?;
     let fits = fit::fit_nodes(&data, &NodeFitOptions::default())?;
     let shrinkage = match &fits.priors {
-        Some(p) => ShrinkageInfo {
+        Some(p) => NodeShrinkage {
             estimator: match p.estimator {
                 PriorsEstimator::Beta => "beta",
                 PriorsEstimator::Frailty => "frailty",
@@ -372,9 +373,9 @@ pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
             m: p.parameters.m,
             theta: p.parameters.theta,
         },
-        None => ShrinkageInfo {
+        None => NodeShrinkage {
             estimator: "none".into(),
-            ..ShrinkageInfo::default()
+            ..NodeShrinkage::default()
         },
     };
     let mut nodes = Vec::with_capacity(fits.nodes.len());
@@ -408,7 +409,7 @@ pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
         span: (obs_start, obs_end),
         nodes,
         pooled: fits.pooled,
-        verdict: fits.pooled_fit.as_ref().map(Verdict::from_fit),
+        verdict: fits.pooled_fit.as_ref().map(VerdictView::from_fit),
         shrinkage,
         priors: fits.priors,
         priors_error: fits.priors_error,

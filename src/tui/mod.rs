@@ -12,7 +12,7 @@
 //! Architecture (Elm-like): [`app::App`] is the state, [`app::Msg`] what happens to it,
 //! [`update::update`] the only code that changes it (key handling included), and
 //! [`view::view`] a pure function drawing a frame from it. [`data`] holds the view models and
-//! the [`data::Job`]s that produce them: `update` queues jobs, the [`worker`] thread runs them
+//! the [`data::LoadJob`]s that produce them: `update` queues jobs, the [`worker`] thread runs them
 //! with a [`loader::Loader`] against the store and sends the results back as messages, so
 //! loading never blocks drawing (a spinner shows what runs). [`terminal`] restores the terminal
 //! on every exit path.

@@ -14,12 +14,12 @@ use std::sync::mpsc::{Receiver, Sender};
 use anyhow::Context;
 
 use super::app::Msg;
-use super::data::Job;
+use super::data::LoadJob;
 use super::loader::Loader;
 
 /// Runs a [`Loader`] on a background thread.
 pub struct Worker {
-    tx: Sender<Job>,
+    tx: Sender<LoadJob>,
 }
 
 impl Worker {
@@ -27,7 +27,7 @@ impl Worker {
     /// for superseded jobs). The thread ends when the worker is dropped and its current job
     /// finishes.
     pub fn spawn(root: &Path, out: Sender<Msg>) -> anyhow::Result<Worker> {
-        let (tx, rx) = std::sync::mpsc::channel::<Job>();
+        let (tx, rx) = std::sync::mpsc::channel::<LoadJob>();
         let loader = Loader::new(root);
         std::thread::Builder::new()
             .name(super::terminal::LOADER_THREAD.into())
@@ -37,14 +37,14 @@ impl Worker {
     }
 
     /// Queues a job (ignored once the thread has stopped).
-    pub fn send(&self, job: Job) {
+    pub fn send(&self, job: LoadJob) {
         let _ = self.tx.send(job);
     }
 }
 
 /// Picks the next job: the newest interactive one, else the oldest background one; drops
 /// superseded jobs (reported on `out`).
-fn next_job(queue: &mut Vec<Job>, out: &Sender<Msg>) -> Option<Job> {
+fn next_job(queue: &mut Vec<LoadJob>, out: &Sender<Msg>) -> Option<LoadJob> {
     let mut newest: HashSet<u8> = HashSet::new();
     let mut keep = vec![true; queue.len()];
     for (i, j) in queue.iter().enumerate().rev() {
@@ -70,8 +70,8 @@ fn next_job(queue: &mut Vec<Job>, out: &Sender<Msg>) -> Option<Job> {
     Some(queue.remove(pos))
 }
 
-fn worker_loop(mut loader: Loader, rx: Receiver<Job>, out: Sender<Msg>) {
-    let mut queue: Vec<Job> = Vec::new();
+fn worker_loop(mut loader: Loader, rx: Receiver<LoadJob>, out: Sender<Msg>) {
+    let mut queue: Vec<LoadJob> = Vec::new();
     loop {
         if queue.is_empty() {
             match rx.recv() {

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use hazardserve::tui::app::{App, List, Msg, Screen};
-use hazardserve::tui::data::{Job, Loaded, Overview, RunRow, SourceRow, StoreState};
+use hazardserve::tui::data::{LoadJob, Loaded, Overview, RunRow, SourceRow, StoreState};
 use hazardserve::tui::update::update;
 
 use super::tui_common::{demo_app, key, press};
@@ -35,7 +35,7 @@ fn row(name: &str, nodes: i64, sessions: i64, censored: i64, span: f64) -> Sourc
 /// An app with a synthetic overview loaded (its later loads are never answered).
 fn app() -> App {
     let mut app = App::new(None);
-    assert_eq!(app.take_jobs(), vec![Job::Overview]);
+    assert_eq!(app.take_jobs(), vec![LoadJob::Overview]);
     let ov = Overview {
         state: StoreState::Ready,
         store: "/store".into(),
@@ -56,7 +56,7 @@ fn app() -> App {
     };
     update(
         &mut app,
-        Msg::Loaded(Job::Overview, Ok(Loaded::Overview(ov))),
+        Msg::Loaded(LoadJob::Overview, Ok(Loaded::Overview(ov))),
     );
     app
 }
@@ -75,17 +75,17 @@ fn tui_update_first_loads() {
     // are queued in the background; the replay run is prefetched.
     assert_eq!(app.sel_source.as_deref(), Some("gamma"));
     let jobs = app.take_jobs();
-    assert!(jobs.contains(&Job::Source("gamma".into())));
-    assert!(jobs.contains(&Job::Replay(None)));
-    assert!(jobs.contains(&Job::Verdict("alpha".into())));
-    assert!(jobs.contains(&Job::Verdict("beta".into())));
+    assert!(jobs.contains(&LoadJob::Source("gamma".into())));
+    assert!(jobs.contains(&LoadJob::Replay(None)));
+    assert!(jobs.contains(&LoadJob::Verdict("alpha".into())));
+    assert!(jobs.contains(&LoadJob::Verdict("beta".into())));
     assert!(
-        !jobs.contains(&Job::Verdict("gamma".into())),
+        !jobs.contains(&LoadJob::Verdict("gamma".into())),
         "its source load fits it"
     );
     assert!(!jobs
         .iter()
-        .any(|j| matches!(j, Job::Verdict(s) if s == "requests")));
+        .any(|j| matches!(j, LoadJob::Verdict(s) if s == "requests")));
     assert!(app.is_loading());
     // Nothing is queued twice.
     update(&mut app, key(KeyCode::Char('j')));
@@ -169,7 +169,7 @@ fn tui_update_moves_and_clamps() {
     assert_eq!(app.sel_source.as_deref(), Some("gamma"));
     update(&mut app, key(KeyCode::Char('k')));
     assert_eq!(app.sel_source.as_deref(), Some("beta"));
-    assert!(app.take_jobs().contains(&Job::Source("beta".into())));
+    assert!(app.take_jobs().contains(&LoadJob::Source("beta".into())));
     assert_eq!(app.sel_node, None);
 }
 
@@ -318,12 +318,12 @@ fn tui_update_loads_and_drops() {
     // A failed load is kept (shown), not retried in a loop.
     update(
         &mut app,
-        Msg::Loaded(Job::Source("gamma".into()), Err("boom".into())),
+        Msg::Loaded(LoadJob::Source("gamma".into()), Err("boom".into())),
     );
     assert!(app.take_jobs().is_empty());
     // A job the loader dropped is asked for again while still needed.
-    update(&mut app, Msg::Dropped(Job::Replay(None)));
-    assert_eq!(app.take_jobs(), vec![Job::Replay(None)]);
+    update(&mut app, Msg::Dropped(LoadJob::Replay(None)));
+    assert_eq!(app.take_jobs(), vec![LoadJob::Replay(None)]);
     // The spinner ticks only; resizes are recorded.
     let t = app.tick;
     update(&mut app, Msg::Tick);
@@ -333,7 +333,7 @@ fn tui_update_loads_and_drops() {
     // Replay loaded without runs: nothing more is asked for the request screen.
     update(
         &mut app,
-        Msg::Loaded(Job::Replay(None), Ok(Loaded::Replay(None))),
+        Msg::Loaded(LoadJob::Replay(None), Ok(Loaded::Replay(None))),
     );
     update(&mut app, key(KeyCode::Char('5')));
     assert!(app.take_jobs().is_empty());
@@ -416,8 +416,8 @@ fn tui_worker_answers_off_thread() {
     let (tx, rx) = std::sync::mpsc::channel();
     let worker =
         hazardserve::tui::worker::Worker::spawn(super::tui_common::demo_store(), tx).unwrap();
-    worker.send(Job::Overview);
-    worker.send(Job::Source("sample-spot".into()));
+    worker.send(LoadJob::Overview);
+    worker.send(LoadJob::Source("sample-spot".into()));
     let mut got = Vec::new();
     while got.len() < 2 {
         match rx.recv_timeout(std::time::Duration::from_secs(60)) {
@@ -429,6 +429,6 @@ fn tui_worker_answers_off_thread() {
             Err(e) => panic!("no answer from the worker: {e}"),
         }
     }
-    assert!(got.contains(&Job::Overview));
-    assert!(got.contains(&Job::Source("sample-spot".into())));
+    assert!(got.contains(&LoadJob::Overview));
+    assert!(got.contains(&LoadJob::Source("sample-spot".into())));
 }

@@ -6,7 +6,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
 use crate::tui::app::{App, List, Load};
-use crate::tui::data::{Job, Loaded, SourceData};
+use crate::tui::data::{LoadJob, Loaded, SourceData};
 use crate::tui::view::load_status;
 use crate::tui::widgets::{
     block, dim, fmt_dur, fmt_dur_opt, fmt_instant, fmt_num, header_style, message, selected_style,
@@ -43,7 +43,7 @@ pub fn source_or_message<'a>(
             return None;
         }
     }
-    let load = app.load_of(&Job::Source(src.clone()), |l| match l {
+    let load = app.load_of(&LoadJob::Source(src.clone()), |l| match l {
         Loaded::Source(d) => Some(d.as_ref()),
         _ => None,
     });

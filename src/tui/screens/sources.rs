@@ -74,7 +74,7 @@ fn verdict_cell(app: &App, r: &SourceRow, wide: bool) -> Cell<'static> {
 
 /// Draws the sources screen.
 pub fn render(app: &App, f: &mut Frame, area: Rect) {
-    let ov = match app.load_of(&crate::tui::data::Job::Overview, |l| match l {
+    let ov = match app.load_of(&crate::tui::data::LoadJob::Overview, |l| match l {
         crate::tui::data::Loaded::Overview(o) => Some(o),
         _ => None,
     }) {

@@ -14,7 +14,7 @@ use ratatui::Frame;
 use super::nodes::source_or_message;
 use crate::survival::curve::ConditionalSurvival;
 use crate::tui::app::App;
-use crate::tui::data::{NodeData, SourceData, Steps};
+use crate::tui::data::{KmSteps, NodeData, SourceData};
 use crate::tui::widgets::{
     axis_labels, band_points, block, dim, fmt_dur, fmt_num, message, nice_max, sampled_points,
     step_points,
@@ -38,7 +38,7 @@ pub fn unit_for(xmax: f64) -> (f64, &'static str) {
 }
 
 /// First time at which a step curve falls to `q` or below.
-fn quantile(steps: &Steps, q: f64) -> Option<f64> {
+fn quantile(steps: &KmSteps, q: f64) -> Option<f64> {
     steps
         .s
         .iter()
@@ -46,7 +46,7 @@ fn quantile(steps: &Steps, q: f64) -> Option<f64> {
         .and_then(|i| steps.t.get(i).copied())
 }
 
-fn conditional(steps: &Steps, a: f64, x: f64) -> Option<f64> {
+fn conditional(steps: &KmSteps, a: f64, x: f64) -> Option<f64> {
     let sa = steps.at(a);
     (sa > 0.0).then(|| steps.at(a + x) / sa)
 }
