@@ -291,7 +291,11 @@ pub fn print_rows(rows: &[PolicySummary], format: OutputFormat) -> anyhow::Resul
     let gap = |r: &PolicySummary| {
         Some(match r.gap_closed.value {
             Some(v) => interval(v, r.gap_closed.ci),
-            None => "none".to_string(),
+            None => match r.gap_closed.state {
+                crate::replay::compare::GapState::Imprecise => "imprecise".to_string(),
+                crate::replay::compare::GapState::NotAPolicy => "-".to_string(),
+                _ => "none".to_string(),
+            },
         })
     };
     cols.push(("gap_closed", Col::Str(rows.iter().map(gap).collect())));

@@ -12,8 +12,10 @@
 //!
 //! Gap closed is a ratio of sums over windows, `sum_w (F_w - P_w) / sum_w (F_w - O_w)` on the
 //! restricted mean completion time (F = `fastest`, O = `oracle`, P = the policy), reported only
-//! when the paired interval of `F - O` excludes 0; otherwise there is no gap to close and the
-//! value is `None` (printed as "none", never as a number).
+//! when the paired interval of `F - O` excludes 0 (otherwise there is no gap to close: printed
+//! as "none", never as a number) and its end nearer 0 is at least a quarter of the estimate
+//! (otherwise the denominator is known only within a factor of four and the ratio would be
+//! noise: printed as "imprecise"). The `bound` row is not a policy and has no gap closed.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -126,11 +128,40 @@ impl Versus {
 /// The share of the fastest-to-oracle gap a policy closes.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct GapClosed {
-    /// `sum(F - P) / sum(F - O)`, `None` when there is no gap to close (or no `fastest` or
-    /// `oracle` run).
+    /// `sum(F - P) / sum(F - O)`, `None` unless the gap is [`GapState::Measured`].
     pub value: Option<f64>,
     /// Its paired-bootstrap interval.
     pub ci: Option<[f64; 2]>,
+    /// Why there is (or is not) a number.
+    pub state: GapState,
+}
+
+/// Whether a fastest-to-oracle gap exists to be closed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum GapState {
+    /// The paired 95 % interval of `F - O` contains 0 (or there is no `fastest`/`oracle` run,
+    /// or fewer than two windows): no gap to close. JSON `"gap": "none"`.
+    #[default]
+    None,
+    /// The interval excludes 0 but its end nearer 0 is under a quarter of the estimate: the
+    /// denominator is known only to within a factor of four, so a ratio would be noise.
+    /// JSON `"gap": "imprecise"`.
+    Imprecise,
+    /// The row is the analytic bound, not a policy. JSON `"gap": "not a policy"`.
+    NotAPolicy,
+    /// The gap is measured: `value` is the share closed.
+    Measured,
+}
+
+impl GapState {
+    fn as_str(self) -> Option<&'static str> {
+        match self {
+            GapState::None => Some("none"),
+            GapState::Imprecise => Some("imprecise"),
+            GapState::NotAPolicy => Some("not a policy"),
+            GapState::Measured => None,
+        }
+    }
 }
 
 /// One row of a comparison.
@@ -194,8 +225,8 @@ impl PolicySummary {
         if let Some(ci) = self.gap_closed.ci {
             o.insert("gap_closed_ci".into(), json!(ci));
         }
-        if self.gap_closed.value.is_none() {
-            o.insert("gap".into(), json!("none"));
+        if let Some(why) = self.gap_closed.state.as_str() {
+            o.insert("gap".into(), json!(why));
         }
         Value::Object(o)
     }
@@ -261,6 +292,12 @@ impl PolicySummary {
             gap_closed: GapClosed {
                 value: o.get("gap_closed").and_then(Value::as_f64),
                 ci: pair(o.get("gap_closed_ci")),
+                state: match o.get("gap").and_then(Value::as_str) {
+                    Some("imprecise") => GapState::Imprecise,
+                    Some("not a policy") => GapState::NotAPolicy,
+                    Some(_) => GapState::None,
+                    None => GapState::Measured,
+                },
             },
         })
     }
@@ -441,6 +478,10 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
             vs_fastest: vs(fastest),
             vs_best_blind: vs(best_blind),
             gap_closed: match (fastest, oracle) {
+                _ if row.label.kind == PolicyKind::Bound => GapClosed {
+                    state: GapState::NotAPolicy,
+                    ..GapClosed::default()
+                },
                 (Some(f), Some(o)) => gap_closed(f, o, row, opts),
                 _ => GapClosed::default(),
             },
@@ -466,15 +507,22 @@ fn gap_closed(f: &Row, o: &Row, p: &Row, opts: &AggregateOptions) -> GapClosed {
         den.push(fm - om);
     }
     let gap_ci = bootstrap_mean_ci(&den, opts.resamples, seed_for(opts, 200));
-    let gap_exists = matches!(gap_ci, Some([lo, hi]) if lo > 0.0 || hi < 0.0);
-    if !gap_exists {
+    let Some([lo, hi]) = gap_ci.filter(|[lo, hi]| *lo > 0.0 || *hi < 0.0) else {
         return GapClosed::default();
-    }
+    };
     let total: f64 = den.iter().sum();
+    let gap = total / den.len() as f64;
+    if lo.abs().min(hi.abs()) < 0.25 * gap.abs() {
+        return GapClosed {
+            state: GapState::Imprecise,
+            ..GapClosed::default()
+        };
+    }
     let value = num.iter().sum::<f64>() / total;
     GapClosed {
         value: value.is_finite().then_some(value),
         ci: bootstrap_ratio_ci(&num, &den, opts.resamples, seed_for(opts, 201)),
+        state: GapState::Measured,
     }
 }
 

@@ -105,7 +105,10 @@ fn compare_prints_every_policy_with_the_documented_keys() {
                     "{r}"
                 );
             }
-            None => assert_eq!(r["gap"], "none", "{r}"),
+            None => assert!(
+                ["none", "imprecise", "not a policy"].contains(&r["gap"].as_str().unwrap()),
+                "{r}"
+            ),
         }
     }
     // Where there is a gap, fastest closes none of it and the oracle all of it.

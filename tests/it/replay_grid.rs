@@ -141,7 +141,11 @@ fn replay_aggregates_have_the_documented_keys_and_intervals() {
         assert!(f.abs() < 1e-12, "fastest closes none of its own gap: {f}");
         assert!((o - 1.0).abs() < 1e-12, "oracle closes all of it: {o}");
     } else {
-        panic!("the synthetic trace should leave a fastest-oracle gap");
+        // Three windows rarely pin the gap down: then no row may show a number.
+        for s in &sums {
+            assert!(s.gap_closed.value.is_none(), "{}", s.label);
+            assert!(s.to_json()["gap"].is_string(), "{}", s.label);
+        }
     }
     // Order independence and the metrics-only path.
     let mut metrics: Vec<_> = runs.iter().map(RunOutput::metrics).collect();
