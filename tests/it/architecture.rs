@@ -196,3 +196,24 @@ fn the_checker_sees_grouped_and_plain_imports() {
     let sup = path_refs("use super::{app::App, data::{Job, Loaded}};", "super::");
     assert!(sup.contains("app") && sup.contains("data"), "{sup:?}");
 }
+
+#[test]
+fn long_files_say_why_they_are_one_concept() {
+    let mut files = Vec::new();
+    rs_files(&src(), &mut files);
+    rs_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("ingest/src"), &mut files);
+    let mut unexplained = Vec::new();
+    for f in &files {
+        let text = std::fs::read_to_string(f).unwrap_or_default();
+        let lines = text.lines().count();
+        let opening: Vec<&str> = text.lines().take_while(|l| l.starts_with("//!")).collect();
+        if lines > 800 && !opening.iter().any(|l| l.starts_with("//! Size: ")) {
+            unexplained.push(format!("{} ({lines} lines)", f.display()));
+        }
+    }
+    assert!(
+        unexplained.is_empty(),
+        "files over 800 lines without a `//! Size:` reason in their opening comment:\n{}",
+        unexplained.join("\n")
+    );
+}
