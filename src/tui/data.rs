@@ -95,27 +95,11 @@ impl VerdictView {
 }
 
 /// One node of a source with everything the node and survival screens show: its statistics
-/// (fields as in [`NodeFit`]) and its availability strip.
+/// ([`NodeFit`], reachable through `Deref`) and its availability strip.
 #[derive(Debug, Clone, PartialEq)]
 pub struct NodeData {
-    /// Node key.
-    pub id: String,
-    /// Sessions used for the survival fit.
-    pub sessions: usize,
-    /// Of which ended by an event.
-    pub events: usize,
-    /// Kaplan-Meier median up-time, seconds ([`crate::fit::fit_nodes`] docs).
-    pub median_s: Option<f64>,
-    /// Age at the end of observation when still up ([`crate::fit::fit_nodes`] docs).
-    pub current_age_s: Option<f64>,
-    /// Shrinkage weight `w` or frailty `z` ([`crate::fit::fit_nodes`] docs).
-    pub weight: Option<f64>,
-    /// The node's own Kaplan-Meier curve.
-    pub km: KmSteps,
-    /// The node's sessions as ages.
-    pub spans: Vec<AgeSpan>,
-    /// Node-level Weibull shape with its 95 % CI and verdict, when the node has 3+ events.
-    pub weibull: Option<(f64, f64, f64, String)>,
+    /// The node's statistics ([`crate::fit::fit_nodes`]).
+    pub fit: NodeFit,
     /// Availability strip: [`STRIP_BINS`] bins over the source's span, up-fraction scaled to
     /// [`STRIP_FULL`], [`STRIP_UNOBSERVED`] outside the node's observation.
     pub strip: Vec<u8>,
@@ -127,18 +111,17 @@ impl NodeData {
     /// A node's statistics with its availability strip.
     pub fn new(fit: NodeFit, strip: Vec<u8>, censor_bins: Vec<u16>) -> NodeData {
         NodeData {
-            id: fit.id,
-            sessions: fit.sessions,
-            events: fit.events,
-            median_s: fit.median_s,
-            current_age_s: fit.current_age_s,
-            weight: fit.weight,
-            km: fit.km,
-            spans: fit.spans,
-            weibull: fit.weibull,
+            fit,
             strip,
             censor_bins,
         }
+    }
+}
+
+impl std::ops::Deref for NodeData {
+    type Target = NodeFit;
+    fn deref(&self) -> &NodeFit {
+        &self.fit
     }
 }
 

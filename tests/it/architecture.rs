@@ -201,7 +201,10 @@ fn the_checker_sees_grouped_and_plain_imports() {
 fn long_files_say_why_they_are_one_concept() {
     let mut files = Vec::new();
     rs_files(&src(), &mut files);
-    rs_files(&Path::new(env!("CARGO_MANIFEST_DIR")).join("ingest/src"), &mut files);
+    rs_files(
+        &Path::new(env!("CARGO_MANIFEST_DIR")).join("ingest/src"),
+        &mut files,
+    );
     let mut unexplained = Vec::new();
     for f in &files {
         let text = std::fs::read_to_string(f).unwrap_or_default();
