@@ -47,10 +47,10 @@ pub fn comparison_rows(summaries: Vec<PolicySummary>) -> Vec<PolicySummary> {
         .collect()
 }
 
-fn arrow_err(e: arrow::error::ArrowError) -> StoreError {
-    StoreError::Parquet {
-        path: "replay".into(),
-        message: e.to_string(),
+fn arrow_err(source: arrow::error::ArrowError) -> StoreError {
+    StoreError::Arrow {
+        table: "replay".into(),
+        source,
     }
 }
 
@@ -77,7 +77,14 @@ pub fn save_run(
             s(&info.nodes_source),
             s(&info.workload_source),
             Arc::new(Int64Array::from(vec![info.windows as i64])),
-            s(&serde_json::to_string(&info.seeds).unwrap_or_default()),
+            s(&format!(
+                "[{}]",
+                info.seeds
+                    .iter()
+                    .map(u64::to_string)
+                    .collect::<Vec<_>>()
+                    .join(",")
+            )),
             Arc::new(Float64Array::from(vec![info.cutoff_s])),
             s(&info.config),
         ],

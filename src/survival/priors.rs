@@ -101,7 +101,7 @@ pub enum PriorsError {
     #[error(transparent)]
     Survival(#[from] SurvivalError),
     /// A curve could not be turned into a [`StepCurve`].
-    #[error("invalid curve `{scope}`: {source}")]
+    #[error("invalid curve `{scope}`")]
     Curve {
         /// `pooled` or the node id.
         scope: String,
