@@ -8,7 +8,7 @@
 
 use duckdb::{Row, ToSql};
 
-use crate::store::{Catalog, Result, Store};
+use crate::store::{Catalog, Result, SourceSummary, Store};
 
 /// A named query.
 #[derive(Debug, Clone, Copy)]
@@ -95,28 +95,16 @@ pub struct SourceRow {
     pub source: String,
     /// Adapter that parsed it.
     pub adapter: String,
-    /// Kind (`spot-lifetime`, `hpc`, `llm-requests`, ...).
-    pub kind: String,
-    /// `utc` (Unix seconds) or `relative` clock.
-    pub time_base: String,
-    /// Nodes.
-    pub nodes: i64,
-    /// Up-sessions.
-    pub sessions: i64,
-    /// Sessions ended by an event.
-    pub events: i64,
-    /// Censored sessions.
-    pub censored: i64,
-    /// Left-truncated sessions.
-    pub left_truncated: i64,
-    /// Requests (workload sources).
-    pub requests: i64,
-    /// Rejected records.
-    pub rejects: i64,
-    /// Start of observation (source clock, seconds).
-    pub observation_start: f64,
-    /// End of observation (source clock, seconds).
-    pub observation_end: f64,
+    /// Its counts and observation span (`notes` empty: they are not in the `sources` table);
+    /// reachable through `Deref`.
+    pub summary: SourceSummary,
+}
+
+impl std::ops::Deref for SourceRow {
+    type Target = SourceSummary;
+    fn deref(&self) -> &SourceSummary {
+        &self.summary
+    }
 }
 
 impl SourceRow {
@@ -312,17 +300,20 @@ impl Reader {
             Ok(SourceRow {
                 source: r.get(0)?,
                 adapter: r.get(1)?,
-                kind: r.get(2)?,
-                time_base: r.get(3)?,
-                nodes: r.get(4)?,
-                sessions: r.get(5)?,
-                events: r.get(6)?,
-                censored: r.get(7)?,
-                left_truncated: r.get(8)?,
-                requests: r.get(9)?,
-                rejects: r.get(10)?,
-                observation_start: r.get(11)?,
-                observation_end: r.get(12)?,
+                summary: SourceSummary {
+                    kind: r.get(2)?,
+                    time_base: r.get(3)?,
+                    nodes: r.get(4)?,
+                    sessions: r.get(5)?,
+                    events: r.get(6)?,
+                    censored: r.get(7)?,
+                    left_truncated: r.get(8)?,
+                    requests: r.get(9)?,
+                    rejects: r.get(10)?,
+                    observation_start: r.get(11)?,
+                    observation_end: r.get(12)?,
+                    notes: Vec::new(),
+                },
             })
         })
     }

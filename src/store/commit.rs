@@ -89,7 +89,7 @@ pub fn sources_schema() -> SchemaRef {
 }
 
 /// The counts and span that the `sources` row records, whatever the kind of source.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct SourceSummary {
     /// `spot-obtainability`, `spot-lifetime`, `volunteer`, `mobile`, `hpc` or `llm-requests`.
     pub kind: String,

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use hazardserve::store::SourceSummary;
 use hazardserve::tui::app::{App, List, Msg, Screen};
 use hazardserve::tui::data::{LoadJob, Loaded, Overview, RunRow, SourceRow, StoreState};
 use hazardserve::tui::update::update;
@@ -13,22 +14,25 @@ fn row(name: &str, nodes: i64, sessions: i64, censored: i64, span: f64) -> Sourc
     SourceRow {
         source: name.into(),
         adapter: "tick-json".into(),
-        kind: if nodes == 0 {
-            "llm-requests"
-        } else {
-            "spot-lifetime"
-        }
-        .into(),
-        time_base: "relative".into(),
-        nodes,
-        sessions,
-        events: sessions - censored,
-        censored,
-        left_truncated: 0,
-        requests: if nodes == 0 { 100 } else { 0 },
-        rejects: 0,
-        observation_start: 0.0,
-        observation_end: span,
+        summary: SourceSummary {
+            kind: if nodes == 0 {
+                "llm-requests"
+            } else {
+                "spot-lifetime"
+            }
+            .into(),
+            time_base: "relative".into(),
+            nodes,
+            sessions,
+            events: sessions - censored,
+            censored,
+            left_truncated: 0,
+            requests: if nodes == 0 { 100 } else { 0 },
+            rejects: 0,
+            observation_start: 0.0,
+            observation_end: span,
+            notes: Vec::new(),
+        },
     }
 }
 
