@@ -397,19 +397,26 @@ pub struct RunMetrics {
 }
 
 /// Aggregation settings.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct AggregateOptions {
     /// Bootstrap resamples (default 1,000).
     pub resamples: usize,
     /// Bootstrap seed (default 0).
     pub seed: u64,
+    /// The metric "gap closed" is measured on (default [`DEFAULT_GAP_METRIC`]).
+    pub gap_metric: Metric,
 }
+
+/// The default metric of "gap closed": unplanned interruptions, the metric on which the
+/// oracle is a tested reference (see [`crate::replay::compare`]).
+pub const DEFAULT_GAP_METRIC: Metric = Metric::UnplannedInterruptions;
 
 impl Default for AggregateOptions {
     fn default() -> AggregateOptions {
         AggregateOptions {
             resamples: 1_000,
             seed: 0,
+            gap_metric: DEFAULT_GAP_METRIC,
         }
     }
 }

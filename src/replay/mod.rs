@@ -41,7 +41,8 @@ pub use input::{
     Request, UpSession, Window, Workload,
 };
 pub use metrics::{
-    AggregateOptions, DropReason, Metric, MetricDef, RequestRecord, RunMetrics, RunSummary, METRICS,
+    AggregateOptions, DropReason, Metric, MetricDef, RequestRecord, RunMetrics, RunSummary,
+    DEFAULT_GAP_METRIC, METRICS,
 };
 pub use output::{LoggedDecision, RunOutput, RunSpec, RunStats};
 pub use run::{run_grid, run_grid_metrics, summarize, Grid, ParamPoint};

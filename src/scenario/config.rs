@@ -306,6 +306,9 @@ pub struct ReplaySection {
     pub slo_factor: f64,
     /// Batch slowdown factor.
     pub batch_slowdown: f64,
+    /// The metric "gap closed" is measured on (a metric key, default
+    /// `unplanned_interruptions`: the oracle is a tested reference only on that metric).
+    pub gap_metric: String,
 }
 
 impl Default for ReplaySection {
@@ -322,6 +325,7 @@ impl Default for ReplaySection {
             seed: 1,
             slo_factor: 5.0,
             batch_slowdown: 0.0,
+            gap_metric: crate::replay::DEFAULT_GAP_METRIC.key().into(),
         }
     }
 }
@@ -389,6 +393,17 @@ impl ScenarioConfig {
             return Err(ScenarioError::invalid("replay.seeds", "must be at least 1"));
         }
         nonneg("replay.window_length_s", r.window_length_s)?;
+        if crate::replay::Metric::from_key(&r.gap_metric).is_none() {
+            let keys: Vec<&str> = crate::replay::METRICS.iter().map(|d| d.key).collect();
+            return Err(ScenarioError::invalid(
+                "replay.gap_metric",
+                format!(
+                    "must be a metric key, got {:?}; known: {}",
+                    r.gap_metric,
+                    keys.join(", ")
+                ),
+            ));
+        }
         if !(0.0..=0.95).contains(&r.train_fraction) {
             return Err(ScenarioError::invalid(
                 "replay.train_fraction",

@@ -87,7 +87,12 @@ pub fn run(
         "simulated {simulated} requests in {secs:.2} s ({:.0} requests/s)",
         simulated as f64 / secs.max(1e-9)
     ));
-    let rows = comparison_rows(summarize(&runs, &AggregateOptions::default()));
+    let opts_agg = AggregateOptions {
+        gap_metric: crate::replay::Metric::from_key(&cfg.replay.gap_metric)
+            .unwrap_or(crate::replay::DEFAULT_GAP_METRIC),
+        ..AggregateOptions::default()
+    };
+    let rows = comparison_rows(summarize(&runs, &opts_agg));
     let run_id = opts.fixed_id.clone().unwrap_or_else(new_run_id);
     let mut stored = None;
     if opts.save {

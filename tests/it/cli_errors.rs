@@ -105,6 +105,10 @@ fn cli_errors_presets() {
         "bad_survival_spec",
         s.stderr(false, &["trigger", "--survival", "weibull:x,1"])
     );
+    insta::assert_snapshot!(
+        "unknown_gap_metric",
+        s.stderr(false, &["replay", "--gap-metric", "speed"])
+    );
 }
 
 #[test]

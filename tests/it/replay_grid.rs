@@ -123,6 +123,7 @@ fn replay_aggregates_have_the_documented_keys_and_intervals() {
                         "windows",
                         "interruptions_by_cause",
                         "vs_fastest",
+                        "gap_metric",
                         "vs_best_blind",
                         "gap_closed",
                         "gap",
