@@ -566,3 +566,68 @@ fn replay_oracle_and_bound_claims_on_the_stored_demo_scenario() {
         sc.grid.windows.len()
     );
 }
+
+/// Every scenario stored in `reports/scenarios/` (the README's), on the real public traces:
+/// the oracle has the fewest unplanned interruptions over the windows it was not forced in,
+/// and no request finishes before its bound.
+#[test]
+fn replay_oracle_and_bound_claims_on_every_stored_scenario() {
+    let Some(traces) = crate::common::shared("traces-public") else {
+        return;
+    };
+    let Some(workloads) = crate::common::shared("workloads-public") else {
+        return;
+    };
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/scenarios");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no scenario in {}", dir.display());
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let cfg =
+            hazardserve::scenario::ScenarioConfig::from_toml(&text, &file.display().to_string())
+                .expect("stored scenario parses");
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join("store");
+        let mut c = crate::common::hs(&store);
+        c.args(["-q", "ingest-public"])
+            .arg(&traces)
+            .args(["--only", &cfg.nodes.source]);
+        crate::common::ok(c);
+        // The workloads the stored scenarios use, as the README ingests them.
+        let csv = match cfg.workload.source.as_str() {
+            "azure-conv" => "azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv",
+            "azure-code" => "azure-llm-inference-2023/AzureLLMInferenceTrace_code.csv",
+            other => panic!("{}: no known public workload {other:?}", file.display()),
+        };
+        let mut c = crate::common::hs(&store);
+        c.args([
+            "-q",
+            "ingest",
+            "--format",
+            "azure-llm",
+            "--source",
+            &cfg.workload.source,
+        ])
+        .arg(workloads.join(csv));
+        crate::common::ok(c);
+        let sc =
+            hazardserve::scenario::build(&hazardserve::store::Store::open(&store).unwrap(), &cfg)
+                .expect("stored scenario builds");
+        let forced = check_grid(
+            &sc.cluster,
+            &sc.workload,
+            &sc.config,
+            sc.grid.windows.clone(),
+        );
+        eprintln!(
+            "{}: oracle forced onto a doomed node in {forced} of {} windows",
+            file.display(),
+            sc.grid.windows.len()
+        );
+    }
+}
