@@ -169,6 +169,8 @@ pub struct Reject {
 pub struct Rejects {
     strict: bool,
     items: Vec<Reject>,
+    /// The first whole-file defect taken in by [`Rejects::absorb`] / [`Rejects::defect`].
+    first_file_error: Option<(String, u64, String)>,
 }
 
 impl Rejects {
@@ -177,7 +179,63 @@ impl Rejects {
         Rejects {
             strict,
             items: Vec::new(),
+            first_file_error: None,
         }
+    }
+
+    /// Whether the first reject is an error (`--strict`).
+    pub fn strict(&self) -> bool {
+        self.strict
+    }
+
+    /// Takes in the result of reading one whole file: a defect that makes the file unusable
+    /// ([`crate::IngestError::Bad`]) becomes a reject of that file (with its line, or 0) when not
+    /// strict, so the other files go on ("bad records never stop an ingest"); under `--strict`,
+    /// and for any other error (options, mixing sources), the error is returned.
+    pub fn absorb<T>(&mut self, result: crate::Result<T>) -> crate::Result<Option<T>> {
+        match result {
+            Ok(v) => Ok(Some(v)),
+            Err(crate::IngestError::Bad { file, line, reason }) if !self.strict => {
+                self.defect(&file, line, "", reason)?;
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Records a whole-file defect (an unreadable or unusable file): like [`Rejects::reject`],
+    /// and remembered so that [`Rejects::nothing_usable`] can name it.
+    pub fn defect(
+        &mut self,
+        file: &str,
+        line: u64,
+        raw: &str,
+        reason: impl Into<String>,
+    ) -> crate::Result<()> {
+        let reason = reason.into();
+        if self.first_file_error.is_none() {
+            self.first_file_error = Some((file.to_string(), line, reason.clone()));
+        }
+        self.reject(file, line, raw, reason)
+    }
+
+    /// The error to return when an adapter ends with no usable input at all: the first
+    /// whole-file defect when there was one (so ingesting one broken file says what is wrong
+    /// with it), else `fallback`.
+    pub fn nothing_usable(&self, fallback: crate::IngestError) -> crate::IngestError {
+        match &self.first_file_error {
+            Some((file, line, reason)) => crate::IngestError::Bad {
+                file: file.clone(),
+                line: *line,
+                reason: reason.clone(),
+            },
+            None => fallback,
+        }
+    }
+
+    /// Whether a whole-file defect was recorded.
+    pub fn has_file_defect(&self) -> bool {
+        self.first_file_error.is_some()
     }
 
     /// Records a bad record, or fails with `file:line: reason` under `--strict`.
@@ -237,6 +295,11 @@ pub struct Trace {
     pub rejects: Vec<Reject>,
     /// Notes for the user (duplicates found, assumptions made), printed after ingest.
     pub notes: Vec<String>,
+    /// How many input records were used (the kept rows): lines, data elements, operation
+    /// records or rounds, as the adapter counts records. With [`Trace::rejects`] this accounts
+    /// for every record read, except that one record may give several rejects (an event log
+    /// line naming several nodes).
+    pub kept_records: u64,
 }
 
 impl Trace {
@@ -249,6 +312,7 @@ impl Trace {
             sessions: Vec::new(),
             rejects: Vec::new(),
             notes: Vec::new(),
+            kept_records: 0,
         }
     }
 

@@ -20,7 +20,10 @@
 //! last event time; for JSON lines that is the `DONE` line), cause `observation-end`. A node
 //! may be added again after its removal (a new session). A `remove` of a node that is not up,
 //! or an `add` of a node that is already up, is rejected (file, line, raw, reason) and parsing
-//! goes on.
+//! goes on. Times must be finite and not negative (milliseconds since the trace start): a
+//! negative `t_ms` is rejected with a reason naming the field and the value. The CSV is read with
+//! the `csv` crate ([`crate::csv_input`]): quoted fields, CRLF and a byte-order mark are fine, and
+//! a line that is not valid UTF-8 is rejected on its own.
 //!
 //! Node keys are `<file stem_key>/<node>`, so two files never collide (Bamboo's and Parcae's
 //! copies of the same p3 log stay separate sources of nodes); `group` is the file's stem key.
@@ -29,10 +32,12 @@
 //! from the file's start ([`TimeBase::Relative`]); sessions added at the first instant are not
 //! flagged left-truncated (the logs start by acquiring instances). [`Kind::SpotLifetime`].
 
+use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use crate::csv_input::{csv_rows, first_record};
 use crate::{
     IngestError, InputFile, Kind, NodeInfo, Options, Rejects, Result, Session, TimeBase, Trace,
 };
@@ -43,13 +48,12 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let mut trace = Trace::empty(Kind::SpotLifetime, TimeBase::Relative);
     let mut any_record = false;
     for file in files {
-        let text = file.text()?;
         let display = file.display();
         let mut problems = Problems::default();
-        let log = if is_json_lines(first_line(text)) {
-            read_json_lines(text, &display, &mut problems)?
+        let log = if is_json_lines(first_line(file)) {
+            read_json_lines(file, &mut problems)
         } else {
-            read_csv(text, &display, &mut problems)?
+            read_csv(file, &mut problems)
         };
         if log.observed.is_none() {
             problems.flush(&display, &mut rejects)?;
@@ -57,13 +61,13 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
             continue;
         }
         any_record = true;
-        sessionize(file, log, &mut trace, &mut problems)?;
+        trace.kept_records += sessionize(file, log, &mut trace, &mut problems);
         problems.flush(&display, &mut rejects)?;
     }
     if !any_record {
-        return Err(IngestError::Empty(
+        return Err(rejects.nothing_usable(IngestError::Empty(
             files.first().map(|f| f.display()).unwrap_or_default(),
-        ));
+        )));
     }
     trace.rejects = rejects.into_vec();
     Ok(trace)
@@ -72,27 +76,26 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
 /// Whether `file` looks like this format: its first non-empty line is `number,add|remove,node`
 /// or a JSON array `[number, "add"|"remove"|"other"|"DONE", {"nodes": …}]`.
 pub fn sniff(file: &InputFile) -> bool {
-    let head = file.sniff_head();
-    let Some(line) = head.split('\n').map(|l| l.trim()).find(|l| !l.is_empty()) else {
+    let line = first_line(file);
+    if line.is_empty() {
         return false;
-    };
+    }
     if line.starts_with('[') {
         return is_json_lines(line)
             && serde_json::from_str::<Value>(line).is_ok_and(|v| json_event(&v).is_ok());
     }
-    let mut it = line.split(',');
-    match (it.next(), it.next(), it.next(), it.next()) {
-        (Some(t), Some(a), Some(n), None) => {
-            t.trim().parse::<f64>().is_ok()
-                && matches!(a.trim(), "add" | "remove")
-                && !n.trim().is_empty()
+    match first_record(line) {
+        Some(r) if r.len() == 3 => {
+            r[0].parse::<f64>().is_ok() && matches!(&r[1], "add" | "remove") && !r[2].is_empty()
         }
         _ => false,
     }
 }
 
-fn first_line(text: &str) -> &str {
-    text.split('\n')
+/// The first non-empty line of the file's head, trimmed.
+fn first_line(file: &InputFile) -> &str {
+    file.sniff_head()
+        .split('\n')
         .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("")
@@ -117,42 +120,39 @@ enum Action {
 /// The bad lines of one file, reported in line order once the file is done: the time sort and
 /// the session pass find problems out of line order, and `--strict` must name the first one.
 #[derive(Default)]
-struct Problems<'a>(Vec<(u64, &'a str, String)>);
+struct Problems(Vec<(u64, String, String)>);
 
-impl<'a> Problems<'a> {
-    fn reject(
-        &mut self,
-        _file: &str,
-        line: u64,
-        raw: &'a str,
-        reason: impl Into<String>,
-    ) -> Result<()> {
-        self.0.push((line, raw, reason.into()));
-        Ok(())
+impl Problems {
+    fn reject(&mut self, line: u64, raw: &str, reason: impl Into<String>) {
+        self.0.push((line, raw.to_string(), reason.into()));
     }
 
     fn flush(mut self, file: &str, rejects: &mut Rejects) -> Result<()> {
         self.0.sort_by_key(|p| p.0);
         for (line, raw, reason) in self.0 {
-            rejects.reject(file, line, raw, reason)?;
+            rejects.reject(file, line, &raw, reason)?;
         }
         Ok(())
     }
 }
 
-/// One node event: time (ms), action, node label, 1-based line, raw line.
-struct Event<'a> {
+/// One node event: time (ms), action, node label, 1-based line, index of its raw line.
+struct Event {
     t_ms: f64,
     action: Action,
     node: String,
     line: u64,
-    raw: &'a str,
+    raw: usize,
 }
 
-/// The events of one file and its observed span (ms).
+/// The events of one file, its observed span (ms), the raw text of its event lines and how
+/// many lines were read without a problem.
+#[derive(Default)]
 struct Log<'a> {
-    events: Vec<Event<'a>>,
+    events: Vec<Event>,
     observed: Option<(f64, f64)>,
+    raws: Vec<Cow<'a, str>>,
+    lines_ok: u64,
 }
 
 fn widen(span: &mut Option<(f64, f64)>, t: f64) {
@@ -162,76 +162,81 @@ fn widen(span: &mut Option<(f64, f64)>, t: f64) {
     });
 }
 
-fn parse_time_ms(s: &str) -> std::result::Result<f64, String> {
-    match s.trim().parse::<f64>() {
-        Ok(t) if t.is_finite() => Ok(t),
-        _ => Err(format!("bad time {:?} (milliseconds expected)", s.trim())),
+/// A time in milliseconds from the trace start: finite and not negative.
+fn check_time_ms(field: &str, t: Option<f64>, text: &str) -> std::result::Result<f64, String> {
+    match t {
+        Some(t) if t.is_finite() && t >= 0.0 => Ok(t),
+        Some(t) if t < 0.0 => Err(format!(
+            "{field} {text} is negative (milliseconds since the trace start expected)"
+        )),
+        _ => Err(format!("{field} {text:?} is not a time in milliseconds")),
     }
 }
 
-fn read_csv<'a>(text: &'a str, display: &str, rejects: &mut Problems<'a>) -> Result<Log<'a>> {
-    let mut log = Log {
-        events: Vec::new(),
-        observed: None,
-    };
-    let mut first_line = true;
-    for (i, raw) in text.split('\n').enumerate() {
-        let line_no = i as u64 + 1;
-        let raw = raw.strip_suffix('\r').unwrap_or(raw);
-        let line = raw.trim();
-        if line.is_empty() {
+fn read_csv<'a>(file: &'a InputFile, problems: &mut Problems) -> Log<'a> {
+    let mut log = Log::default();
+    let mut first_row = true;
+    for row in csv_rows(&file.bytes) {
+        let raw = row.raw_text();
+        let first = std::mem::replace(&mut first_row, false);
+        let rec = match row.fields {
+            Ok(r) => r,
+            Err(reason) => {
+                problems.reject(row.line, &raw, reason);
+                continue;
+            }
+        };
+        if rec.len() != 3 {
+            problems.reject(
+                row.line,
+                &raw,
+                format!(
+                    "expected 3 fields `t_ms,add|remove,node`, found {}",
+                    rec.len()
+                ),
+            );
             continue;
         }
-        let first = std::mem::replace(&mut first_line, false);
-        let mut it = line.split(',');
-        let (Some(t), Some(a), Some(n), None) = (it.next(), it.next(), it.next(), it.next()) else {
-            rejects.reject(
-                display,
-                line_no,
-                raw,
-                "expected 3 fields `t_ms,add|remove,node`",
-            )?;
-            continue;
-        };
-        if first && t.trim().parse::<f64>().is_err() && !matches!(a.trim(), "add" | "remove") {
+        let (t, a, n) = (&rec[0], &rec[1], &rec[2]);
+        if first && t.parse::<f64>().is_err() && !matches!(a, "add" | "remove") {
             // A header line such as `time_ms,event,node_id`.
             continue;
         }
-        let t_ms = match parse_time_ms(t) {
+        let t_ms = match check_time_ms("t_ms", t.parse::<f64>().ok(), t) {
             Ok(t) => t,
             Err(reason) => {
-                rejects.reject(display, line_no, raw, reason)?;
+                problems.reject(row.line, &raw, reason);
                 continue;
             }
         };
-        let action = match a.trim() {
+        let action = match a {
             "add" => Action::Add,
             "remove" => Action::Remove,
             other => {
-                rejects.reject(
-                    display,
-                    line_no,
-                    raw,
+                problems.reject(
+                    row.line,
+                    &raw,
                     format!("unknown action {other:?} (add or remove expected)"),
-                )?;
+                );
                 continue;
             }
         };
-        let node = n.trim();
-        if node.is_empty() {
-            rejects.reject(display, line_no, raw, "empty node label")?;
+        if n.is_empty() {
+            problems.reject(row.line, &raw, "empty node label");
             continue;
         }
         widen(&mut log.observed, t_ms);
+        log.lines_ok += 1;
         log.events.push(Event {
             t_ms,
             action,
-            node: node.to_string(),
-            line: line_no,
-            raw,
+            node: n.to_string(),
+            line: row.line,
+            raw: log.raws.len(),
         });
+        log.raws.push(raw);
     }
-    Ok(log)
+    log
 }
 
 /// The parts of a JSON-lines record: (time, action or None for `other`/`DONE`, node labels).
@@ -239,11 +244,8 @@ type JsonEvent<'v> = (f64, Option<Action>, Vec<&'v str>);
 
 fn json_event(v: &Value) -> std::result::Result<JsonEvent<'_>, String> {
     let arr = v.as_array().ok_or("not a JSON array")?;
-    let t = arr
-        .first()
-        .and_then(Value::as_f64)
-        .filter(|t| t.is_finite())
-        .ok_or("element 0 is not a time in milliseconds")?;
+    let t = arr.first().ok_or("empty array: element 0 (t_ms) missing")?;
+    let t = check_time_ms("element 0 (t_ms)", t.as_f64(), &t.to_string())?;
     let action = match arr.get(1).and_then(Value::as_str) {
         Some("add") => Some(Action::Add),
         Some("remove") => Some(Action::Remove),
@@ -274,61 +276,57 @@ fn json_event(v: &Value) -> std::result::Result<JsonEvent<'_>, String> {
     Ok((t, action, nodes))
 }
 
-fn read_json_lines<'a>(
-    text: &'a str,
-    display: &str,
-    rejects: &mut Problems<'a>,
-) -> Result<Log<'a>> {
-    let mut log = Log {
-        events: Vec::new(),
-        observed: None,
-    };
-    for (i, raw) in text.split('\n').enumerate() {
-        let line_no = i as u64 + 1;
-        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+fn read_json_lines<'a>(file: &'a InputFile, problems: &mut Problems) -> Log<'a> {
+    let mut log = Log::default();
+    for line in file.lines() {
+        let raw = match line.text() {
+            Ok(raw) => raw,
+            Err(reason) => {
+                problems.reject(line.number, &line.lossy(), reason);
+                continue;
+            }
+        };
         if raw.trim().is_empty() {
             continue;
         }
         let value: Value = match serde_json::from_str(raw) {
             Ok(v) => v,
             Err(e) => {
-                rejects.reject(display, line_no, raw, format!("not JSON: {e}"))?;
+                problems.reject(line.number, raw, format!("not JSON: {e}"));
                 continue;
             }
         };
         let (t_ms, action, nodes) = match json_event(&value) {
             Ok(x) => x,
             Err(reason) => {
-                rejects.reject(display, line_no, raw, reason)?;
+                problems.reject(line.number, raw, reason);
                 continue;
             }
         };
         widen(&mut log.observed, t_ms);
+        log.lines_ok += 1;
         if let Some(action) = action {
             for node in nodes {
                 log.events.push(Event {
                     t_ms,
                     action,
                     node: node.to_string(),
-                    line: line_no,
-                    raw,
+                    line: line.number,
+                    raw: log.raws.len(),
                 });
             }
         }
+        log.raws.push(Cow::Borrowed(raw));
     }
-    Ok(log)
+    log
 }
 
-fn sessionize<'a>(
-    file: &InputFile,
-    mut log: Log<'a>,
-    trace: &mut Trace,
-    rejects: &mut Problems<'a>,
-) -> Result<()> {
-    let display = file.display();
+/// Turns one file's events into sessions and nodes; returns how many of its lines were kept
+/// (read without a problem and none of their events rejected here).
+fn sessionize(file: &InputFile, mut log: Log, trace: &mut Trace, problems: &mut Problems) -> u64 {
     let stem = file.stem_key();
     let Some((from_ms, to_ms)) = log.observed else {
-        return Ok(());
+        return 0;
     };
     if log.events.windows(2).any(|w| w[1].t_ms < w[0].t_ms) {
         trace.notes.push(format!(
@@ -340,32 +338,33 @@ fn sessionize<'a>(
     let mut up: HashMap<&str, f64> = HashMap::new();
     let mut order: Vec<&str> = Vec::new();
     let mut seen: HashSet<&str> = HashSet::new();
+    let mut rejected_lines: HashSet<u64> = HashSet::new();
     let node_key = |n: &str| format!("{stem}/{n}");
     for ev in &log.events {
         match ev.action {
             Action::Add => {
                 if up.contains_key(ev.node.as_str()) {
-                    rejects.reject(
-                        &display,
+                    rejected_lines.insert(ev.line);
+                    problems.reject(
                         ev.line,
-                        ev.raw,
+                        &log.raws[ev.raw],
                         format!("add of node {:?} that is already up", ev.node),
-                    )?;
+                    );
                     continue;
                 }
                 up.insert(&ev.node, ev.t_ms);
             }
             Action::Remove => {
                 let Some(start) = up.remove(ev.node.as_str()) else {
-                    rejects.reject(
-                        &display,
+                    rejected_lines.insert(ev.line);
+                    problems.reject(
                         ev.line,
-                        ev.raw,
+                        &log.raws[ev.raw],
                         format!(
                             "remove of node {:?} that is not up (no add before it)",
                             ev.node
                         ),
-                    )?;
+                    );
                     continue;
                 };
                 trace.sessions.push(Session {
@@ -406,7 +405,7 @@ fn sessionize<'a>(
             observed_to: to_ms / 1000.0,
         });
     }
-    Ok(())
+    log.lines_ok - rejected_lines.len() as u64
 }
 
 #[cfg(test)]

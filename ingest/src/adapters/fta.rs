@@ -12,6 +12,12 @@
 //!   produce no sessions. Their rows are tab separated (whitespace when the tab split does not
 //!   match the header).
 //!
+//! Rejected rows (file, line, raw text, reason): too few fields, an `event_type` other than 0/1,
+//! a time that is not a number, a **negative** start or stop time (the reason names the field and
+//! the value), a stop before the start, and a line that is not valid UTF-8. A file whose header
+//! is not an FTA table is rejected as a whole (an error under `--strict`, or when it is the only
+//! input).
+//!
 //! # Semantics (traces MANIFEST §9, §10)
 //!
 //! Every `event_type == 1` row is one up-session `[start, stop)` ended by a failure: event,
@@ -57,94 +63,108 @@ pub const EPOCH_THRESHOLD_S: f64 = 1e8;
 pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let mut rejects = Rejects::new(options.strict);
     let mut notes = Vec::new();
-    let event_files = files
+    let kinds: Vec<TableKind> = files
         .iter()
-        .filter(|f| {
-            f.text()
-                .map(|t| table_kind(header_tokens(t)) == TableKind::Events)
-                .unwrap_or(false)
-        })
-        .count();
+        .map(|f| table_kind(&header_tokens(f.sniff_head())))
+        .collect();
+    let event_tables = || {
+        files
+            .iter()
+            .zip(&kinds)
+            .filter(|(_, k)| **k == TableKind::Events)
+            .map(|(f, _)| f)
+    };
+    let event_files = event_tables().count();
     let prefix = event_files > 1;
+    if prefix {
+        // Node keys are prefixed with the table's stem key: two tables with the same one would
+        // merge their nodes.
+        super::check_unique_keys(event_tables())?;
+    }
+    let mut kept = 0u64;
     let mut nodes: Vec<NodeAcc> = Vec::new();
     let mut node_index: HashMap<String, usize> = HashMap::new();
     let mut rows: Vec<Row> = Vec::new();
     let mut side_nodes: HashMap<String, SideNode> = HashMap::new();
     let mut platforms: HashMap<String, Platform> = HashMap::new();
 
-    for file in files {
-        let text = file.text()?;
-        match table_kind(header_tokens(text)) {
+    for (file, kind) in files.iter().zip(kinds) {
+        match kind {
             TableKind::Events => {
                 let key_prefix = if prefix {
                     format!("{}/", file.stem_key())
                 } else {
                     String::new()
                 };
-                read_events(
+                let read = read_events(
                     file,
-                    text,
                     &key_prefix,
                     &mut nodes,
                     &mut node_index,
                     &mut rows,
                     &mut rejects,
-                )?;
+                );
+                rejects.absorb(read)?;
             }
-            TableKind::Nodes => read_side(file, text, &mut rejects, |cols, fields| {
-                let get = |name: &str| {
-                    cols.index(name)
-                        .and_then(|c| cell(fields, c))
-                        .map(str::to_string)
-                };
-                let id = get("node_id")?;
-                side_nodes.insert(
-                    id,
-                    SideNode {
-                        platform_id: get("platform_id"),
-                        location: get("node_location"),
-                        proc_model: get("proc_model"),
-                    },
-                );
-                Some(())
-            })?,
-            TableKind::Platforms => read_side(file, text, &mut rejects, |cols, fields| {
-                let get = |name: &str| {
-                    cols.index(name)
-                        .and_then(|c| cell(fields, c))
-                        .map(str::to_string)
-                };
-                let id = get("platform_id")?;
-                platforms.insert(
-                    id,
-                    Platform {
-                        name: get("platform_name"),
-                        kind: get("platform_type"),
-                    },
-                );
-                Some(())
-            })?,
+            TableKind::Nodes => {
+                kept += read_side(file, &mut rejects, |cols, fields| {
+                    let get = |name: &str| {
+                        cols.index(name)
+                            .and_then(|c| cell(fields, c))
+                            .map(str::to_string)
+                    };
+                    let id = get("node_id")?;
+                    side_nodes.insert(
+                        id,
+                        SideNode {
+                            platform_id: get("platform_id"),
+                            location: get("node_location"),
+                            proc_model: get("proc_model"),
+                        },
+                    );
+                    Some(())
+                })?
+            }
+            TableKind::Platforms => {
+                kept += read_side(file, &mut rejects, |cols, fields| {
+                    let get = |name: &str| {
+                        cols.index(name)
+                            .and_then(|c| cell(fields, c))
+                            .map(str::to_string)
+                    };
+                    let id = get("platform_id")?;
+                    platforms.insert(
+                        id,
+                        Platform {
+                            name: get("platform_name"),
+                            kind: get("platform_type"),
+                        },
+                    );
+                    Some(())
+                })?
+            }
             TableKind::Unknown => {
-                return Err(IngestError::Bad {
+                rejects.absorb::<()>(Err(IngestError::Bad {
                     file: file.display(),
                     line: 1,
                     reason: "not an FTA table: the header names neither event_trace columns \
                              (event_type, event_start_time …) nor node.tab / platform.tab columns"
                         .to_string(),
-                })
+                }))?;
             }
         }
     }
     if event_files == 0 {
-        return Err(IngestError::Empty(
+        return Err(rejects.nothing_usable(IngestError::Empty(
             "fta: no event_trace table among the inputs".to_string(),
-        ));
+        )));
     }
     if rows.is_empty() {
-        return Err(IngestError::Empty(
+        return Err(rejects.nothing_usable(IngestError::Empty(
             files.first().map(|f| f.display()).unwrap_or_default(),
-        ));
+        )));
     }
+    kept += rows.len() as u64;
 
     let trace_start = rows.iter().map(|r| r.start).fold(f64::INFINITY, f64::min);
     let trace_end = rows
@@ -295,13 +315,14 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         sessions,
         rejects: rejects.into_vec(),
         notes,
+        kept_records: kept,
     })
 }
 
 /// Whether `file` looks like an FTA table: its first non-empty line is a header (optionally
 /// `#`-prefixed) of event_trace, node.tab or platform.tab columns.
 pub fn sniff(file: &InputFile) -> bool {
-    table_kind(header_tokens(file.sniff_head())) != TableKind::Unknown
+    table_kind(&header_tokens(file.sniff_head())) != TableKind::Unknown
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -313,16 +334,21 @@ enum TableKind {
 }
 
 /// The column names of the first non-empty line (a leading `#` removed).
-fn header_tokens(text: &str) -> Columns<'_> {
+fn header_tokens(text: &str) -> Columns {
     let line = text
         .split('\n')
-        .map(|l| l.trim_start_matches('\u{feff}').trim())
+        .map(str::trim)
         .find(|l| !l.is_empty())
         .unwrap_or("");
-    Columns(line.trim_start_matches('#').split_whitespace().collect())
+    Columns(
+        line.trim_start_matches('#')
+            .split_whitespace()
+            .map(str::to_string)
+            .collect(),
+    )
 }
 
-fn table_kind(cols: Columns) -> TableKind {
+fn table_kind(cols: &Columns) -> TableKind {
     let c = &cols.0;
     if cols.index("event_type").is_some()
         && cols.index("event_start_time").is_some()
@@ -340,9 +366,9 @@ fn table_kind(cols: Columns) -> TableKind {
 
 /// Header column names.
 #[derive(Debug, Clone)]
-struct Columns<'a>(Vec<&'a str>);
+struct Columns(Vec<String>);
 
-impl Columns<'_> {
+impl Columns {
     fn index(&self, name: &str) -> Option<usize> {
         self.0.iter().position(|c| *c == name)
     }
@@ -387,7 +413,6 @@ fn lanl_system(name: &str) -> Option<String> {
 
 fn read_events(
     file: &InputFile,
-    text: &str,
     key_prefix: &str,
     nodes: &mut Vec<NodeAcc>,
     node_index: &mut HashMap<String, usize>,
@@ -395,7 +420,7 @@ fn read_events(
     rejects: &mut Rejects,
 ) -> Result<()> {
     let display = file.display();
-    let cols = header_tokens(text);
+    let cols = header_tokens(file.sniff_head());
     let need = |name: &str| {
         cols.index(name).ok_or_else(|| IngestError::Bad {
             file: display.clone(),
@@ -415,9 +440,19 @@ fn read_events(
     let min_fields = c_node.max(c_type).max(c_start).max(c_stop) + 1;
     let mut fields: Vec<&str> = Vec::with_capacity(cols.0.len());
     let mut header_seen = false;
-    for (i, raw) in text.split('\n').enumerate() {
-        let line_no = i as u64 + 1;
-        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+    for l in file.lines() {
+        let line_no = l.number;
+        let raw = match l.text() {
+            Ok(raw) => raw,
+            Err(reason) => {
+                if !header_seen && l.lossy().trim().is_empty() {
+                    continue;
+                }
+                header_seen = true;
+                rejects.reject(&display, line_no, &l.lossy(), reason)?;
+                continue;
+            }
+        };
         let line = raw.trim();
         if line.is_empty() {
             continue;
@@ -463,6 +498,18 @@ fn read_events(
             )?;
             continue;
         };
+        if let Some((field, v)) = [("event_start_time", start), ("event_stop_time", stop)]
+            .into_iter()
+            .find(|(_, v)| *v < 0.0)
+        {
+            rejects.reject(
+                &display,
+                line_no,
+                raw,
+                format!("{field} {v} is negative (times are seconds, never before 0)"),
+            )?;
+            continue;
+        }
         if stop < start {
             rejects.reject(
                 &display,
@@ -510,16 +557,24 @@ fn read_events(
 }
 
 /// Reads a side table; `row(columns, fields)` stores one row and returns `None` when the row
-/// lacks its key (then it is rejected).
-fn read_side<F>(file: &InputFile, text: &str, rejects: &mut Rejects, mut row: F) -> Result<()>
+/// lacks its key (then it is rejected). Returns how many rows were stored.
+fn read_side<F>(file: &InputFile, rejects: &mut Rejects, mut row: F) -> Result<u64>
 where
     F: FnMut(&Columns, &[&str]) -> Option<()>,
 {
     let display = file.display();
-    let cols = header_tokens(text);
+    let cols = header_tokens(file.sniff_head());
     let mut header_seen = false;
-    for (i, raw) in text.split('\n').enumerate() {
-        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+    let mut kept = 0;
+    for l in file.lines() {
+        let raw = match l.text() {
+            Ok(raw) => raw,
+            Err(reason) => {
+                header_seen = true;
+                rejects.reject(&display, l.number, &l.lossy(), reason)?;
+                continue;
+            }
+        };
         if raw.trim().is_empty() {
             continue;
         }
@@ -537,13 +592,15 @@ where
         if row(&cols, &fields).is_none() {
             rejects.reject(
                 &display,
-                i as u64 + 1,
+                l.number,
                 raw,
                 "side-table row without its id column",
             )?;
+        } else {
+            kept += 1;
         }
     }
-    Ok(())
+    Ok(kept)
 }
 
 /// Field `c` unless missing, empty or `NULL`.

@@ -80,16 +80,20 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let mut machine_types: HashMap<(String, String), String> = HashMap::new();
     let mut last_time = f64::NEG_INFINITY;
     let mut op_files = 0usize;
+    let mut kept = 0u64;
 
     for file in files {
-        let text = file.text()?;
+        // A file that is not UTF-8 is unusable as a whole (JSON, or a table read by columns).
+        let Some(text) = rejects.absorb(file.text())? else {
+            continue;
+        };
         match classify(text) {
             FileKind::Operations => {
                 op_files += 1;
                 let values: Vec<Value> = match serde_json::from_str(text) {
                     Ok(v) => v,
                     Err(e) => {
-                        rejects.reject(
+                        rejects.defect(
                             &file.display(),
                             e.line() as u64,
                             "",
@@ -113,6 +117,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
                         }
                     };
                     last_time = last_time.max(rec.max_time);
+                    kept += 1;
                     if !rec.is_instance {
                         skipped_non_instance += 1;
                         continue;
@@ -140,27 +145,28 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
                 notes.push(format!("{}: an empty operation list", file.rel));
             }
             FileKind::InstanceTable => {
-                parse_instance_table(file, text, &mut machine_types, &mut rejects)?;
+                let read = parse_instance_table(file, text, &mut machine_types, &mut rejects);
+                kept += rejects.absorb(read)?.unwrap_or(0);
             }
             FileKind::Ecdf => notes.push(format!(
                 "{}: an empirical CDF (lifetime, fraction), not an operation log: skipped",
                 file.rel
             )),
             FileKind::Unknown => {
-                return Err(IngestError::Bad {
+                rejects.absorb::<()>(Err(IngestError::Bad {
                     file: file.display(),
                     line: 1,
                     reason: "not a GCE operations JSON array, a `gcloud compute instances list` \
                              table or an ECDF file"
                         .to_string(),
-                })
+                }))?;
             }
         }
     }
     if op_files == 0 {
-        return Err(IngestError::Empty(
+        return Err(rejects.nothing_usable(IngestError::Empty(
             "gce-operations: no operation-log JSON among the inputs".to_string(),
-        ));
+        )));
     }
     if duplicates > 0 {
         notes.push(format!(
@@ -250,6 +256,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         sessions,
         rejects: rejects.into_vec(),
         notes,
+        kept_records: kept,
     })
 }
 
@@ -273,7 +280,7 @@ enum FileKind {
 
 /// Decides what a file is from its first bytes.
 fn classify(text: &str) -> FileKind {
-    let trimmed = text.trim_start_matches('\u{feff}').trim_start();
+    let trimmed = text.trim_start();
     if let Some(rest) = trimmed.strip_prefix('[') {
         if rest.trim_start().starts_with(']') {
             // `gcloud … --format=json` prints `[]` when there is nothing to list.
@@ -602,18 +609,19 @@ fn vm_sessions(
     }
 }
 
-/// Reads a fixed-width `gcloud compute instances list` table into (name, zone) → machine type.
+/// Reads a fixed-width `gcloud compute instances list` table into (name, zone) → machine type;
+/// returns how many rows were stored.
 fn parse_instance_table(
     file: &InputFile,
     text: &str,
     out: &mut HashMap<(String, String), String>,
     rejects: &mut Rejects,
-) -> Result<()> {
+) -> Result<u64> {
     let mut lines = text.split('\n').enumerate();
     let Some((_, header)) = lines.next() else {
-        return Ok(());
+        return Ok(0);
     };
-    let header = header.trim_end_matches('\r').trim_start_matches('\u{feff}');
+    let header = header.trim_end_matches('\r');
     let col = |name: &str| header.find(name);
     let (Some(c_name), Some(c_zone), Some(c_type)) =
         (col("NAME"), col("ZONE"), col("MACHINE_TYPE"))
@@ -641,6 +649,7 @@ fn parse_instance_table(
         let b = to.min(line.len());
         line.get(a..b).unwrap_or("").trim().to_string()
     };
+    let mut kept = 0;
     for (i, raw) in lines {
         let line = raw.trim_end_matches('\r');
         if line.trim().is_empty() {
@@ -657,8 +666,9 @@ fn parse_instance_table(
             continue;
         }
         out.insert((name, zone), mtype);
+        kept += 1;
     }
-    Ok(())
+    Ok(kept)
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ pub mod skynomad_rounds;
 pub mod stunner;
 pub mod tick_json;
 
-use crate::{input::duplicate_notes, IngestError, InputFile, Options, Result, Trace};
+use crate::{input::duplicate_notes, IngestError, InputFile, Options, Rejects, Result, Trace};
 
 /// An availability-trace format (`hazardserve ingest --format NAME`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,43 +75,124 @@ impl Format {
     }
 }
 
-/// Decides the format of a set of files (`--format auto`): the first format that claims the
-/// first file must also claim every other file (side tables such as FTA's `node.tab` are
-/// accepted by the FTA adapter).
+/// Decides the format of a set of files (`--format auto`): the first file that some format
+/// claims decides it, and every other file must be claimed by that format too, or by none (a
+/// truncated or corrupt file that no sniffer recognises is left to the adapter, which rejects
+/// it); a file claimed only by another format is an error (side tables such as FTA's `node.tab`
+/// are accepted by the FTA adapter). Defective inputs ([`InputFile::defect`]) are not looked
+/// at; when every input is defective the first one's defect is the error.
 pub fn sniff(files: &[InputFile]) -> Result<Format> {
     let first = files
         .first()
         .ok_or_else(|| IngestError::Empty("no input files".into()))?;
-    let format = Format::ALL
-        .into_iter()
-        .find(|fmt| fmt.sniff_one(first))
-        .ok_or_else(|| IngestError::UnknownFormat(first.display()))?;
-    if let Some(other) = files.iter().find(|f| !format.sniff_one(f)) {
-        return Err(IngestError::Option(format!(
-            "{}: does not look like {} like {} does; ingest different formats as separate sources",
-            other.display(),
-            format.name(),
-            first.display()
-        )));
+    let readable: Vec<&InputFile> = files.iter().filter(|f| f.defect.is_none()).collect();
+    if readable.is_empty() {
+        return Err(defect_error(first));
+    }
+    let claim = |f: &InputFile| Format::ALL.into_iter().find(|fmt| fmt.sniff_one(f));
+    let Some((decider, format)) = readable.iter().find_map(|f| claim(f).map(|fmt| (*f, fmt)))
+    else {
+        return Err(IngestError::UnknownFormat(readable[0].display()));
+    };
+    for other in &readable {
+        if format.sniff_one(other) {
+            continue;
+        }
+        if let Some(theirs) = claim(other) {
+            return Err(IngestError::Option(format!(
+                "{}: looks like {}, not {} like {} does; ingest different formats as separate \
+                 sources",
+                other.display(),
+                theirs.name(),
+                format.name(),
+                decider.display()
+            )));
+        }
     }
     Ok(format)
 }
 
+/// The error for a defective input: its defect as a whole-file `Bad` error (record 0).
+pub(crate) fn defect_error(f: &InputFile) -> IngestError {
+    IngestError::Bad {
+        file: f.display(),
+        line: 0,
+        reason: f.defect.clone().unwrap_or_default(),
+    }
+}
+
+/// Splits off the defective inputs: each becomes a whole-file reject (record 0) in `rejects`, or
+/// the error under `strict`; when no input is left, the first defect is the error. Borrows
+/// `files` when none is defective (the usual case: no copy of the contents).
+pub(crate) fn readable_inputs<'a>(
+    files: &'a [InputFile],
+    rejects: &mut Rejects,
+) -> Result<std::borrow::Cow<'a, [InputFile]>> {
+    if files.iter().all(|f| f.defect.is_none()) {
+        return Ok(std::borrow::Cow::Borrowed(files));
+    }
+    let mut good = Vec::with_capacity(files.len());
+    for f in files {
+        match &f.defect {
+            Some(reason) => rejects.defect(&f.display(), 0, "", reason.clone())?,
+            None => good.push(f.clone()),
+        }
+    }
+    if good.is_empty() {
+        return Err(defect_error(&files[0]));
+    }
+    Ok(std::borrow::Cow::Owned(good))
+}
+
+/// Refuses two inputs whose [`InputFile::stem_key`] is the same, for the formats whose node keys
+/// are built from it: two nodes would silently become one.
+pub(crate) fn check_unique_keys<'a>(files: impl IntoIterator<Item = &'a InputFile>) -> Result<()> {
+    let mut seen: std::collections::HashMap<String, &InputFile> = Default::default();
+    for f in files {
+        if let Some(first) = seen.insert(f.stem_key(), f) {
+            return Err(IngestError::DuplicateKey {
+                key: f.stem_key(),
+                first: first.display(),
+                second: f.display(),
+            });
+        }
+    }
+    Ok(())
+}
+
 /// Parses all `files` of one source with the adapter for `format`, then puts the result in
 /// canonical order and notes duplicated inputs.
+///
+/// Defective inputs (files that could not be read, see [`InputFile::defect`]) become
+/// whole-file rejects (record 0) and the other files are parsed, or, under `strict`, the first
+/// one is the error; when every file is defective the first defect is the error. For the
+/// formats whose node keys come from file names (tick-json, probe-csv, add-remove, stunner, fta
+/// event tables), two inputs with the same [`InputFile::stem_key`] are refused
+/// ([`IngestError::DuplicateKey`]).
 pub fn parse(format: Format, files: &[InputFile], options: &Options) -> Result<Trace> {
     if files.is_empty() {
         return Err(IngestError::Empty("no input files".into()));
     }
+    let mut defects = Rejects::new(options.strict);
+    let good = readable_inputs(files, &mut defects)?;
+    if matches!(
+        format,
+        Format::TickJson | Format::ProbeCsv | Format::AddRemove | Format::Stunner
+    ) {
+        check_unique_keys(good.iter())?;
+    }
     let mut trace = match format {
-        Format::TickJson => tick_json::parse(files, options),
-        Format::ProbeCsv => probe_csv::parse(files, options),
-        Format::SkynomadRounds => skynomad_rounds::parse(files, options),
-        Format::GceOperations => gce_operations::parse(files, options),
-        Format::AddRemove => add_remove::parse(files, options),
-        Format::Fta => fta::parse(files, options),
-        Format::Stunner => stunner::parse(files, options),
+        Format::TickJson => tick_json::parse(&good, options),
+        Format::ProbeCsv => probe_csv::parse(&good, options),
+        Format::SkynomadRounds => skynomad_rounds::parse(&good, options),
+        Format::GceOperations => gce_operations::parse(&good, options),
+        Format::AddRemove => add_remove::parse(&good, options),
+        Format::Fta => fta::parse(&good, options),
+        Format::Stunner => stunner::parse(&good, options),
     }?;
+    let mut rejects = defects.into_vec();
+    rejects.append(&mut trace.rejects);
+    trace.rejects = rejects;
     trace.notes.extend(duplicate_notes(files));
     trace.canonicalize();
     Ok(trace)

@@ -37,11 +37,18 @@
 //! cause `preempted`. One source cannot mix probe logs and count series, or absolute and
 //! relative times.
 //!
+//! Lines are read as CSV records with the `csv` crate ([`crate::csv_input`]): quoted fields,
+//! CRLF and a byte-order mark are fine, and a record that is not valid UTF-8 is rejected on its
+//! own. A file whose first record has none of the shapes above is rejected as a whole (an error
+//! under `--strict`, or when it is the only input).
+//!
 //! Node key: [`InputFile::stem_key`]; `<zone>_<accel>_<count>` file names give zone and instance
 //! type; the parent directory is the group. Bad lines (wrong field count, unparsable time or
 //! value) are rejected with file, 1-based line, raw text and reason; good lines are kept.
 
 use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime};
+
+use crate::csv_input::{csv_rows, first_record, CsvRow};
 
 use super::tick_json::{agree, check_options, group_of, name_attributes};
 use crate::model::{Kind, NodeInfo, Polarity, Rejects, Session, TimeBase};
@@ -53,10 +60,7 @@ const HOURS_FILE_MARKER: &str = "p2-xlarge-2020-11-20-to-2020-11-23";
 
 /// Whether `file`'s first non-empty line has one of the shapes this adapter reads.
 pub fn sniff(file: &InputFile) -> bool {
-    let Ok(text) = file.text() else {
-        return false;
-    };
-    first_line(text).is_some_and(|(_, l)| detect(l).is_some())
+    first_record(file.sniff_head()).is_some_and(|r| detect(&r.iter().collect::<Vec<_>>()).is_some())
 }
 
 /// Parses the probe/count CSV files of one source into sessions (see the module docs).
@@ -70,22 +74,37 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let mut kind: Option<(Kind, String)> = None;
     let mut defaulted_k = 0usize;
     let mut naive = 0usize;
+    let mut kept = 0u64;
 
     for file in files {
-        let text = file.text()?;
-        let Some((_, first)) = first_line(text) else {
-            notes.push(format!("{}: empty file, skipped", file.display()));
+        let rows = csv_rows(&file.bytes);
+        let Some(first) = rows.iter().position(|r| r.fields.is_ok()) else {
+            if rows.is_empty() {
+                notes.push(format!("{}: empty file, skipped", file.display()));
+            }
+            for r in &rows {
+                reject_row(file, r, &mut rejects)?;
+            }
             continue;
         };
-        let head = detect(first).ok_or_else(|| IngestError::Bad {
+        let first_fields: Vec<&str> = rows[first]
+            .fields
+            .as_ref()
+            .map_or(Vec::new(), |r| r.iter().collect());
+        let Some(head) = rejects.absorb(detect(&first_fields).ok_or_else(|| IngestError::Bad {
             file: file.display(),
-            line: 1,
+            line: rows[first].line,
             reason: format!(
-                "first line {first:?} is not a probe-csv shape (clock,timestamp,fail / \
-                 date,availability / elapsed,count / YYYY-MM-DD, HH:MM:SS, count)"
+                "first line {:?} is not a probe-csv shape (clock,timestamp,fail / \
+                 date,availability / elapsed,count / YYYY-MM-DD, HH:MM:SS, count)",
+                rows[first].raw_text()
             ),
-        })?;
-        let records = read_records(file, text, head, &mut rejects)?;
+        }))?
+        else {
+            continue;
+        };
+        let records = read_records(file, &rows, first, head, &mut rejects)?;
+        kept += records.len() as u64;
         if matches!(head.shape, Shape::Availability | Shape::CountDated) {
             naive += 1;
         }
@@ -196,11 +215,11 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         }
     }
     if nodes.is_empty() {
-        return Err(IngestError::Empty(
+        return Err(rejects.nothing_usable(IngestError::Empty(
             files
                 .first()
                 .map_or_else(|| "probe-csv".to_string(), InputFile::display),
-        ));
+        )));
     }
     if naive > 0 {
         notes.push(format!(
@@ -220,6 +239,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         sessions,
         rejects: rejects.into_vec(),
         notes,
+        kept_records: kept,
     })
 }
 
@@ -247,19 +267,7 @@ struct Record {
     value: u64,
 }
 
-fn first_line(text: &str) -> Option<(usize, &str)> {
-    text.lines()
-        .enumerate()
-        .map(|(i, l)| (i, l.trim_start_matches('\u{feff}').trim()))
-        .find(|(_, l)| !l.is_empty())
-}
-
-fn fields(line: &str) -> Vec<&str> {
-    line.split(',').map(str::trim).collect()
-}
-
-fn detect(line: &str) -> Option<Head> {
-    let f = fields(line);
+fn detect(f: &[&str]) -> Option<Head> {
     let lower: Vec<String> = f.iter().map(|s| s.to_ascii_lowercase()).collect();
     let names: Vec<&str> = lower.iter().map(String::as_str).collect();
     let header = |shape, unit| {
@@ -285,7 +293,7 @@ fn detect(line: &str) -> Option<Head> {
             unit: None,
         })
     };
-    match f.as_slice() {
+    match f {
         [c, ts, v] if c.parse::<u64>().is_ok() && parse_utc(ts).is_some() && count(v).is_some() => {
             data(Shape::FailLog)
         }
@@ -332,9 +340,8 @@ fn flag(s: &str) -> Option<u64> {
     count(s).filter(|v| *v <= 1)
 }
 
-/// Parses one data line of a file of shape `shape`; `Err` is the reject reason.
-fn parse_line(shape: Shape, line: &str) -> std::result::Result<Record, String> {
-    let f = fields(line);
+/// Parses the fields of one data record of a file of shape `shape`; `Err` is the reject reason.
+fn parse_line(shape: Shape, f: &[&str]) -> std::result::Result<Record, String> {
     let want = match shape {
         Shape::FailLog | Shape::CountDated => 3,
         Shape::Availability | Shape::CountRelative => 2,
@@ -376,26 +383,38 @@ fn parse_line(shape: Shape, line: &str) -> std::result::Result<Record, String> {
     }
 }
 
+fn reject_row(file: &InputFile, row: &CsvRow, rejects: &mut Rejects) -> Result<()> {
+    let reason = match &row.fields {
+        Err(reason) => reason.clone(),
+        Ok(_) => "unusable record".to_string(),
+    };
+    rejects.reject(&file.display(), row.line, &row.raw_text(), reason)
+}
+
+/// The good records of `rows` (`first` is the first valid record, a header when `head` says
+/// so); the others are rejected.
 fn read_records(
     file: &InputFile,
-    text: &str,
+    rows: &[CsvRow],
+    first: usize,
     head: Head,
     rejects: &mut Rejects,
 ) -> Result<Vec<Record>> {
     let mut out = Vec::new();
-    let mut header_pending = head.header;
-    for (i, raw) in text.lines().enumerate() {
-        let line = raw.trim_start_matches('\u{feff}').trim();
-        if line.is_empty() {
+    for (i, row) in rows.iter().enumerate() {
+        if i == first && head.header {
             continue;
         }
-        if header_pending {
-            header_pending = false;
-            continue;
-        }
-        match parse_line(head.shape, line) {
+        let fields: Vec<&str> = match &row.fields {
+            Ok(r) => r.iter().collect(),
+            Err(_) => {
+                reject_row(file, row, rejects)?;
+                continue;
+            }
+        };
+        match parse_line(head.shape, &fields) {
             Ok(r) => out.push(r),
-            Err(reason) => rejects.reject(&file.display(), i as u64 + 1, raw, reason)?,
+            Err(reason) => rejects.reject(&file.display(), row.line, &row.raw_text(), reason)?,
         }
     }
     Ok(out)

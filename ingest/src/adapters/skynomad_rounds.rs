@@ -38,14 +38,9 @@ pub const INSTANCE_TYPE: &str = "a3-highgpu-1g";
 /// Whether `file` looks like a SkyNomad probe round (a JSON object with `zone_results` and
 /// `scheduled_at`).
 pub fn sniff(file: &InputFile) -> bool {
-    let Ok(text) = file.text() else {
-        return false;
-    };
-    text.trim_start_matches('\u{feff}')
-        .trim_start()
-        .starts_with('{')
-        && text.contains("\"zone_results\"")
-        && text.contains("\"scheduled_at\"")
+    file.sniff_head().trim_start().starts_with('{')
+        && file.contains("\"zone_results\"")
+        && file.contains("\"scheduled_at\"")
 }
 
 /// One parsed round.
@@ -83,11 +78,11 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     }
     let rounds = unique;
     if rounds.is_empty() {
-        return Err(IngestError::Empty(
+        return Err(rejects.nothing_usable(IngestError::Empty(
             files
                 .first()
                 .map_or_else(|| "skynomad-rounds".to_string(), InputFile::display),
-        ));
+        )));
     }
     let gap = match options.gap_seconds {
         Some(g) => g,
@@ -150,19 +145,16 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         sessions,
         rejects: rejects.into_vec(),
         notes,
+        kept_records: rounds.len() as u64,
     })
 }
 
 fn read_round(file: &InputFile, index: usize, rejects: &mut Rejects) -> Result<Option<Round>> {
     let name = file.display();
-    let text = match file.text() {
-        Ok(t) => t,
-        Err(_) => {
-            rejects.reject(&name, 0, "", "not valid UTF-8 text")?;
-            return Ok(None);
-        }
+    let Some(text) = rejects.absorb(file.text())? else {
+        return Ok(None);
     };
-    let root: Value = match serde_json::from_str(text.trim_start_matches('\u{feff}')) {
+    let root: Value = match serde_json::from_str(text) {
         Ok(v) => v,
         Err(e) => {
             let line = e.line() as u64;
@@ -170,24 +162,24 @@ fn read_round(file: &InputFile, index: usize, rejects: &mut Rejects) -> Result<O
                 .lines()
                 .nth(line.saturating_sub(1) as usize)
                 .unwrap_or("");
-            rejects.reject(&name, line, raw, format!("not valid JSON: {e}"))?;
+            rejects.defect(&name, line, raw, format!("not valid JSON: {e}"))?;
             return Ok(None);
         }
     };
     let Some(sched) = root.get("scheduled_at").and_then(Value::as_str) else {
-        rejects.reject(&name, 0, "", "no scheduled_at string; round ignored")?;
+        rejects.defect(&name, 0, "", "no scheduled_at string; round ignored")?;
         return Ok(None);
     };
     let t = match DateTime::parse_from_rfc3339(sched.trim()) {
         Ok(d) => d.timestamp_micros() as f64 / 1e6,
         Err(e) => {
             let reason = format!("scheduled_at {sched:?} is not ISO 8601 with an offset: {e}");
-            rejects.reject(&name, line_of(text, "\"scheduled_at\""), sched, reason)?;
+            rejects.defect(&name, line_of(text, "\"scheduled_at\""), sched, reason)?;
             return Ok(None);
         }
     };
     let Some(results) = root.get("zone_results").and_then(Value::as_object) else {
-        rejects.reject(&name, 0, "", "no zone_results object; round ignored")?;
+        rejects.defect(&name, 0, "", "no zone_results object; round ignored")?;
         return Ok(None);
     };
     let mut zones = BTreeMap::new();

@@ -31,8 +31,8 @@
 //! [`Kind::Mobile`].
 //!
 //! Rejected lines: too few fields, non-numeric fields, `first_online` not 0/1, negative
-//! durations, a window with no segment, a duplicate window (same user and `start_ms`), and a
-//! window that overlaps the user's previous one.
+//! durations, a window with no segment, a duplicate window (same user and `start_ms`), a
+//! window that overlaps the user's previous one, and a line that is not valid UTF-8.
 
 use std::collections::HashMap;
 
@@ -91,7 +91,6 @@ struct Window {
 
 /// Parses one file; returns whether it held any window.
 fn parse_file(file: &InputFile, trace: &mut Trace, rejects: &mut Rejects) -> Result<bool> {
-    let text = file.text()?;
     let display = file.display();
     let stem = file.stem_key();
     let group = {
@@ -105,9 +104,15 @@ fn parse_file(file: &InputFile, trace: &mut Trace, rejects: &mut Rejects) -> Res
     let mut durs: Vec<i64> = Vec::new();
     let mut raws: Vec<&str> = Vec::new();
 
-    for (i, raw) in text.split('\n').enumerate() {
-        let line_no = i as u64 + 1;
-        let raw = raw.strip_suffix('\r').unwrap_or(raw);
+    for line in file.lines() {
+        let line_no = line.number;
+        let raw = match line.text() {
+            Ok(raw) => raw,
+            Err(reason) => {
+                rejects.reject(&display, line_no, &line.lossy(), reason)?;
+                continue;
+            }
+        };
         if raw.trim().is_empty() {
             continue;
         }
@@ -224,6 +229,7 @@ fn parse_file(file: &InputFile, trace: &mut Trace, rejects: &mut Rejects) -> Res
         }
         i = j;
     }
+    trace.kept_records += stats.kept;
     trace.notes.push(format!(
         "{}: {} users, {} windows; {} online segments, {} of them continue a session across a \
          window boundary (merged); {} window gaps (censored/truncated); {} zero-length online \
@@ -249,6 +255,8 @@ struct Stats {
     merged: usize,
     gaps: usize,
     zero_dropped: usize,
+    /// Windows used (not rejected as duplicate or overlapping).
+    kept: u64,
 }
 
 /// Walks one user's windows (in start order); returns its observation window and UTC offset,
@@ -291,6 +299,7 @@ fn user_sessions(
     let mut gaps = 0usize;
     let mut merged = 0usize;
     let mut online_segments = 0usize;
+    let mut kept = 0u64;
     for &k in user_windows {
         let w = &windows[k];
         if let Some((prev_end, _)) = prev {
@@ -311,6 +320,7 @@ fn user_sessions(
             }
         }
         prev_start = Some(w.start_ms);
+        kept += 1;
         let contiguous =
             prev.is_some_and(|(end, state)| end == w.start_ms && state == w.online_first);
         if prev.is_some() && !contiguous {
@@ -347,6 +357,7 @@ fn user_sessions(
         prev = Some((t, !online));
     }
     stats.gaps += gaps;
+    stats.kept += kept;
     stats.merged += merged;
     stats.online_segments += online_segments;
     if let (Some((s, lt)), Some((end, _))) = (open.take(), prev) {

@@ -25,7 +25,10 @@
 //! Up-sessions follow the tick rule of [`crate::sessionize`]. A `data` element that is not a
 //! non-negative integer is rejected (record number = element index + 1) and that tick counts as
 //! not observed: a run reaching it is censored (`observation-gap`) and a run right after it is
-//! left-truncated.
+//! left-truncated. A file that is not a usable series (not valid JSON or UTF-8, truncated, no
+//! `data` array, no usable gap or start time) is rejected as a whole with the line of the
+//! problem (0 when it is about the whole file) and the other files go on; under `--strict`, or
+//! when no file is usable, it is the error.
 //!
 //! Kind (a path heuristic, documented because it is one): a file whose path contains
 //! `preemption` (Can't Be Late `preemption/…`: a kept-alive instance or group, including
@@ -50,14 +53,10 @@ use crate::{IngestError, InputFile, Options, Result, Trace};
 /// Whether `file` looks like a tick-json series: a JSON object with `data` and `metadata` keys
 /// (and not a SkyNomad probe round).
 pub fn sniff(file: &InputFile) -> bool {
-    let Ok(text) = file.text() else {
-        return false;
-    };
-    let head = text.trim_start_matches('\u{feff}').trim_start();
-    head.starts_with('{')
-        && text.contains("\"data\"")
-        && text.contains("\"metadata\"")
-        && !text.contains("\"zone_results\"")
+    file.sniff_head().trim_start().starts_with('{')
+        && file.contains("\"data\"")
+        && file.contains("\"metadata\"")
+        && !file.contains("\"zone_results\"")
 }
 
 /// Parses the tick-json files of one source into sessions (see the module docs for the rules).
@@ -71,8 +70,15 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let mut kind: Option<(Kind, String)> = None;
     let mut defaulted_k = 0usize;
 
+    let mut kept = 0u64;
     for file in files {
-        let series = read_series(file, options, &mut rejects)?;
+        // A file that is not a usable series (not JSON, truncated, no gap …) is rejected as a
+        // whole; the other files go on.
+        let read = read_series(file, options, &mut rejects);
+        let Some(series) = rejects.absorb(read)? else {
+            continue;
+        };
+        kept += series.values.iter().flatten().count() as u64;
         let tb = if series.origin.is_some() {
             TimeBase::Utc
         } else {
@@ -144,6 +150,11 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         });
     }
 
+    if nodes.is_empty() {
+        return Err(rejects.nothing_usable(IngestError::Empty(
+            files.first().map(|f| f.display()).unwrap_or_default(),
+        )));
+    }
     if defaulted_k > 0 {
         notes.push(format!(
             "{defaulted_k} count series (k-of-N instances) read with the default threshold k=1 \
@@ -163,6 +174,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         sessions,
         rejects: rejects.into_vec(),
         notes,
+        kept_records: kept,
     })
 }
 
@@ -183,7 +195,7 @@ fn read_series(file: &InputFile, options: &Options, rejects: &mut Rejects) -> Re
         reason,
     };
     let text = file.text()?;
-    let root: Value = serde_json::from_str(text.trim_start_matches('\u{feff}'))
+    let root: Value = serde_json::from_str(text)
         .map_err(|e| bad(e.line() as u64, format!("not valid JSON: {e}")))?;
     let root = root
         .as_object()

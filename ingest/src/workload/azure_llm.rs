@@ -1,10 +1,13 @@
 //! Azure LLM inference trace 2023 (Splitwise): CSV `TIMESTAMP,ContextTokens,GeneratedTokens`,
 //! timestamps `YYYY-MM-DD HH:MM:SS.fffffff` without a zone (read as UTC). Arrivals are seconds
-//! after the first timestamp over all files of the workload.
+//! after the first timestamp over all files of the workload. Read with the `csv` crate
+//! ([`crate::csv_input`]): quoted fields and CRLF are fine, and a record that is not valid UTF-8
+//! is rejected on its own.
 
 use chrono::NaiveDateTime;
 
-use super::{csv_fields, tokens, Request, Workload, WorkloadOptions};
+use super::{tokens, Request, Workload, WorkloadOptions};
+use crate::csv_input::csv_rows;
 use crate::{InputFile, Rejects, Result};
 
 const HEADER: &str = "TIMESTAMP,ContextTokens,GeneratedTokens";
@@ -12,10 +15,6 @@ const HEADER: &str = "TIMESTAMP,ContextTokens,GeneratedTokens";
 /// Whether the file starts with the Azure header.
 pub fn sniff(file: &InputFile) -> bool {
     file.bytes.starts_with(HEADER.as_bytes())
-        || file
-            .bytes
-            .strip_prefix(b"\xef\xbb\xbf")
-            .is_some_and(|b| b.starts_with(HEADER.as_bytes()))
 }
 
 fn parse_time(s: &str) -> Option<f64> {
@@ -30,21 +29,28 @@ pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload>
     let mut rows: Vec<(f64, u32, u32, &str)> = Vec::new();
     for f in files {
         let name = f.display();
-        let text = f.text()?;
-        for (i, line) in text.lines().enumerate() {
-            let lineno = i as u64 + 1;
-            if i == 0 && line.trim_start_matches('\u{feff}').starts_with("TIMESTAMP") {
+        for (k, row) in csv_rows(&f.bytes).iter().enumerate() {
+            let line = row.raw_text();
+            let lineno = row.line;
+            let fields: Vec<&str> = match &row.fields {
+                Ok(r) => r.iter().collect(),
+                Err(reason) => {
+                    rejects.reject(&name, lineno, &line, reason.clone())?;
+                    continue;
+                }
+            };
+            if k == 0
+                && fields
+                    .first()
+                    .is_some_and(|h| h.eq_ignore_ascii_case("TIMESTAMP"))
+            {
                 continue;
             }
-            if line.trim().is_empty() {
-                continue;
-            }
-            let fields = csv_fields(line);
             if fields.len() != 3 {
                 rejects.reject(
                     &name,
                     lineno,
-                    line,
+                    &line,
                     format!("expected 3 fields, found {}", fields.len()),
                 )?;
                 continue;
@@ -53,7 +59,7 @@ pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload>
                 rejects.reject(
                     &name,
                     lineno,
-                    line,
+                    &line,
                     format!(
                         "bad timestamp {:?} (want YYYY-MM-DD HH:MM:SS.fffffff)",
                         fields[0]
@@ -63,7 +69,7 @@ pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload>
             };
             match (tokens(fields[1]), tokens(fields[2])) {
                 (Ok(p), Ok(o)) => rows.push((t, p, o, f.rel.as_str())),
-                (Err(e), _) | (_, Err(e)) => rejects.reject(&name, lineno, line, e)?,
+                (Err(e), _) | (_, Err(e)) => rejects.reject(&name, lineno, &line, e)?,
             }
         }
     }

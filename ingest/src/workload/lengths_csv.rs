@@ -2,9 +2,25 @@
 //! prompt-token column and an output-token column. Columns are found by common names unless
 //! given (`--arrival-col`, `--prompt-col`, `--output-col`); the arrival unit comes from the
 //! column-name suffix (`_ns`, `_us`, `_ms`, `_s`) unless `--arrival-unit` says otherwise.
+//!
+//! Arrival times are taken as seconds from the trace start, as they are, unless they are
+//! absolute: when the earliest arrival over all files (after the unit) is at least
+//! [`EPOCH_THRESHOLD_S`] seconds (10⁸ s ≈ 3.2 years, i.e. a Unix time after 1973-03-03), the
+//! column holds Unix epoch times, and every arrival is made relative to the first one (the
+//! first request arrives at 0) with [`Workload::start_utc`] set to it and a note. (Without this a
+//! column of epoch seconds such as 1.7·10⁹ reads as a workload that starts 54 years in.)
+//!
+//! Files are read with the `csv` crate ([`crate::csv_input`]): quoted fields holding commas or
+//! newlines, CRLF and a byte-order mark are fine; a record that is not valid UTF-8 is rejected
+//! on its own. A file whose header lacks the columns is rejected as a whole (an error under
+//! `--strict`, or when no file is usable).
 
-use super::{csv_fields, tokens, Request, Workload, WorkloadOptions};
+use super::{tokens, Request, Workload, WorkloadOptions};
+use crate::csv_input::{csv_rows, first_record};
 use crate::{IngestError, InputFile, Rejects, Result};
+
+/// Smallest first arrival (seconds) taken as a Unix epoch time rather than a trace offset.
+pub const EPOCH_THRESHOLD_S: f64 = 1e8;
 
 const ARRIVAL: &[&str] = &[
     "arrival_time_ns",
@@ -39,14 +55,12 @@ const OUTPUT: &[&str] = &[
 
 /// Whether the header names a prompt and an output column we know.
 pub fn sniff(file: &InputFile) -> bool {
-    let first = file
-        .sniff_head()
-        .split('\n')
-        .next()
-        .unwrap_or_default()
-        .to_lowercase();
-    let cols = csv_fields(&first);
-    cols.iter().any(|c| PROMPT.contains(c)) && cols.iter().any(|c| OUTPUT.contains(c))
+    let Some(header) = first_record(file.sniff_head()) else {
+        return false;
+    };
+    let cols: Vec<String> = header.iter().map(str::to_lowercase).collect();
+    cols.iter().any(|c| PROMPT.contains(&c.as_str()))
+        && cols.iter().any(|c| OUTPUT.contains(&c.as_str()))
 }
 
 fn find(
@@ -87,128 +101,218 @@ fn unit_scale(unit: &str) -> Option<f64> {
 
 /// Parses lengths CSVs.
 pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload> {
-    let mut rejects = Rejects::new(options.strict);
-    let mut requests = Vec::new();
-    let mut notes = Vec::new();
-    let mut state = options.seed ^ 0x5DEE_CE66_D1CE_5EED;
-    let mut clock = 0.0;
-    for f in files {
-        let name = f.display();
-        let text = f.text()?;
-        let mut lines = text.lines().enumerate();
-        let Some((_, header_line)) = lines.next() else {
-            continue;
-        };
-        let header: Vec<String> = csv_fields(header_line.trim_start_matches('\u{feff}'))
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
-        let prompt = find(&header, &options.prompt_col, PROMPT, "prompt-token", &name)?;
-        let output = find(&header, &options.output_col, OUTPUT, "output-token", &name)?;
-        let (Some(prompt), Some(output)) = (prompt, output) else {
-            return Err(IngestError::Bad {
-                file: name,
-                line: 1,
-                reason: format!("cannot find prompt and output token columns in {:?}; pass --prompt-col and --output-col", header.join(",")),
-            });
-        };
-        let arrival = if options.rate.is_some() {
-            None
-        } else {
-            find(&header, &options.arrival_col, ARRIVAL, "arrival", &name)?
-        };
-        let scale = match (&options.arrival_unit, arrival) {
-            (Some(u), _) => unit_scale(u).ok_or_else(|| {
-                IngestError::Option(format!("--arrival-unit must be s, ms, us or ns, got {u:?}"))
-            })?,
-            (None, Some(i)) => {
-                let h = header[i].to_lowercase();
-                ["ns", "us", "ms", "s"]
-                    .iter()
-                    .find(|u| h.ends_with(&format!("_{u}")))
-                    .and_then(|u| unit_scale(u))
-                    .unwrap_or(1.0)
-            }
-            (None, None) => 1.0,
-        };
-        if arrival.is_none() && options.rate.is_none() {
-            return Err(IngestError::Bad {
-                file: name,
-                line: 1,
-                reason: "no arrival-time column; pass --arrival-col NAME or --rate REQ_PER_S for Poisson arrivals".into(),
-            });
-        }
-        if let Some(rate) = options.rate {
-            if !(rate.is_finite() && rate > 0.0) {
-                return Err(IngestError::Option(format!(
-                    "--rate must be positive, got {rate}"
-                )));
-            }
-            notes.push(format!(
-                "{}: Poisson arrivals at {rate} req/s (seed {})",
-                f.rel, options.seed
-            ));
-        }
-        let need = prompt.max(output).max(arrival.unwrap_or(0)) + 1;
-        for (i, line) in lines {
-            let lineno = i as u64 + 1;
-            if line.trim().is_empty() {
-                continue;
-            }
-            let fields = csv_fields(line);
-            if fields.len() < need {
-                rejects.reject(
-                    &name,
-                    lineno,
-                    line,
-                    format!("expected at least {need} fields, found {}", fields.len()),
-                )?;
-                continue;
-            }
-            let (p, o) = match (tokens(fields[prompt]), tokens(fields[output])) {
-                (Ok(p), Ok(o)) => (p, o),
-                (Err(e), _) | (_, Err(e)) => {
-                    rejects.reject(&name, lineno, line, e)?;
-                    continue;
-                }
-            };
-            let t = match arrival {
-                Some(a) => match fields[a].parse::<f64>() {
-                    Ok(v) if v.is_finite() && v >= 0.0 => v * scale,
-                    _ => {
-                        rejects.reject(
-                            &name,
-                            lineno,
-                            line,
-                            format!("arrival {:?} is not a non-negative number", fields[a]),
-                        )?;
-                        continue;
-                    }
-                },
-                None => {
-                    state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-                    let mut z = state;
-                    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-                    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-                    let u = ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
-                    clock += -(1.0 - u).ln() / options.rate.unwrap_or(1.0);
-                    clock
-                }
-            };
-            requests.push(Request {
-                arrival_s: t,
-                prompt_tokens: p,
-                output_tokens: o,
-                file: f.rel.clone(),
-            });
+    if let Some(u) = &options.arrival_unit {
+        unit_scale(u).ok_or_else(|| {
+            IngestError::Option(format!("--arrival-unit must be s, ms, us or ns, got {u:?}"))
+        })?;
+    }
+    if let Some(rate) = options.rate {
+        if !(rate.is_finite() && rate > 0.0) {
+            return Err(IngestError::Option(format!(
+                "--rate must be positive, got {rate}"
+            )));
         }
     }
+    let mut acc = Acc {
+        rejects: Rejects::new(options.strict),
+        requests: Vec::new(),
+        notes: Vec::new(),
+        state: options.seed ^ 0x5DEE_CE66_D1CE_5EED,
+        clock: 0.0,
+    };
+    for f in files {
+        let read = parse_file(f, options, &mut acc);
+        acc.rejects.absorb(read)?;
+    }
+    let Acc {
+        rejects,
+        mut requests,
+        mut notes,
+        ..
+    } = acc;
+    if requests.is_empty() && rejects.has_file_defect() {
+        return Err(rejects.nothing_usable(IngestError::Empty(String::new())));
+    }
+    let start_utc = if options.rate.is_none() {
+        normalise_epoch(&mut requests, &mut notes)
+    } else {
+        None
+    };
     Ok(Workload {
         requests,
         rejects: rejects.into_vec(),
         notes,
-        start_utc: None,
+        start_utc,
     })
+}
+
+/// What the files of one workload add up to.
+struct Acc {
+    rejects: Rejects,
+    requests: Vec<Request>,
+    notes: Vec<String>,
+    /// Poisson generator state and clock (continued across files).
+    state: u64,
+    clock: f64,
+}
+
+/// Makes epoch arrivals relative to the first one (see the module docs); returns the absolute
+/// start when it did.
+fn normalise_epoch(requests: &mut [Request], notes: &mut Vec<String>) -> Option<f64> {
+    let first = requests
+        .iter()
+        .map(|r| r.arrival_s)
+        .fold(f64::INFINITY, f64::min);
+    let last = requests
+        .iter()
+        .map(|r| r.arrival_s)
+        .fold(f64::NEG_INFINITY, f64::max);
+    if !first.is_finite() {
+        return None;
+    }
+    if first >= EPOCH_THRESHOLD_S {
+        for r in requests.iter_mut() {
+            r.arrival_s -= first;
+        }
+        let when = chrono::DateTime::from_timestamp(first as i64, 0)
+            .map_or_else(|| format!("{first} s"), |d| d.to_rfc3339());
+        notes.push(format!(
+            "arrival times are Unix epoch times (the first is {first} s = {when}): made relative \
+             to the first arrival"
+        ));
+        return Some(first);
+    }
+    if last - first > 365.0 * 86_400.0 {
+        notes.push(format!(
+            "arrivals span {:.0} days ({first} s to {last} s): mixed units, or absolute and \
+             relative times mixed? pass --arrival-unit if the column's unit is not seconds",
+            (last - first) / 86_400.0
+        ));
+    }
+    None
+}
+
+/// Reads one file into `acc`; a file-level problem (header without the columns) is an `Err`.
+fn parse_file(f: &InputFile, options: &WorkloadOptions, acc: &mut Acc) -> Result<()> {
+    let name = f.display();
+    let rows = csv_rows(&f.bytes);
+    let Some((header_row, data)) = rows.split_first() else {
+        return Ok(());
+    };
+    let header: Vec<String> = match &header_row.fields {
+        Ok(r) => r.iter().map(str::to_string).collect(),
+        Err(reason) => {
+            return Err(IngestError::Bad {
+                file: name,
+                line: header_row.line,
+                reason: format!("header: {reason}"),
+            })
+        }
+    };
+    let prompt = find(&header, &options.prompt_col, PROMPT, "prompt-token", &name)?;
+    let output = find(&header, &options.output_col, OUTPUT, "output-token", &name)?;
+    let (Some(prompt), Some(output)) = (prompt, output) else {
+        return Err(IngestError::Bad {
+            file: name,
+            line: header_row.line,
+            reason: format!(
+                "cannot find prompt and output token columns in {:?}; pass --prompt-col and \
+                 --output-col",
+                header.join(",")
+            ),
+        });
+    };
+    let arrival = if options.rate.is_some() {
+        None
+    } else {
+        find(&header, &options.arrival_col, ARRIVAL, "arrival", &name)?
+    };
+    let scale = match (&options.arrival_unit, arrival) {
+        (Some(u), _) => unit_scale(u).unwrap_or(1.0),
+        (None, Some(i)) => {
+            let h = header[i].to_lowercase();
+            ["ns", "us", "ms", "s"]
+                .iter()
+                .find(|u| h.ends_with(&format!("_{u}")))
+                .and_then(|u| unit_scale(u))
+                .unwrap_or(1.0)
+        }
+        (None, None) => 1.0,
+    };
+    if arrival.is_none() && options.rate.is_none() {
+        return Err(IngestError::Bad {
+            file: name,
+            line: header_row.line,
+            reason: "no arrival-time column; pass --arrival-col NAME or --rate REQ_PER_S for \
+                     Poisson arrivals"
+                .into(),
+        });
+    }
+    if let Some(rate) = options.rate {
+        acc.notes.push(format!(
+            "{}: Poisson arrivals at {rate} req/s (seed {})",
+            f.rel, options.seed
+        ));
+    }
+    let need = prompt.max(output).max(arrival.unwrap_or(0)) + 1;
+    let rejects = &mut acc.rejects;
+    for row in data {
+        let line = row.raw_text();
+        let lineno = row.line;
+        let fields: Vec<&str> = match &row.fields {
+            Ok(r) => r.iter().collect(),
+            Err(reason) => {
+                rejects.reject(&name, lineno, &line, reason.clone())?;
+                continue;
+            }
+        };
+        if fields.len() < need {
+            rejects.reject(
+                &name,
+                lineno,
+                &line,
+                format!("expected at least {need} fields, found {}", fields.len()),
+            )?;
+            continue;
+        }
+        let (p, o) = match (tokens(fields[prompt]), tokens(fields[output])) {
+            (Ok(p), Ok(o)) => (p, o),
+            (Err(e), _) | (_, Err(e)) => {
+                rejects.reject(&name, lineno, &line, e)?;
+                continue;
+            }
+        };
+        let t = match arrival {
+            Some(a) => match fields[a].parse::<f64>() {
+                Ok(v) if v.is_finite() && v >= 0.0 && (v * scale).is_finite() => v * scale,
+                _ => {
+                    rejects.reject(
+                        &name,
+                        lineno,
+                        &line,
+                        format!("arrival {:?} is not a non-negative number", fields[a]),
+                    )?;
+                    continue;
+                }
+            },
+            None => {
+                acc.state = acc.state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let mut z = acc.state;
+                z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+                let u = ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64;
+                acc.clock += -(1.0 - u).ln() / options.rate.unwrap_or(1.0);
+                acc.clock
+            }
+        };
+        acc.requests.push(Request {
+            arrival_s: t,
+            prompt_tokens: p,
+            output_tokens: o,
+            file: f.rel.clone(),
+        });
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray};
 use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
-use crate::{IngestError, InputFile, Reject, Result};
+use crate::{IngestError, InputFile, Reject, Rejects, Result};
 
 /// One LLM request.
 #[derive(Debug, Clone, PartialEq)]
@@ -99,7 +99,9 @@ pub struct WorkloadOptions {
     pub strict: bool,
 }
 
-/// Parses the files of one workload and sorts the requests by arrival (stable).
+/// Parses the files of one workload and sorts the requests by arrival (stable). Defective
+/// inputs ([`InputFile::defect`]) become whole-file rejects (record 0), or the error under
+/// `strict` or when every input is defective.
 pub fn parse(
     format: WorkloadFormat,
     files: &[InputFile],
@@ -108,11 +110,16 @@ pub fn parse(
     if files.is_empty() {
         return Err(IngestError::Empty("no input files".into()));
     }
+    let mut defects = Rejects::new(options.strict);
+    let good = crate::adapters::readable_inputs(files, &mut defects)?;
     let mut w = match format {
-        WorkloadFormat::AzureLlm => azure_llm::parse(files, options)?,
-        WorkloadFormat::Mooncake => mooncake::parse(files, options)?,
-        WorkloadFormat::LengthsCsv => lengths_csv::parse(files, options)?,
+        WorkloadFormat::AzureLlm => azure_llm::parse(&good, options)?,
+        WorkloadFormat::Mooncake => mooncake::parse(&good, options)?,
+        WorkloadFormat::LengthsCsv => lengths_csv::parse(&good, options)?,
     };
+    let mut rejects = defects.into_vec();
+    rejects.append(&mut w.rejects);
+    w.rejects = rejects;
     w.requests
         .sort_by(|a, b| a.arrival_s.total_cmp(&b.arrival_s));
     w.notes.extend(crate::input::duplicate_notes(files));
@@ -156,12 +163,4 @@ pub(crate) fn tokens(field: &str) -> std::result::Result<u32, String> {
     let f = field.trim();
     f.parse::<u32>()
         .map_err(|_| format!("token count {f:?} is not a non-negative integer"))
-}
-
-/// Splits a CSV line on commas (the traces here have no quoted fields), trimming a CR.
-pub(crate) fn csv_fields(line: &str) -> Vec<&str> {
-    line.trim_end_matches('\r')
-        .split(',')
-        .map(str::trim)
-        .collect()
 }

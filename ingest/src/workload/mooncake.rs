@@ -1,5 +1,7 @@
 //! Mooncake (FAST '25) JSON lines: `{"timestamp": ms, "input_length": n, "output_length": n,
 //! "hash_ids": [...]}`. `hash_ids` (512-token prefix blocks) are not used by the replay yet.
+//! Arrivals are `timestamp / 1000` seconds (the trace's own offsets). A line that is not valid
+//! UTF-8, not a Mooncake request, or has a negative or non-finite timestamp is rejected.
 
 use serde::Deserialize;
 
@@ -25,7 +27,14 @@ pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload>
     let mut requests = Vec::new();
     for f in files {
         let name = f.display();
-        for (i, line) in f.text()?.lines().enumerate() {
+        for row in f.lines() {
+            let line = match row.text() {
+                Ok(line) => line,
+                Err(reason) => {
+                    rejects.reject(&name, row.number, &row.lossy(), reason)?;
+                    continue;
+                }
+            };
             if line.trim().is_empty() {
                 continue;
             }
@@ -38,13 +47,13 @@ pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload>
                 }),
                 Ok(l) => rejects.reject(
                     &name,
-                    i as u64 + 1,
+                    row.number,
                     line,
-                    format!("bad timestamp {}", l.timestamp),
+                    format!("timestamp {} is negative or not finite", l.timestamp),
                 )?,
                 Err(e) => rejects.reject(
                     &name,
-                    i as u64 + 1,
+                    row.number,
                     line,
                     format!("not a Mooncake request: {e}"),
                 )?,
