@@ -165,13 +165,19 @@ pub(crate) fn check_unique_keys<'a>(files: impl IntoIterator<Item = &'a InputFil
 ///
 /// Defective inputs (files that could not be read, see [`InputFile::defect`]) become
 /// whole-file rejects (record 0) and the other files are parsed, or, under `strict`, the first
-/// one is the error; when every file is defective the first defect is the error. For the
+/// problem in file order is the error (a bad record of an earlier file, or the defect); when
+/// every file is defective the first defect is the error. For the
 /// formats whose node keys come from file names (tick-json, probe-csv, add-remove, stunner, fta
 /// event tables), two inputs with the same [`InputFile::stem_key`] are refused
 /// ([`IngestError::DuplicateKey`]).
 pub fn parse(format: Format, files: &[InputFile], options: &Options) -> Result<Trace> {
     if files.is_empty() {
         return Err(IngestError::Empty("no input files".into()));
+    }
+    if let Some(e) = strict_defect(files, options.strict, |prefix| {
+        dispatch(format, prefix, options).err()
+    }) {
+        return Err(e);
     }
     let mut defects = Rejects::new(options.strict);
     let good = readable_inputs(files, &mut defects)?;
@@ -181,19 +187,43 @@ pub fn parse(format: Format, files: &[InputFile], options: &Options) -> Result<T
     ) {
         check_unique_keys(good.iter())?;
     }
-    let mut trace = match format {
-        Format::TickJson => tick_json::parse(&good, options),
-        Format::ProbeCsv => probe_csv::parse(&good, options),
-        Format::SkynomadRounds => skynomad_rounds::parse(&good, options),
-        Format::GceOperations => gce_operations::parse(&good, options),
-        Format::AddRemove => add_remove::parse(&good, options),
-        Format::Fta => fta::parse(&good, options),
-        Format::Stunner => stunner::parse(&good, options),
-    }?;
+    let mut trace = dispatch(format, &good, options)?;
     let mut rejects = defects.into_vec();
     rejects.append(&mut trace.rejects);
     trace.rejects = rejects;
     trace.notes.extend(duplicate_notes(files));
     trace.canonicalize();
     Ok(trace)
+}
+
+fn dispatch(format: Format, files: &[InputFile], options: &Options) -> Result<Trace> {
+    match format {
+        Format::TickJson => tick_json::parse(files, options),
+        Format::ProbeCsv => probe_csv::parse(files, options),
+        Format::SkynomadRounds => skynomad_rounds::parse(files, options),
+        Format::GceOperations => gce_operations::parse(files, options),
+        Format::AddRemove => add_remove::parse(files, options),
+        Format::Fta => fta::parse(files, options),
+        Format::Stunner => stunner::parse(files, options),
+    }
+}
+
+/// Under `strict`, the error for the first problem in file order when some input is defective:
+/// a bad record in the files before the first defective one (found by parsing just those with
+/// `parse_prefix`), else that defect. `None` when not strict or nothing is defective.
+pub(crate) fn strict_defect(
+    files: &[InputFile],
+    strict: bool,
+    parse_prefix: impl FnOnce(&[InputFile]) -> Option<IngestError>,
+) -> Option<IngestError> {
+    if !strict {
+        return None;
+    }
+    let k = files.iter().position(|f| f.defect.is_some())?;
+    if k > 0 {
+        if let Some(e @ IngestError::Bad { .. }) = parse_prefix(&files[..k]) {
+            return Some(e);
+        }
+    }
+    Some(defect_error(&files[k]))
 }

@@ -110,13 +110,17 @@ pub fn parse(
     if files.is_empty() {
         return Err(IngestError::Empty("no input files".into()));
     }
+    let run = |files: &[InputFile]| match format {
+        WorkloadFormat::AzureLlm => azure_llm::parse(files, options),
+        WorkloadFormat::Mooncake => mooncake::parse(files, options),
+        WorkloadFormat::LengthsCsv => lengths_csv::parse(files, options),
+    };
+    if let Some(e) = crate::adapters::strict_defect(files, options.strict, |p| run(p).err()) {
+        return Err(e);
+    }
     let mut defects = Rejects::new(options.strict);
     let good = crate::adapters::readable_inputs(files, &mut defects)?;
-    let mut w = match format {
-        WorkloadFormat::AzureLlm => azure_llm::parse(&good, options)?,
-        WorkloadFormat::Mooncake => mooncake::parse(&good, options)?,
-        WorkloadFormat::LengthsCsv => lengths_csv::parse(&good, options)?,
-    };
+    let mut w = run(&good)?;
     let mut rejects = defects.into_vec();
     rejects.append(&mut w.rejects);
     w.rejects = rejects;
