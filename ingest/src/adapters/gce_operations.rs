@@ -89,7 +89,6 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         };
         match classify(text) {
             FileKind::Operations => {
-                op_files += 1;
                 let values: Vec<Value> = match serde_json::from_str(text) {
                     Ok(v) => v,
                     Err(e) => {
@@ -102,6 +101,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
                         continue;
                     }
                 };
+                op_files += 1;
                 for (i, value) in values.iter().enumerate() {
                     let record_no = i as u64 + 1;
                     let rec = match OpRecord::from_value(value) {

@@ -327,13 +327,18 @@ fn rel_time(s: &str) -> Option<f64> {
     s.parse::<f64>().ok().filter(|t| t.is_finite() && *t >= 0.0)
 }
 
+/// A count: a non-negative integer of at most `u32::MAX` (as tick-json), written plainly or as
+/// a whole float.
 fn count(s: &str) -> Option<u64> {
-    s.parse::<u64>().ok().or_else(|| {
-        s.parse::<f64>()
-            .ok()
-            .filter(|x| x.is_finite() && *x >= 0.0 && x.fract() == 0.0 && *x <= u32::MAX as f64)
-            .map(|x| x as u64)
-    })
+    s.parse::<u64>()
+        .ok()
+        .filter(|c| *c <= u64::from(u32::MAX))
+        .or_else(|| {
+            s.parse::<f64>()
+                .ok()
+                .filter(|x| x.is_finite() && *x >= 0.0 && x.fract() == 0.0 && *x <= u32::MAX as f64)
+                .map(|x| x as u64)
+        })
 }
 
 fn flag(s: &str) -> Option<u64> {
@@ -370,14 +375,14 @@ fn parse_line(shape: Shape, f: &[&str]) -> std::result::Result<Record, String> {
             let t = rel_time(f[0])
                 .ok_or_else(|| bad_time(f[0], "a non-negative number of time units"))?;
             let v = count(f[1])
-                .ok_or_else(|| format!("count {:?} is not a non-negative integer", f[1]))?;
+                .ok_or_else(|| format!("count {:?} is not an integer in 0..=4294967295", f[1]))?;
             Ok(Record { t, value: v })
         }
         Shape::CountDated => {
             let t = parse_dated(f[0], f[1])
                 .ok_or_else(|| bad_time(&format!("{}, {}", f[0], f[1]), "YYYY-MM-DD, HH:MM:SS"))?;
             let v = count(f[2])
-                .ok_or_else(|| format!("count {:?} is not a non-negative integer", f[2]))?;
+                .ok_or_else(|| format!("count {:?} is not an integer in 0..=4294967295", f[2]))?;
             Ok(Record { t, value: v })
         }
     }

@@ -166,5 +166,5 @@ pub fn requests_batch(w: &Workload) -> Result<RecordBatch> {
 pub(crate) fn tokens(field: &str) -> std::result::Result<u32, String> {
     let f = field.trim();
     f.parse::<u32>()
-        .map_err(|_| format!("token count {f:?} is not a non-negative integer"))
+        .map_err(|_| format!("token count {f:?} is not an integer in 0..=4294967295"))
 }
