@@ -37,3 +37,20 @@ pub fn traces_public() -> Option<PathBuf> {
         None
     }
 }
+
+/// The public request workloads (`$HAZARDSERVE_SHARED/workloads-public`, else
+/// `../shared/workloads-public` beside the checkout), or `None` after [`skip`]ping the test when
+/// they are absent.
+#[allow(dead_code)]
+pub fn workloads_public() -> Option<PathBuf> {
+    let base = std::env::var_os("HAZARDSERVE_SHARED")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared"));
+    let dir = base.join("workloads-public");
+    if dir.is_dir() {
+        Some(dir)
+    } else {
+        skip(&format!("{} not found", dir.display()));
+        None
+    }
+}
