@@ -184,11 +184,7 @@ impl InputFile {
     /// `rel` without a compression suffix (`.gz`, any letter case) and the format extension:
     /// the default series key.
     pub fn stem_key(&self) -> String {
-        let s = strip_gz_suffix(&self.rel);
-        match s.rfind('.') {
-            Some(dot) if !s[dot..].contains('/') => s[..dot].to_string(),
-            _ => s.to_string(),
-        }
+        stem_of(&self.rel)
     }
 
     /// The content as UTF-8 text, or a clear error naming the file (and the line of the first
@@ -295,6 +291,15 @@ fn lower_name(path: &Path) -> String {
     path.file_name()
         .map(|n| n.to_string_lossy().to_ascii_lowercase())
         .unwrap_or_default()
+}
+
+/// `rel` without a compression suffix and the format extension ([`InputFile::stem_key`]).
+fn stem_of(rel: &str) -> String {
+    let s = strip_gz_suffix(rel);
+    match s.rfind('.') {
+        Some(dot) if !s[dot..].contains('/') => s[..dot].to_string(),
+        _ => s.to_string(),
+    }
 }
 
 /// `name` without a trailing `.gz` in any letter case.
@@ -493,13 +498,23 @@ pub fn hex(bytes: &[u8]) -> String {
 
 /// Expands the command-line PATH arguments into a sorted, de-duplicated list of
 /// `(path, rel)` pairs: a file is itself, a directory is every file below it (recursively,
-/// hidden files skipped), anything else is tried as a glob.
+/// hidden files skipped), anything else is tried as a glob. `rel` is the file name for a file
+/// argument or a glob match, and the path below the argument for a directory argument; when two
+/// different files would get the same node key from it, their parent directories are put in
+/// front until they differ (see the note on duplicate keys below).
 ///
 /// The walk follows symbolic links but enters each directory once (a visited set of device and
 /// inode, or canonical path off Unix), so symlink loops end. Entries that cannot be walked or
 /// are not regular files (an unreadable directory, a broken link, a FIFO) are listed too, so that
 /// reading them gives a defective input that the parse reports, instead of being dropped
 /// silently.
+///
+/// Duplicate keys: adapters derive node keys from `rel` without its extension
+/// ([`InputFile::stem_key`]), so `d1/x.json` and `d2/x.json` given as two arguments (or two
+/// directory arguments that both hold `x.json`) would merge two nodes into one. Such files get
+/// as many parent directories in front of `rel` as it takes to tell them apart (`d1/x.json`,
+/// `d2/x.json`); the other files keep their `rel`. Files that no directory tells apart (`x.json`
+/// beside `x.json.gz`) keep the same key and are refused by [`crate::parse`].
 pub fn expand_paths(args: &[String]) -> Result<Vec<(PathBuf, String)>> {
     let mut out: Vec<(PathBuf, String)> = Vec::new();
     let mut visited = HashSet::new();
@@ -543,8 +558,62 @@ pub fn expand_paths(args: &[String]) -> Result<Vec<(PathBuf, String)>> {
     }
     let mut seen = HashSet::new();
     out.retain(|(p, _)| seen.insert(p.canonicalize().unwrap_or_else(|_| p.clone())));
+    disambiguate(&mut out);
     out.sort_by(|a, b| a.1.cmp(&b.1).then(a.0.cmp(&b.0)));
     Ok(out)
+}
+
+/// Makes the node keys of different files different: files whose `rel` gives the same
+/// [`InputFile::stem_key`] (`d1/x.json` and `d2/x.json` given as two file arguments, or two
+/// directory arguments that both hold `x.json`) get as many of the parent directories of their
+/// path in front of `rel` as it takes to tell them apart (`d1/x.json`, `d2/x.json`); the other
+/// files keep theirs. Files that no directory tells apart (`x.json` beside `x.json.gz`) are left
+/// alone, and [`crate::parse`] refuses them ([`IngestError::DuplicateKey`]).
+fn disambiguate(out: &mut [(PathBuf, String)]) {
+    let mut groups: std::collections::HashMap<String, Vec<usize>> = Default::default();
+    for (i, (_, rel)) in out.iter().enumerate() {
+        groups.entry(stem_of(rel)).or_default().push(i);
+    }
+    for group in groups.into_values().filter(|g| g.len() > 1) {
+        let parts: Vec<Vec<String>> = group
+            .iter()
+            .map(|&i| {
+                out[i]
+                    .0
+                    .components()
+                    .filter_map(|c| match c {
+                        std::path::Component::Normal(s) => Some(s.to_string_lossy().into_owned()),
+                        _ => None,
+                    })
+                    .collect()
+            })
+            .collect();
+        let depth: Vec<usize> = group.iter().map(|&i| out[i].1.split('/').count()).collect();
+        let longest = parts.iter().map(Vec::len).max().unwrap_or(0);
+        for extra in 1..=longest {
+            let candidates: Vec<String> = group
+                .iter()
+                .enumerate()
+                .map(|(k, &i)| {
+                    let p = &parts[k];
+                    let take = (depth[k] + extra).min(p.len());
+                    let parents = &p[p.len() - take..p.len() - depth[k].min(p.len())];
+                    if parents.is_empty() {
+                        out[i].1.clone()
+                    } else {
+                        format!("{}/{}", parents.join("/"), out[i].1)
+                    }
+                })
+                .collect();
+            let keys: HashSet<String> = candidates.iter().map(|c| stem_of(c)).collect();
+            if keys.len() == group.len() {
+                for (k, &i) in group.iter().enumerate() {
+                    out[i].1 = candidates[k].clone();
+                }
+                break;
+            }
+        }
+    }
 }
 
 /// [`expand_paths`] then [`InputFile::read_all_with`] on every path: the inputs of one ingest.
