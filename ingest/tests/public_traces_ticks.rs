@@ -302,6 +302,31 @@ fn spothedge_ingests_without_rejects() {
     assert_eq!(wrong.sessions[0].resolution_s, 300.0);
 }
 
+/// SpotHedge AWS1 and AWS2 both hold `us-west-2c_v100_1.json`: ingested as three directory
+/// arguments (as the `spothedge-counts` public source is), the two series stay two nodes.
+#[test]
+fn spothedge_directories_sharing_file_names_stay_apart() {
+    let Some(root) = data_root() else { return };
+    let args: Vec<String> = ["AWS1", "AWS2", "GCP1"]
+        .iter()
+        .map(|d| root.join("spothedge/data").join(d).display().to_string())
+        .collect();
+    let files: Vec<InputFile> = expand_paths(&args)
+        .unwrap()
+        .into_iter()
+        .flat_map(|(p, rel)| InputFile::read_all(&p, &rel).unwrap())
+        .collect();
+    assert_eq!(files.len(), 12);
+    let t = parse(Format::TickJson, &files, &polarity(Polarity::Available)).unwrap();
+    let ids: Vec<&str> = t.nodes.iter().map(|n| n.node_id.as_str()).collect();
+    assert_eq!(ids.len(), 12, "{ids:?}");
+    assert!(ids.contains(&"AWS1/us-west-2c_v100_1") && ids.contains(&"AWS2/us-west-2c_v100_1"));
+    assert!(
+        ids.contains(&"us-east-1f_v100_1"),
+        "files that do not collide keep their key"
+    );
+}
+
 #[test]
 fn skynomad_h100_rounds_k1() {
     let Some(root) = data_root() else { return };

@@ -400,14 +400,22 @@ fn symlink_loops_do_not_hang() {
 }
 
 #[test]
-fn duplicate_node_keys_are_refused() {
+fn duplicate_node_keys_are_made_unique_or_refused() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
-    std::fs::create_dir(d.join("d1")).unwrap();
-    std::fs::create_dir(d.join("d2")).unwrap();
+    for sub in ["d1", "d2", "e1/d", "e2/d"] {
+        std::fs::create_dir_all(d.join(sub)).unwrap();
+    }
     let series = "{\"metadata\": {\"gap_seconds\": 60}, \"data\": [0, 1]}";
-    std::fs::write(d.join("d1/x.json"), series).unwrap();
-    std::fs::write(d.join("d2/x.json"), series).unwrap();
+    for f in [
+        "d1/x.json",
+        "d2/x.json",
+        "d2/y.json",
+        "e1/d/x.json",
+        "e2/d/x.json",
+    ] {
+        std::fs::write(d.join(f), series).unwrap();
+    }
     let read = |args: Vec<String>| -> Vec<InputFile> {
         expand_paths(&args)
             .unwrap()
@@ -415,40 +423,43 @@ fn duplicate_node_keys_are_refused() {
             .flat_map(|(p, r)| InputFile::read_all(p, r).unwrap())
             .collect()
     };
-    // Two file arguments with the same base name.
-    let files = read(vec![
-        d.join("d1/x.json").display().to_string(),
-        d.join("d2/x.json").display().to_string(),
-    ]);
-    let e = parse(Format::TickJson, &files, &lenient()).unwrap_err();
+    let keys = |files: &[InputFile]| -> Vec<String> {
+        let t = parse(Format::TickJson, files, &lenient()).unwrap();
+        t.nodes.iter().map(|n| n.node_id.clone()).collect()
+    };
+    let arg = |p: &str| d.join(p).display().to_string();
+    // Two file arguments with the same base name: told apart by their directories.
+    let files = read(vec![arg("d1/x.json"), arg("d2/x.json")]);
+    assert_eq!(keys(&files), vec!["d1/x", "d2/x"]);
+    // Two directory arguments holding the same names: only the colliding files change.
+    assert_eq!(
+        keys(&read(vec![arg("d1"), arg("d2")])),
+        vec!["d1/x", "d2/x", "y"]
+    );
+    // As many parent directories as it takes.
+    assert_eq!(
+        keys(&read(vec![arg("e1/d"), arg("e2/d")])),
+        vec!["e1/d/x", "e2/d/x"]
+    );
+    // Their common parent: distinct keys without help.
+    assert_eq!(
+        keys(&read(vec![d.display().to_string()])),
+        vec!["d1/x", "d2/x", "d2/y", "e1/d/x", "e2/d/x"]
+    );
+    // `x.json` beside `x.json.gz`: no directory tells them apart, so they are refused.
+    std::fs::write(d.join("d1/x.json.gz"), gz(series.as_bytes())).unwrap();
+    let e = parse(Format::TickJson, &read(vec![arg("d1")]), &lenient()).unwrap_err();
     assert!(
         matches!(&e, IngestError::DuplicateKey { key, .. } if key == "x"),
         "{e:?}"
     );
     let msg = e.to_string();
     assert!(
-        msg.contains("d1/x.json") && msg.contains("d2/x.json"),
+        msg.contains("d1/x.json and ") && msg.contains("d1/x.json.gz"),
         "{msg}"
     );
-    // Their common parent: distinct keys d1/x and d2/x.
-    let t = parse(
-        Format::TickJson,
-        &read(vec![d.display().to_string()]),
-        &lenient(),
-    )
-    .unwrap();
-    let keys: Vec<&str> = t.nodes.iter().map(|n| n.node_id.as_str()).collect();
-    assert_eq!(keys, vec!["d1/x", "d2/x"]);
-    // `x.json` beside `x.json.gz`.
-    std::fs::write(d.join("d1/x.json.gz"), gz(series.as_bytes())).unwrap();
-    let e = parse(
-        Format::TickJson,
-        &read(vec![d.join("d1").display().to_string()]),
-        &lenient(),
-    )
-    .unwrap_err();
-    assert!(matches!(e, IngestError::DuplicateKey { .. }), "{e:?}");
-    // Every format that builds keys from file names.
+    // Inputs built in memory with the same name: refused, for every format that builds keys
+    // from file names.
     let pairs: [(Format, &str, &str); 4] = [
         (Format::ProbeCsv, "p.txt", "0,2022-10-26T22:05:04.000Z,0\n"),
         (Format::AddRemove, "a.csv", "0,add,n1\n"),
