@@ -10,6 +10,8 @@
 //! file) and the problem, and the other records go on. Under `strict` the first such problem is
 //! an error with the same file, line and reason.
 
+#![warn(missing_docs)]
+
 pub mod adapters;
 pub mod batch;
 pub mod csv_input;
