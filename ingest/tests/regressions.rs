@@ -37,6 +37,10 @@ fn gz(data: &[u8]) -> Vec<u8> {
     e.finish().unwrap()
 }
 
+fn azure_plain() -> Vec<u8> {
+    b"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:47.00,3,4\n".to_vec()
+}
+
 /// A small valid input of every availability format.
 fn samples() -> Vec<(Format, &'static str, &'static str)> {
     vec![
@@ -204,6 +208,19 @@ fn bad_file_never_stops_a_multi_file_ingest() {
         find("c-latin1.json").2,
         "not valid UTF-8 text (byte 0xe9 at column 44)"
     );
+    // Workloads: a corrupt first file does not hide the format of the others.
+    let z = gz(b"TIMESTAMP,ContextTokens,GeneratedTokens\n2023-11-16 18:15:46.68,1,2\n");
+    std::fs::write(dir.path().join("a.csv.gz"), &z[..z.len() - 9]).unwrap();
+    std::fs::write(dir.path().join("b.csv"), azure_plain()).unwrap();
+    let mut w = InputFile::read_all(&dir.path().join("a.csv.gz"), "a.csv.gz").unwrap();
+    w.extend(InputFile::read_all(&dir.path().join("b.csv"), "b.csv").unwrap());
+    assert_eq!(workload::sniff(&w), Some(WorkloadFormat::AzureLlm));
+    let parsed =
+        workload::parse(WorkloadFormat::AzureLlm, &w, &WorkloadOptions::default()).unwrap();
+    assert_eq!((parsed.requests.len(), parsed.rejects.len()), (1, 1));
+    assert!(parsed.rejects[0]
+        .reason
+        .starts_with("not a valid gzip stream"));
     // Strict: the first bad file is the error, with its line.
     let e = parse(Format::TickJson, &files, &strict())
         .unwrap_err()

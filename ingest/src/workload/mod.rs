@@ -80,6 +80,15 @@ impl WorkloadFormat {
     }
 }
 
+/// Decides the workload format of a set of files (`--format auto` after no availability format
+/// claimed them): the first format that claims the first readable file. Defective inputs
+/// ([`InputFile::defect`]) are skipped, so a corrupt first file does not hide the format of the
+/// others. `None` when no readable file is claimed.
+pub fn sniff(files: &[InputFile]) -> Option<WorkloadFormat> {
+    let first = files.iter().find(|f| f.defect.is_none())?;
+    WorkloadFormat::ALL.into_iter().find(|f| f.sniff(first))
+}
+
 /// Column and arrival options of `lengths-csv` (ignored by the other formats).
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
 pub struct WorkloadOptions {
