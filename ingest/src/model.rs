@@ -221,15 +221,25 @@ impl Rejects {
 
     /// The error to return when an adapter ends with no usable input at all: the first
     /// whole-file defect when there was one (so ingesting one broken file says what is wrong
-    /// with it), else `fallback`.
+    /// with it); else, when records were rejected, the first of them with how many there were
+    /// (not "empty input": the file had records); else `fallback`.
     pub fn nothing_usable(&self, fallback: crate::IngestError) -> crate::IngestError {
-        match &self.first_file_error {
-            Some((file, line, reason)) => crate::IngestError::Bad {
+        match (&self.first_file_error, self.items.first()) {
+            (Some((file, line, reason)), _) => crate::IngestError::Bad {
                 file: file.clone(),
                 line: *line,
                 reason: reason.clone(),
             },
-            None => fallback,
+            (None, Some(first)) => crate::IngestError::Bad {
+                file: first.file.clone(),
+                line: first.line,
+                reason: format!(
+                    "no usable record: all {} rejected; the first: {}",
+                    self.items.len(),
+                    first.reason
+                ),
+            },
+            (None, None) => fallback,
         }
     }
 

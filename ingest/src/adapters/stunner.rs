@@ -49,9 +49,9 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         any |= parse_file(file, &mut trace, &mut rejects)?;
     }
     if !any {
-        return Err(IngestError::Empty(
+        return Err(rejects.nothing_usable(IngestError::Empty(
             files.first().map(|f| f.display()).unwrap_or_default(),
-        ));
+        )));
     }
     trace.rejects = rejects.into_vec();
     Ok(trace)
