@@ -2,6 +2,10 @@
 //! (lifelines 0.705 s at 1e6 rows, 13.1 s at 1e7, ~384 s for 100,000 nodes of ~20 sessions;
 //! numpy 0.19 s / 2.6 s / 0.55 s). Targets: <= 0.05 s at 1e6, <= 0.6 s at 1e7, <= 0.2 s for
 //! 100,000 nodes with shrinkage, KM / sort <= 1.5, peak memory <= 40 bytes per row.
+//!
+//! `shape_selection`: the hazard-shape verdict (seven maximum-likelihood models, AIC) of the
+//! pooled sessions of every public source in ../shared/traces-public, target < 5 s in all. The
+//! store is made once by the real binary (`ingest-public`), outside the measurement.
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -132,5 +136,59 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// Shape selection over every public source (see the module docs).
+fn shape_selection(c: &mut Criterion) {
+    use hazardserve::survival::shapes::{select_shape, ShapeOptions};
+    let traces = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces-public");
+    if !traces.is_dir() {
+        eprintln!("SKIPPED: shape_selection: {} not found", traces.display());
+        return;
+    }
+    let tmp = tempfile::tempdir().expect("temp dir");
+    let store = tmp.path().join("store");
+    let status = std::process::Command::new(env!("CARGO_BIN_EXE_hazardserve"))
+        .arg("--store")
+        .arg(&store)
+        .arg("--quiet")
+        .arg("ingest-public")
+        .arg(&traces)
+        .status()
+        .expect("run hazardserve");
+    assert!(status.success(), "ingest-public failed");
+    let st = hazardserve::store::Store::open(&store).expect("store");
+    let mut sets = Vec::new();
+    for src in hazardserve::public::PUBLIC_SOURCES {
+        let mut data = hazardserve::fit::load_sessions(&st, src.source, None, false).expect("load");
+        if data.sessions.is_empty() {
+            data = hazardserve::fit::load_sessions(&st, src.source, None, true).expect("load");
+        }
+        let (exit, event, entry) = hazardserve::fit::group_columns(&data, "all");
+        sets.push((src.source, exit, event, entry));
+    }
+    let run = || {
+        for (_, exit, event, entry) in &sets {
+            let truncated = entry.iter().any(|&e| e > 0.0);
+            let _ = std::hint::black_box(select_shape(
+                exit,
+                event,
+                truncated.then_some(entry.as_slice()),
+                &ShapeOptions::default(),
+            ));
+        }
+    };
+    let t = Instant::now();
+    run();
+    let sessions: usize = sets.iter().map(|s| s.1.len()).sum();
+    eprintln!(
+        "shape selection: {} sources, {sessions} sessions, {:.3} s",
+        sets.len(),
+        t.elapsed().as_secs_f64()
+    );
+    let mut g = c.benchmark_group("shapes");
+    g.sample_size(10).measurement_time(Duration::from_secs(20));
+    g.bench_function("shape_selection_all_public_sources", |b| b.iter(run));
+    g.finish();
+}
+
+criterion_group!(benches, bench, shape_selection);
 criterion_main!(benches);

@@ -1,4 +1,6 @@
--- The nodes of one source (?1) with their attributes, session counts and median up-time.
+-- The nodes of one source (?1) with their attributes and session counts. `median_up_s` is a
+-- placeholder that `hazardserve nodes` replaces by each node's Kaplan-Meier median (a plain
+-- median of durations would treat censored sessions as ends).
 SELECT
     n.node_id,
     n.zone,
@@ -6,7 +8,7 @@ SELECT
     n.node_group,
     count(s.node_id) AS sessions,
     coalesce(sum(s.event), 0)::BIGINT AS events,
-    round(median(s.duration_s), 3) AS median_up_s,
+    NULL::DOUBLE AS median_up_s,
     n.observed_from,
     n.observed_to
 FROM nodes n

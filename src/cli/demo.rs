@@ -66,6 +66,7 @@ const SAMPLE_SOURCES: &[(&str, &str, FormatArg, Option<Polarity>)] = &[
 
 /// Runs the demo.
 pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
+    crate::store::Store::check_writable(&globals.store)?;
     let dir = samples_dir(globals, args.samples)?;
     for (source, sub, format, polarity) in SAMPLE_SOURCES {
         let path = dir.join(sub).to_string_lossy().into_owned();

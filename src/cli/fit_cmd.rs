@@ -50,18 +50,17 @@ fn parse_flag(s: &str) -> Option<bool> {
 /// `hazardserve km`.
 pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
     let name = args.input.display().to_string();
-    let text =
-        std::fs::read_to_string(&args.input).with_context(|| format!("{name}: cannot read"))?;
-    let mut lines = text
-        .lines()
-        .enumerate()
-        .filter(|(_, l)| !l.trim().is_empty());
-    let Some((_, header)) = lines.next() else {
-        bail!("{name}: empty input");
+    let file = std::fs::File::open(&args.input).with_context(|| format!("{name}: cannot read"))?;
+    // Quoted fields, CRLF and a byte-order mark are handled by the CSV reader.
+    let mut rows = hazardserve_ingest::csv_records(std::io::BufReader::new(file));
+    let header = match rows.next() {
+        None => bail!("{name}: empty input"),
+        Some(Err(e)) => bail!("{name}:{}: {}", e.line, e.reason),
+        Some(Ok((_, h))) => h,
     };
-    let cols: Vec<&str> = header
-        .split(',')
-        .map(|c| c.trim().trim_matches('"'))
+    let cols: Vec<String> = header
+        .iter()
+        .map(|c| c.trim_matches('"').to_string())
         .collect();
     let find = |c: &str| cols.iter().position(|h| h.eq_ignore_ascii_case(c));
     let di = find(&args.duration).with_context(|| {
@@ -85,13 +84,9 @@ pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
         None => None,
     };
     let (mut dur, mut ev, mut ent) = (Vec::new(), Vec::new(), Vec::new());
-    for (i, line) in lines {
-        let f: Vec<&str> = line
-            .split(',')
-            .map(|c| c.trim().trim_matches('"'))
-            .collect();
-        let lineno = i + 1;
-        let get = |k: usize| f.get(k).copied().unwrap_or("");
+    for row in rows {
+        let (lineno, f) = row.map_err(|e| anyhow::anyhow!("{name}:{}: {}", e.line, e.reason))?;
+        let get = |k: usize| f.get(k).unwrap_or("");
         let d: f64 = get(di)
             .parse()
             .ok()
@@ -179,7 +174,7 @@ impl ShrinkageArg {
 /// `fit` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve fit --source gce-preemptible\n  hazardserve fit --source gce-preemptible --by zone --format json\n  hazardserve fit --source cbl-preemption-1node --validate --split 0.7"
+    after_help = "Columns:\n  verdict   hazard shape: decreasing, increasing, constant, bathtub or capped, chosen by AIC\n            over seven maximum-likelihood models; \"too few events (n)\" below --min-events\n  model     the model that decided; aic_gap: its AIC lead over the next model\n  evidence  that model's parameters with 95 % intervals, and the rule that fired\n  median    Kaplan-Meier median, or \"> t (not reached)\" when S stays above 0.5\n  m         beta-process prior strength: how many of a node's own sessions the pooled curve\n            is worth (small: nodes follow their own data; large: the pooled curve)\n  theta     gamma-frailty variance: how much node hazards differ (0: not at all)\n  notes     estimates at the edge of their search range, and what that means\n\nExamples:\n  hazardserve fit --source gce-preemptible\n  hazardserve fit --source gce-preemptible --by zone --format json\n  hazardserve fit --source gce-preemptible --hazard\n  hazardserve fit --source cbl-preemption-1node --validate --split 0.7"
 )]
 pub struct FitArgs {
     /// The source to fit.
@@ -202,6 +197,15 @@ pub struct FitArgs {
     /// (one row per estimator and calibration horizon).
     #[arg(long)]
     pub validate: bool,
+    /// Print each group's smoothed hazard instead (one table: group, t_s, hazard_per_h with its
+    /// 95 % interval): kernel-smoothed Nelson-Aalen increments, boundary-corrected, with a
+    /// cross-validated bandwidth.
+    #[arg(long, conflicts_with_all = ["validate", "curve"])]
+    pub hazard: bool,
+    /// Fewer observed ends than this in a group: no hazard-shape verdict ("too few events")
+    /// and null parametric columns.
+    #[arg(long, default_value_t = fit::DEFAULT_MIN_EVENTS)]
+    pub min_events: usize,
     /// Split of --validate: a fraction of the observation span in (0, 1), seconds on the
     /// source's clock, or an RFC 3339 timestamp.
     #[arg(long, default_value = "0.6")]
@@ -218,6 +222,84 @@ fn parse_split(s: &str) -> anyhow::Result<Split> {
         }
     }
     Ok(Split::At(fit::parse_time(s)?))
+}
+
+/// `fit --hazard`: each group's kernel-smoothed hazard with its pointwise 95 % interval.
+fn print_hazard(
+    globals: &Globals,
+    data: &fit::SourceSessions,
+    args: &FitArgs,
+) -> anyhow::Result<()> {
+    use crate::survival::hazard::{smoothed_hazard, HazardOptions};
+    let (mut group, mut t, mut h, mut lo, mut hi, mut bw) = (
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+        Vec::new(),
+    );
+    let per_h = |x: f64| Some(x * 3600.0);
+    for g in data.groups() {
+        let (exit, event, entry) = fit::group_columns(data, &g);
+        let events = event.iter().filter(|&&e| e).count();
+        if events < args.min_events {
+            globals.say(format!(
+                "{g}: too few events ({events} < {}) for a smoothed hazard",
+                args.min_events
+            ));
+            continue;
+        }
+        let truncated = entry.iter().any(|&e| e > 0.0);
+        let sh = smoothed_hazard(
+            &exit,
+            &event,
+            truncated.then_some(entry.as_slice()),
+            &HazardOptions::default(),
+        )
+        .with_context(|| format!("smoothing the hazard of group {g}"))?;
+        globals.say(format!(
+            "{g}: {} events, bandwidth {:.3} ({:?}, {:?} scale)",
+            sh.events, sh.bandwidth, sh.bandwidth_method, sh.scale
+        ));
+        for p in &sh.points {
+            group.push(Some(g.clone()));
+            t.push(Some(p.t));
+            h.push(per_h(p.hazard));
+            lo.push(per_h(p.ci_low));
+            hi.push(per_h(p.ci_high));
+            bw.push(Some(sh.bandwidth));
+        }
+    }
+    let b = output::batch(vec![
+        ("group", Col::Str(group)),
+        ("t_s", Col::F64(t)),
+        ("hazard_per_h", Col::F64(h)),
+        ("ci_low_per_h", Col::F64(lo)),
+        ("ci_high_per_h", Col::F64(hi)),
+        ("bandwidth", Col::F64(bw)),
+    ])?;
+    args.output.emit(globals, &[b])
+}
+
+/// What a time on a source's clock means, for messages.
+fn clock_words(time_base: &str) -> &'static str {
+    if time_base == "utc" {
+        "UTC clock"
+    } else {
+        "relative clock: seconds from the trace's start, so give --split as a fraction or in seconds"
+    }
+}
+
+/// A time on a source's clock as people read it: ISO-8601 UTC on a UTC clock, seconds on a
+/// relative one.
+fn clock_time(t: f64, time_base: &str) -> String {
+    if time_base == "utc" {
+        if let Some(d) = chrono::DateTime::from_timestamp(t.floor() as i64, 0) {
+            return d.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        }
+    }
+    format!("{t:.0} s")
 }
 
 /// `hazardserve fit`.
@@ -242,11 +324,32 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
     }
     if args.validate {
         let split = parse_split(&args.split)?;
-        let report = validate(&data.sessions, split, &ValidateOptions::default())
-            .with_context(|| format!("validating source {}", args.source))?;
+        let (from, to) = data.observation;
+        let clock = clock_words(&data.time_base);
+        if let Split::At(t) = split {
+            if !(t > from && t < to) {
+                bail!(
+                    "--split {}: {} is outside the observation of source {} ({} to {}; {clock})",
+                    args.split,
+                    clock_time(t, &data.time_base),
+                    args.source,
+                    clock_time(from, &data.time_base),
+                    clock_time(to, &data.time_base),
+                );
+            }
+        }
+        let report =
+            validate(&data.sessions, split, &ValidateOptions::default()).with_context(|| {
+                format!(
+                    "validating source {} (observed {} to {}; {clock})",
+                    args.source,
+                    clock_time(from, &data.time_base),
+                    clock_time(to, &data.time_base)
+                )
+            })?;
         globals.say(format!(
-            "split at {:.0} s ({} clock): {} training rows, {} test sessions ({} ended after the split)",
-            report.split_time_s,
+            "split at {} ({} clock): {} training rows, {} test sessions ({} ended after the split)",
+            clock_time(report.split_time_s, &data.time_base),
             data.time_base,
             report.n_train,
             report.n_test,
@@ -287,7 +390,10 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
         ])?;
         return args.output.emit(globals, &[b]);
     }
-    let fits = fit::fit_groups(&data, args.shrinkage.choice())
+    if args.hazard {
+        return print_hazard(globals, &data, &args);
+    }
+    let fits = fit::fit_groups_with(&data, args.shrinkage.choice(), args.min_events)
         .with_context(|| format!("fitting source {}", args.source))?;
     if args.curve {
         let (mut group, mut t, mut surv) = (Vec::new(), Vec::new(), Vec::new());
@@ -324,6 +430,10 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
             Col::I64(fits.iter().map(|g| Some(g.events as i64)).collect()),
         ),
         ("median_s", col(&|g| g.median_s)),
+        (
+            "median",
+            Col::Str(fits.iter().map(|g| Some(g.median.clone())).collect()),
+        ),
         ("s_1h", col(&|g| g.s_1h)),
         ("s_6h", col(&|g| g.s_6h)),
         ("s_24h", col(&|g| g.s_24h)),
@@ -337,11 +447,28 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
             Col::Str(fits.iter().map(|g| Some(g.verdict.to_string())).collect()),
         ),
         (
+            "model",
+            Col::Str(fits.iter().map(|g| g.shape_model.clone()).collect()),
+        ),
+        ("aic_gap", col(&|g| g.aic_gap)),
+        (
+            "evidence",
+            Col::Str(fits.iter().map(|g| g.evidence.clone()).collect()),
+        ),
+        (
             "shrinkage",
             Col::Str(fits.iter().map(|g| Some(g.shrinkage.clone())).collect()),
         ),
         ("m", col(&|g| g.m)),
         ("theta", col(&|g| g.theta)),
+        (
+            "notes",
+            Col::Str(
+                fits.iter()
+                    .map(|g| (!g.notes.is_empty()).then(|| g.notes.join("; ")))
+                    .collect(),
+            ),
+        ),
     ])?;
     args.output.emit(globals, &[b])
 }

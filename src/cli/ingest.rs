@@ -87,6 +87,11 @@ pub struct IngestArgs {
     /// Replace the source if it exists with different content.
     #[arg(long)]
     pub replace: bool,
+    /// Largest size one compressed input (gzip file, tar archive or gzip member) may
+    /// decompress to, in bytes or with a K, M or G suffix (1024-based); past it the file is
+    /// refused with a clear error, so a gzip bomb cannot exhaust memory.
+    #[arg(long, value_name = "SIZE", default_value = "4G", value_parser = parse_size)]
+    pub max_decompressed: u64,
     /// lengths-csv: the arrival-time column.
     #[arg(long, value_name = "NAME", help_heading = "Request workloads")]
     pub arrival_col: Option<String>,
@@ -164,7 +169,11 @@ pub fn derive_source_name(path: &str) -> String {
         })
         .take(100)
         .collect();
-    let s = s.trim_start_matches('.').to_string();
+    let mut s = s.trim_start_matches('.').to_string();
+    // ".tmp-" is reserved for the store's temporary files (see `validate_source_name`).
+    while let Some(i) = s.to_ascii_lowercase().find(".tmp-") {
+        s.replace_range(i..i + 1, "-");
+    }
     if s.is_empty() {
         "source".into()
     } else {
@@ -172,8 +181,44 @@ pub fn derive_source_name(path: &str) -> String {
     }
 }
 
-/// Reads every input, with a progress bar on a terminal.
+/// Parses a size: bytes, or a number with a K, M or G suffix (powers of 1024).
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (num, mult) = match t.char_indices().last() {
+        Some((i, c)) if c.is_ascii_alphabetic() => {
+            let m: u64 = match c.to_ascii_uppercase() {
+                'K' => 1 << 10,
+                'M' => 1 << 20,
+                'G' => 1 << 30,
+                _ => return Err(format!("{s:?}: the suffix must be K, M or G")),
+            };
+            (&t[..i], m)
+        }
+        _ => (t, 1),
+    };
+    let n: f64 = num
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a size (e.g. 4G, 512M, 1000000)"))?;
+    if !(n.is_finite() && n > 0.0) {
+        return Err(format!("{s:?}: the size must be positive"));
+    }
+    Ok((n * mult as f64) as u64)
+}
+
+/// Reads every input with the default limits (see [`read_inputs_with`]).
 pub fn read_inputs(globals: &Globals, paths: &[String]) -> anyhow::Result<Vec<InputFile>> {
+    read_inputs_with(globals, paths, &ingest::ReadOptions::default())
+}
+
+/// Reads every input, with a progress bar on a terminal. A file that cannot be read (or
+/// decompresses past `options`' cap) becomes a defective input that the adapters report as a
+/// reject (lenient) or an error (strict); it never stops the others.
+pub fn read_inputs_with(
+    globals: &Globals,
+    paths: &[String],
+    options: &ingest::ReadOptions,
+) -> anyhow::Result<Vec<InputFile>> {
     let found = ingest::expand_paths(paths)?;
     let bar = if std::io::stderr().is_terminal()
         && globals.verbosity != super::Verbosity::Quiet
@@ -190,7 +235,7 @@ pub fn read_inputs(globals: &Globals, paths: &[String]) -> anyhow::Result<Vec<In
     };
     let mut files = Vec::with_capacity(found.len());
     for (path, rel) in &found {
-        files.extend(InputFile::read_all(path, rel)?);
+        files.extend(InputFile::read_all_with(path, rel, options)?);
         if let Some(b) = &bar {
             b.inc(1);
         }
@@ -380,13 +425,19 @@ pub fn ingest_parsed(
 pub fn run(globals: &Globals, args: IngestArgs) -> anyhow::Result<()> {
     let options = args.options()?;
     let wopts = args.workload_options();
-    let started = std::time::Instant::now();
-    let files = read_inputs(globals, &args.paths)?;
-    let parsed = parse_inputs(args.format, &files, &options, &wopts)?;
+    // A bad --store or source name fails before any input is read.
+    Store::check_writable(&globals.store)?;
     let source = match &args.source {
         Some(s) => s.clone(),
         None => derive_source_name(&args.paths[0]),
     };
+    store::validate_source_name(&source)?;
+    let started = std::time::Instant::now();
+    let read_opts = ingest::ReadOptions {
+        max_decompressed_bytes: args.max_decompressed,
+    };
+    let files = read_inputs_with(globals, &args.paths, &read_opts)?;
+    let parsed = parse_inputs(args.format, &files, &options, &wopts)?;
     report_parse(globals, &parsed);
     let opts_json = match &parsed {
         Parsed::Trace(..) => serde_json::to_value(&options),

@@ -54,6 +54,7 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
             );
         }
     }
+    crate::store::Store::check_writable(&globals.store)?;
     let started = std::time::Instant::now();
     let mut sessions = 0usize;
     for s in PUBLIC_SOURCES

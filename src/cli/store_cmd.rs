@@ -28,10 +28,19 @@ pub fn run(globals: &Globals, cmd: StoreCommand) -> anyhow::Result<()> {
         StoreCommand::Rebuild => {
             let _lock = WriteLock::acquire(&st)?;
             Catalog::rebuild_file(&st)?;
+            let (readable, left_out) = st.readable()?;
             globals.say(format!(
-                "rebuilt {} over {} source(s)",
+                "rebuilt {} over {} source(s){}",
                 st.catalog_path().display(),
-                st.manifests()?.len()
+                readable.len(),
+                if left_out.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; {} damaged source(s) left out (see `hazardserve store verify`)",
+                        left_out.len()
+                    )
+                }
             ));
         }
         StoreCommand::Verify => {

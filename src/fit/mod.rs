@@ -13,7 +13,9 @@ pub use nodes::{
     SourceNodeFits,
 };
 pub use priors::{priors_as_of, PriorsExportError};
-pub use summary::{fit_groups, GroupFit, HORIZONS_S};
+pub use summary::{
+    fit_groups, fit_groups_with, group_columns, GroupFit, DEFAULT_MIN_EVENTS, HORIZONS_S,
+};
 
 /// A time argument that is neither a number of seconds nor an RFC 3339 timestamp.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

@@ -288,7 +288,9 @@ pub fn fit_nodes(
             let sd = survival_data(&exit, &ev, &entry);
             match KmFit::fit_data(&sd) {
                 Ok(km) => {
-                    let w = if node_level_weibull && events >= 3 {
+                    let w = if node_level_weibull
+                        && events >= crate::survival::shapes::DEFAULT_MIN_EVENTS
+                    {
                         hazard_shape_test(&sd).ok().map(|t| {
                             (
                                 t.weibull.shape,

@@ -1,10 +1,18 @@
 //! Pooled curve, hazard shape and shrinkage summary per group of nodes.
+//!
+//! Evidence rules (applied to everything this summary feeds: `fit` tables and JSON, the TUI,
+//! reports): a group with fewer than `min_events` observed ends (default
+//! [`DEFAULT_MIN_EVENTS`] = 10) gets the verdict "too few events (n)" and null parametric
+//! columns; a Kaplan-Meier median that is not reached is printed as "> t_max"; an estimate at
+//! the edge of its search range is flagged in `notes` with what that means.
 
 use serde::Serialize;
 
 use super::SourceSessions;
 use crate::survival::km::KmFit;
 use crate::survival::parametric::hazard_shape_test;
+pub use crate::survival::shapes::DEFAULT_MIN_EVENTS;
+use crate::survival::shapes::{select_shape, ShapeOptions, ShapeVerdict};
 use crate::survival::shrinkage::{EstimatorChoice, ShrinkageModel, ShrinkageOptions};
 use crate::survival::{ConditionalSurvival, SurvivalData, SurvivalError};
 
@@ -42,14 +50,35 @@ pub struct GroupFit {
     pub weibull_scale_s: Option<f64>,
     /// Likelihood-ratio p-value of Weibull against exponential.
     pub lr_p_value: Option<f64>,
-    /// `decreasing`, `roughly constant` or `increasing` hazard.
+    /// The hazard-shape verdict: `decreasing`, `increasing`, `constant`, `bathtub` or `capped`;
+    /// `too few events (n)` below the minimum; `n/a (no events)`.
     pub verdict: String,
+    /// The model that decided the verdict (`exponential`, `weibull`, `lognormal`, `gamma`,
+    /// `piecewise`, `bathtub`, `capped`).
+    pub shape_model: Option<String>,
+    /// AIC of the second-best model minus that of the best (how clearly the best one wins).
+    pub aic_gap: Option<f64>,
+    /// The deciding model's parameters with 95 % intervals, and the rule that fired.
+    pub evidence: Option<String>,
+    /// The minimum number of events for a verdict.
+    pub min_events: usize,
+    /// The median as people read it: `1234 s`, or `> 5678 s (not reached)` when the curve
+    /// stays above 0.5 up to the last observed time.
+    pub median: String,
+    /// Estimates at the edge of their search range, and what that means.
+    pub notes: Vec<String>,
     /// Shrinkage estimator selected (`beta` or `frailty`; `none` when not fitted).
     pub shrinkage: String,
-    /// Beta-process M (virtual sessions).
+    /// Beta-process prior strength M, in virtual sessions: how many of a node's own sessions
+    /// the pooled curve is worth (small M: nodes follow their own data; large M: the pooled
+    /// curve).
     pub m: Option<f64>,
-    /// Gamma-frailty variance theta.
+    /// Gamma-frailty variance theta: how much node hazards differ multiplicatively (0: not at
+    /// all).
     pub theta: Option<f64>,
+    /// The full shape selection (every candidate model), when a verdict was given.
+    #[serde(skip)]
+    pub shape: Option<ShapeVerdict>,
     /// The pooled curve: (time, survival) steps.
     #[serde(skip)]
     pub curve: Vec<(f64, f64)>,
@@ -68,11 +97,44 @@ fn columns(
     (exit, event, entry)
 }
 
-/// Fits every group of `data`: pooled KM, exponential and Weibull with the likelihood-ratio
-/// verdict, and (unless `shrinkage` is `None`) the per-node shrinkage hyper-parameters.
+/// Ages at exit, events and ages at entry of the sessions of one group, leaving out sessions
+/// that ended the instant they were seen (exit = entry; no continuous model or smoother uses
+/// them).
+pub fn group_columns(data: &SourceSessions, group: &str) -> (Vec<f64>, Vec<bool>, Vec<f64>) {
+    let sessions: Vec<_> = data
+        .sessions
+        .iter()
+        .filter(|s| {
+            data.node_groups
+                .get(s.node as usize)
+                .is_some_and(|g| g == group)
+        })
+        .filter(|s| s.end > s.start)
+        .copied()
+        .collect();
+    columns(&sessions)
+}
+
+/// [`fit_groups_with`] at the default minimum of events ([`DEFAULT_MIN_EVENTS`]).
 pub fn fit_groups(
     data: &SourceSessions,
     shrinkage: Option<EstimatorChoice>,
+) -> Result<Vec<GroupFit>, SurvivalError> {
+    fit_groups_with(data, shrinkage, DEFAULT_MIN_EVENTS)
+}
+
+/// The Weibull shape search range of [`hazard_shape_test`]'s profile likelihood (an estimate
+/// at either end means the likelihood keeps rising past it).
+const WEIBULL_K_EDGES: (f64, f64) = (1.01e-3, 0.99e3);
+
+/// Fits every group of `data`: pooled KM; with at least `min_events` events, the hazard-shape
+/// verdict ([`select_shape`]) and the Weibull fit with its likelihood-ratio test; and (unless
+/// `shrinkage` is `None`) the per-node shrinkage hyper-parameters. See the module docs for
+/// the evidence rules.
+pub fn fit_groups_with(
+    data: &SourceSessions,
+    shrinkage: Option<EstimatorChoice>,
+    min_events: usize,
 ) -> Result<Vec<GroupFit>, SurvivalError> {
     let mut out = Vec::new();
     for group in data.groups() {
@@ -101,9 +163,16 @@ pub fn fit_groups(
             weibull_scale_s: None,
             lr_p_value: None,
             verdict: "n/a (no events)".into(),
+            shape_model: None,
+            aic_gap: None,
+            evidence: None,
+            min_events,
+            median: "n/a".into(),
+            notes: Vec::new(),
             shrinkage: "none".into(),
             m: None,
             theta: None,
+            shape: None,
             curve: Vec::new(),
         };
         if sessions.is_empty() {
@@ -119,6 +188,13 @@ pub fn fit_groups(
         };
         let km = KmFit::fit_data(&sd)?;
         fit.median_s = km.median();
+        fit.median = match fit.median_s {
+            Some(m) => format!("{m:.0} s"),
+            None => format!(
+                "> {:.0} s (not reached)",
+                km.timeline().last().copied().unwrap_or(0.0)
+            ),
+        };
         fit.s_1h = Some(km.survival(HORIZONS_S[0]));
         fit.s_6h = Some(km.survival(HORIZONS_S[1]));
         fit.s_24h = Some(km.survival(HORIZONS_S[2]));
@@ -141,7 +217,12 @@ pub fn fit_groups(
         } else {
             SurvivalData::new(&pexit, &pevent)
         };
-        if events > 0 {
+        if events > 0 && events < min_events {
+            fit.verdict = format!("too few events ({events})");
+            fit.evidence = Some(format!(
+                "{events} observed end(s); a verdict needs at least {min_events} (--min-events)"
+            ));
+        } else if events > 0 {
             if let Ok(shape) = hazard_shape_test(&psd) {
                 fit.exp_mean_s = Some(shape.exponential.mean());
                 fit.weibull_shape = Some(shape.weibull.shape);
@@ -149,7 +230,59 @@ pub fn fit_groups(
                 fit.weibull_shape_hi = Some(shape.weibull.shape_ci.1);
                 fit.weibull_scale_s = Some(shape.weibull.scale);
                 fit.lr_p_value = Some(shape.p_value);
-                fit.verdict = shape.verdict.to_string();
+                let k = shape.weibull.shape;
+                if k <= WEIBULL_K_EDGES.0 || k >= WEIBULL_K_EDGES.1 {
+                    fit.notes.push(format!(
+                        "weibull_shape {k:.3} is at the edge of its search range: the likelihood keeps rising past it, so no Weibull describes these data (see the verdict's model)"
+                    ));
+                }
+            }
+            let opts = ShapeOptions {
+                min_events,
+                ..ShapeOptions::default()
+            };
+            let entry_opt = truncated.then_some(pentry.as_slice());
+            match select_shape(&pexit, &pevent, entry_opt, &opts) {
+                Ok(v) => {
+                    fit.verdict = match (v.verdict, v.too_few_events) {
+                        (Some(shape), _) => shape.to_string(),
+                        (None, Some(n)) => format!("too few events ({n})"),
+                        (None, None) => "n/a (no verdict)".into(),
+                    };
+                    fit.shape_model = v.deciding_model.map(|m| m.as_str().to_string());
+                    fit.aic_gap = v.aic_gap_to_next;
+                    if let Some(model) = v
+                        .deciding_model
+                        .and_then(|k| v.models.iter().find(|m| m.kind == k))
+                    {
+                        let params: Vec<String> = model
+                            .params
+                            .iter()
+                            .map(|p| {
+                                let ci = if p.ci_low.is_finite() && p.ci_high.is_finite() {
+                                    format!(" [{}, {}]", num(p.ci_low), num(p.ci_high))
+                                } else {
+                                    String::new()
+                                };
+                                let bound = if p.at_bound { " (at search bound)" } else { "" };
+                                format!("{} {}{ci}{bound}", p.name, num(p.estimate))
+                            })
+                            .collect();
+                        for p in model.params.iter().filter(|p| p.at_bound) {
+                            fit.notes.push(format!(
+                                "{} {} of the {} model is at the edge of its search range (the likelihood keeps rising past it)",
+                                p.name,
+                                num(p.estimate),
+                                model.kind.as_str()
+                            ));
+                        }
+                        fit.evidence = Some(format!("{}; {}", params.join(", "), v.reason));
+                    } else {
+                        fit.evidence = Some(v.reason.clone());
+                    }
+                    fit.shape = Some(v);
+                }
+                Err(e) => fit.verdict = format!("n/a ({e})"),
             }
             if let Some(choice) = shrinkage {
                 let groups: Vec<u32> = sessions.iter().map(|s| s.node).collect();
@@ -167,10 +300,51 @@ pub fn fit_groups(
                     .into();
                     fit.m = sum.m;
                     fit.theta = Some(sum.theta);
+                    fit.notes.extend(bound_notes(sum.m, sum.theta, &opts));
                 }
             }
         }
         out.push(fit);
     }
     Ok(out)
+}
+
+/// A number in 4 significant digits (seconds and rates of very different sizes).
+fn num(x: f64) -> String {
+    if x != 0.0 && (x.abs() >= 1e5 || x.abs() < 1e-2) {
+        format!("{x:.3e}")
+    } else {
+        format!("{}", (x * 1e4).round() / 1e4)
+    }
+}
+
+/// Notes for shrinkage hyper-parameters at the edge of their search range.
+fn bound_notes(m: Option<f64>, theta: f64, opts: &ShrinkageOptions) -> Vec<String> {
+    let mut out = Vec::new();
+    let near = |x: f64, edge: f64| (x / edge - 1.0).abs() < 1e-6;
+    if let Some(m) = m {
+        let grid = crate::survival::shrinkage::default_m_grid();
+        if let (Some(&lo), Some(&hi)) = (grid.first(), grid.last()) {
+            if near(m, lo) {
+                out.push(format!(
+                    "m {m} is the smallest M searched: the pooled curve is worth almost nothing next to a node's own sessions (nodes differ strongly, or the cross-validation is flat)"
+                ));
+            } else if near(m, hi) {
+                out.push(format!(
+                    "m {m} is the largest M searched: nodes are indistinguishable from the pooled curve (each node gets the pooled curve)"
+                ));
+            }
+        }
+    }
+    let (tlo, thi) = opts.theta_bounds;
+    if near(theta, tlo) {
+        out.push(format!(
+            "theta {theta} is the smallest frailty variance searched: no detectable difference between nodes"
+        ));
+    } else if near(theta, thi) {
+        out.push(format!(
+            "theta {theta} is the largest frailty variance searched: node hazards differ more than the model can express"
+        ));
+    }
+    out
 }

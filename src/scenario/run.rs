@@ -96,7 +96,8 @@ pub fn run(
     let run_id = opts.fixed_id.clone().unwrap_or_else(new_run_id);
     let mut stored = None;
     if opts.save {
-        let lock = WriteLock::acquire(store)?;
+        // Wait for a running writer rather than throw the simulation away.
+        let lock = WriteLock::acquire_wait(store)?;
         let config_toml = toml::to_string(cfg).map_err(ScenarioError::Serialize)?;
         let key = match opts.fixed_id {
             Some(_) => content_key(store, cfg, &config_toml)?,

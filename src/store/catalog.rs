@@ -16,6 +16,8 @@ use super::{Result, Store};
 /// A DuckDB connection with the store's views.
 pub struct Catalog {
     conn: Connection,
+    /// The committed files the views read.
+    files: Vec<String>,
 }
 
 fn sql_type(t: &DataType) -> &'static str {
@@ -41,56 +43,191 @@ fn sql_str(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
 }
 
-/// The `CREATE VIEW` statements for the committed files of `store`.
-fn view_statements(store: &Store) -> Result<Vec<String>> {
-    let manifests = store.manifests()?;
+/// Warns once per process about each source left out of the views.
+fn warn_left_out(left_out: &[(String, String)]) {
+    use std::sync::{Mutex, OnceLock};
+    static WARNED: OnceLock<Mutex<std::collections::HashSet<String>>> = OnceLock::new();
+    let warned = WARNED.get_or_init(Default::default);
+    let Ok(mut warned) = warned.lock() else {
+        return;
+    };
+    for (source, why) in left_out {
+        if warned.insert(source.clone()) {
+            eprintln!(
+                "warning: source {source} is damaged and left out of every view ({why}); see `hazardserve store verify`, or remove it with `hazardserve store remove --source {source}`"
+            );
+        }
+    }
+}
+
+/// The `CREATE VIEW` statements over the readable sources of `store` (see [`Store::readable`]),
+/// and the committed files they read. Each file is read on its own with its source as a
+/// constant column (no Hive-path parsing, so a store path that contains `source=` or a source
+/// name that Hive readers would misread cannot change what is read).
+fn view_statements(store: &Store) -> Result<(Vec<String>, Vec<String>)> {
+    let (manifests, left_out) = store.readable()?;
+    warn_left_out(&left_out);
     let root = std::fs::canonicalize(store.root()).unwrap_or_else(|_| store.root().to_path_buf());
     let mut out = Vec::new();
+    let mut all_files = Vec::new();
     for t in TABLES {
-        let files: Vec<String> = manifests
+        let files: Vec<(String, String)> = manifests
             .iter()
-            .filter_map(|m| m.file(t.name))
-            .map(|f| sql_str(&root.join(&f.path).to_string_lossy()))
+            .filter_map(|m| m.file(t.name).map(|f| (m.source.clone(), f)))
+            .map(|(source, f)| (source, root.join(&f.path).to_string_lossy().into_owned()))
             .collect();
         let schema = (t.schema)();
-        let body = if files.is_empty() {
-            let cols: Vec<String> = std::iter::once("NULL::VARCHAR AS source".to_string())
-                .chain(
-                    schema
-                        .fields()
-                        .iter()
-                        .map(|f| format!("NULL::{} AS \"{}\"", sql_type(f.data_type()), f.name())),
+        let body =
+            if files.is_empty() {
+                let cols: Vec<String> =
+                    std::iter::once("NULL::VARCHAR AS source".to_string())
+                        .chain(schema.fields().iter().map(|f| {
+                            format!("NULL::{} AS \"{}\"", sql_type(f.data_type()), f.name())
+                        }))
+                        .collect();
+                format!("SELECT {} WHERE false", cols.join(", "))
+            } else {
+                let cols: Vec<String> = std::iter::once("source".to_string())
+                    .chain(schema.fields().iter().map(|f| format!("\"{}\"", f.name())))
+                    .collect();
+                let parts: Vec<String> = files
+                    .iter()
+                    .map(|(source, file)| {
+                        format!(
+                        "SELECT {} AS source, * FROM read_parquet({}, hive_partitioning = false)",
+                        sql_str(source),
+                        sql_str(file)
+                    )
+                    })
+                    .collect();
+                format!(
+                    "SELECT {} FROM ({})",
+                    cols.join(", "),
+                    parts.join(" UNION ALL BY NAME ")
                 )
-                .collect();
-            format!("SELECT {} WHERE false", cols.join(", "))
-        } else {
-            let cols: Vec<String> = std::iter::once("source".to_string())
-                .chain(schema.fields().iter().map(|f| format!("\"{}\"", f.name())))
-                .collect();
-            format!(
-                "SELECT {} FROM read_parquet([{}], hive_partitioning = true, hive_types = {{'source': VARCHAR}}, union_by_name = true)",
-                cols.join(", "),
-                files.join(", ")
-            )
-        };
+            };
+        all_files.extend(files.into_iter().map(|(_, f)| f));
         out.push(format!("CREATE OR REPLACE VIEW {} AS {}", t.name, body));
     }
-    Ok(out)
+    Ok((out, all_files))
+}
+
+/// Leading keywords of DuckDB statements that write, attach, load or change settings.
+const WRITING_KEYWORDS: &[&str] = &[
+    "copy",
+    "attach",
+    "detach",
+    "install",
+    "load",
+    "create",
+    "insert",
+    "update",
+    "delete",
+    "drop",
+    "alter",
+    "set",
+    "reset",
+    "pragma",
+    "export",
+    "import",
+    "checkpoint",
+    "vacuum",
+    "call",
+    "use",
+    "begin",
+    "commit",
+    "rollback",
+    "abort",
+    "start",
+    "end",
+    "merge",
+    "truncate",
+    "upsert",
+    "replace",
+    "prepare",
+    "execute",
+    "deallocate",
+    "force",
+    "analyze",
+    "comment",
+];
+
+/// Whether `sql` reads only, by its leading keyword (after comments and opening parentheses):
+/// the statements that write, attach, load extensions or change settings ([`WRITING_KEYWORDS`],
+/// and `EXPLAIN [ANALYZE]` of one) are refused; `SELECT`, `WITH`, `FROM`, `VALUES`, `TABLE`,
+/// `SHOW`, `DESCRIBE`, `SUMMARIZE`, `PIVOT` pass, and so does anything else (a typo), for
+/// DuckDB's parser to explain. DuckDB prepares one statement at a time, so a second statement
+/// after `;` is refused by DuckDB itself, and [`Catalog::lock_down`] keeps every file but the
+/// store's own out of reach whatever the statement.
+pub fn is_read_only_statement(sql: &str) -> std::result::Result<(), String> {
+    let mut rest = sql;
+    loop {
+        let trimmed = rest.trim_start_matches(|c: char| c.is_whitespace() || c == '(');
+        if let Some(r) = trimmed.strip_prefix("--") {
+            rest = r.split_once('\n').map_or("", |(_, after)| after);
+        } else if let Some(r) = trimmed.strip_prefix("/*") {
+            rest = r.split_once("*/").map_or("", |(_, after)| after);
+        } else {
+            rest = trimmed;
+            break;
+        }
+    }
+    let word: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_alphabetic())
+        .collect::<String>()
+        .to_ascii_lowercase();
+    match word.as_str() {
+        "select" | "with" | "from" | "values" | "table" | "show" | "describe" | "summarize"
+        | "pivot" | "unpivot" => Ok(()),
+        "explain" => {
+            let after = rest[word.len()..].trim_start();
+            let after = if after.len() >= 7 && after[..7].eq_ignore_ascii_case("analyze") {
+                &after[7..]
+            } else {
+                after
+            };
+            is_read_only_statement(after)
+        }
+        "" => Err("no SQL statement".into()),
+        // Not a statement keyword DuckDB knows (a typo, say): DuckDB's own parser error says
+        // more than a refusal would, and the locked-down connection still opens no file.
+        w if !WRITING_KEYWORDS.contains(&w) => Ok(()),
+        _ => Err(format!(
+            "`hazardserve sql` only reads: {} statements are refused (the store's files are written only by hazardserve's own commands)",
+            word.to_ascii_uppercase()
+        )),
+    }
 }
 
 impl Catalog {
     /// An in-memory connection with views over the committed files of `store`.
     pub fn in_memory(store: &Store) -> Result<Catalog> {
         let conn = Connection::open_in_memory()?;
-        for stmt in view_statements(store)? {
+        let (statements, files) = view_statements(store)?;
+        for stmt in statements {
             conn.execute_batch(&stmt)?;
         }
-        Ok(Catalog { conn })
+        Ok(Catalog { conn, files })
+    }
+
+    /// Locks the connection down for SQL typed by a user: only the store's committed files can
+    /// be opened (DuckDB's `enable_external_access = false` with those files as
+    /// `allowed_paths`, so `ATTACH`, `INSTALL`, `COPY ... TO` elsewhere and reading other files
+    /// are refused), and the configuration is locked so SQL cannot undo it. Pair it with
+    /// [`is_read_only_statement`], which refuses writing statements before they run.
+    pub fn lock_down(&self) -> Result<()> {
+        let list: Vec<String> = self.files.iter().map(|f| sql_str(f)).collect();
+        self.conn.execute_batch(&format!(
+            "SET allowed_paths = [{}]; SET enable_external_access = false; SET autoinstall_known_extensions = false; SET autoload_known_extensions = false; SET lock_configuration = true;",
+            list.join(", ")
+        ))?;
+        Ok(())
     }
 
     /// Recreates `catalog.duckdb` from the manifests: written to a temporary file, then renamed.
     pub fn rebuild_file(store: &Store) -> Result<()> {
-        let statements = view_statements(store)?;
+        let (statements, _) = view_statements(store)?;
         super::replace_file(&store.catalog_path(), |tmp| {
             let conn = Connection::open(tmp)?;
             conn.execute_batch("BEGIN TRANSACTION")?;

@@ -1,5 +1,9 @@
-//! Writing a source atomically: stage, fsync, move into place, then commit by renaming the
-//! manifest; and recovering from a writer that was killed half-way.
+//! Writing a source atomically: stage, fsync, journal, move into place, then commit by
+//! renaming the manifest; and recovering from a writer that was killed half-way.
+//!
+//! Size: over 800 lines because the write and its recovery are one protocol: the journal the
+//! write records is exactly what recovery reads, and the fault points that the crash tests
+//! kill at sit in both.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
@@ -205,6 +209,7 @@ pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<String> {
         path: path.to_path_buf(),
         message: e.to_string(),
     };
+    fault_point("write a Parquet file");
     let file = File::create(path).map_err(io_err(path))?;
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
@@ -212,8 +217,28 @@ pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<String> {
     let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(perr)?;
     w.write(batch).map_err(perr)?;
     let file = w.into_inner().map_err(perr)?;
+    fault_point("fsync a Parquet file");
     file.sync_all().map_err(io_err(path))?;
     sha256_file(path)
+}
+
+/// Whether `path` looks like a complete Parquet file: at least 12 bytes, starting and ending
+/// with the magic `PAR1` (a file cut short by a crash or a full disk lacks the trailing one).
+pub fn has_parquet_footer(path: &Path) -> bool {
+    use std::io::{Read, Seek, SeekFrom};
+    let check = || -> std::io::Result<bool> {
+        let mut f = File::open(path)?;
+        if f.metadata()?.len() < 12 {
+            return Ok(false);
+        }
+        let mut head = [0u8; 4];
+        f.read_exact(&mut head)?;
+        f.seek(SeekFrom::End(-4))?;
+        let mut tail = [0u8; 4];
+        f.read_exact(&mut tail)?;
+        Ok(&head == b"PAR1" && &tail == b"PAR1")
+    };
+    check().unwrap_or(false)
 }
 
 /// sha256 of a file (hex).
@@ -240,11 +265,15 @@ pub fn replace_file<E: From<StoreError>>(
 ) -> std::result::Result<(), E> {
     let tmp = temp_path(path);
     let _ = std::fs::remove_file(&tmp);
+    fault_point("write a temporary file");
     let done = fill(&tmp).and_then(|()| {
+        fault_point("fsync a temporary file");
         File::open(&tmp)
             .and_then(|f| f.sync_all())
             .map_err(io_err(path))?;
+        fault_point("rename a temporary file into place");
         std::fs::rename(&tmp, path).map_err(io_err(path))?;
+        fault_point("fsync the directory of a renamed file");
         Ok(sync_dir(parent_dir(path))?)
     });
     if done.is_err() {
@@ -260,10 +289,36 @@ fn temp_path(path: &Path) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Whether a file name is a [`replace_file`] temporary (`*.tmp-<digits>`).
-fn is_temp_name(name: &str) -> bool {
-    name.rsplit_once(".tmp-")
-        .is_some_and(|(_, pid)| !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit()))
+/// Whether `name` is the [`replace_file`] temporary of the file `of` (`<of>.tmp-<digits>`),
+/// or DuckDB's write-ahead log beside it (`<of>.tmp-<digits>.wal`).
+fn is_temp_of(name: &str, of: &str) -> bool {
+    let Some(rest) = name.strip_prefix(of).and_then(|r| r.strip_prefix(".tmp-")) else {
+        return false;
+    };
+    let pid = rest.strip_suffix(".wal").unwrap_or(rest);
+    !pid.is_empty() && pid.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// Creates `dir` (and its missing parents inside the store) and makes each new entry durable
+/// in its parent, so a crash after the commit cannot lose a directory that a manifest names.
+fn create_dir_durable(root: &Path, dir: &Path) -> Result<()> {
+    if dir.is_dir() {
+        return Ok(());
+    }
+    let mut missing = Vec::new();
+    let mut d = dir;
+    while !d.is_dir() && d != root {
+        missing.push(d.to_path_buf());
+        match d.parent() {
+            Some(p) => d = p,
+            None => break,
+        }
+    }
+    std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    for m in missing.iter().rev() {
+        sync_dir(parent_dir(m))?;
+    }
+    Ok(())
 }
 
 fn parent_dir(path: &Path) -> &Path {
@@ -292,21 +347,45 @@ fn new_txid() -> String {
     format!("{}-{}", now.format("%Y%m%dT%H%M%S%6f"), std::process::id())
 }
 
-/// Test hook: `HAZARDSERVE_FAULT=pause-before-commit` makes a writer stop just before its commit
-/// point, so a test can kill it there. Only built with the `fault-injection` feature (enabled by
-/// the integration tests); otherwise a no-op that never reads the environment.
+/// Test hook (only built with the `fault-injection` feature, which the integration tests enable;
+/// otherwise a no-op that never reads the environment). `HAZARDSERVE_FAULT` selects:
+///
+/// - `pause-before-commit`: the writer stops just before its commit point, so a test can kill it
+///   there;
+/// - `trace`: every fault point a write passes prints `fault point N: <name>` on stderr (N counts
+///   from 1), so a test learns how many points a write has;
+/// - `kill-at:N`: the process kills itself with SIGKILL at the Nth fault point, as a crash or
+///   `kill -9` would, leaving whatever was half-done on disk.
 #[cfg(feature = "fault-injection")]
-fn fault_point(name: &str) {
-    if std::env::var("HAZARDSERVE_FAULT").is_ok_and(|v| v == name) {
+pub(crate) fn fault_point(name: &str) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static PASSED: AtomicUsize = AtomicUsize::new(0);
+    let Ok(mode) = std::env::var("HAZARDSERVE_FAULT") else {
+        return;
+    };
+    let n = PASSED.fetch_add(1, Ordering::SeqCst) + 1;
+    if mode == name {
         eprintln!("fault point reached: {name}");
         std::thread::sleep(std::time::Duration::from_secs(120));
+    } else if mode == "trace" {
+        eprintln!("fault point {n}: {name}");
+    } else if mode
+        .strip_prefix("kill-at:")
+        .and_then(|k| k.parse::<usize>().ok())
+        == Some(n)
+    {
+        eprintln!("fault point {n}: {name}: killing this process");
+        // SAFETY: raise(2) with a valid signal number has no memory-safety preconditions.
+        unsafe {
+            libc::raise(libc::SIGKILL);
+        }
     }
 }
 
 /// Without the `fault-injection` feature there are no fault points.
 #[cfg(not(feature = "fault-injection"))]
 #[inline(always)]
-fn fault_point(_name: &str) {}
+pub(crate) fn fault_point(_name: &str) {}
 
 /// One table of a source to be committed.
 pub struct StagedTable<'a> {
@@ -370,7 +449,137 @@ pub fn commit_workload(
     commit_tables(store, lock, &rec.source, &rec.content_key, tables, replace)
 }
 
-/// Commits a set of tables as one source, atomically (see the module docs of `store`).
+/// The journal of one write: every file it creates in the table directories and every file it
+/// makes obsolete, written (atomically) into its staging directory before any table directory
+/// is touched. Recovery deletes only files named here that no manifest names, so the store never
+/// deletes a file it did not write.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct Journal {
+    /// The source (or run) written.
+    source: String,
+    /// The transaction id (also the part files' suffix).
+    txid: String,
+    /// Files (relative to the root) this write moves into the table directories.
+    creates: Vec<String>,
+    /// Files (relative to the root) deleted once the commit point is passed.
+    obsoletes: Vec<String>,
+}
+
+impl Journal {
+    /// Whether `rel` is a part file of this journal's source, by the store's own naming:
+    /// `<table>/source=<source>/part-<txid>.parquet` with a known table.
+    fn owns(&self, rel: &str) -> bool {
+        let mut parts = rel.split('/');
+        let (Some(table), Some(dir), Some(file), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return false;
+        };
+        let txid = file
+            .strip_prefix("part-")
+            .and_then(|f| f.strip_suffix(".parquet"));
+        super::TABLES.iter().any(|t| t.name == table)
+            && dir.strip_prefix("source=") == Some(self.source.as_str())
+            && txid.is_some_and(|t| {
+                !t.is_empty() && t.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-')
+            })
+    }
+}
+
+fn journal_path(staging: &Path) -> PathBuf {
+    staging.join("journal.json")
+}
+
+fn write_journal(staging: &Path, journal: &Journal) -> Result<()> {
+    let body = serde_json::to_vec_pretty(journal).map_err(|source| StoreError::Json {
+        what: "the write journal".into(),
+        source,
+    })?;
+    write_atomic(&journal_path(staging), &body)
+}
+
+/// The part files in the store's own naming under `<table>/source=<source>/`, for a source
+/// whose manifest is damaged (so its file list cannot be trusted).
+fn owned_parts(store: &Store, source: &str) -> Vec<String> {
+    let probe = Journal {
+        source: source.to_string(),
+        txid: String::new(),
+        creates: Vec::new(),
+        obsoletes: Vec::new(),
+    };
+    let mut out = Vec::new();
+    for t in super::TABLES {
+        let dir = store.root().join(t.name).join(format!("source={source}"));
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let rel = format!(
+                "{}/source={source}/{}",
+                t.name,
+                e.file_name().to_string_lossy()
+            );
+            if probe.owns(&rel) && e.path().is_file() {
+                out.push(rel);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Deletes the files `rels` (relative to the root) and then their directories when empty,
+/// making the removals durable.
+fn remove_files(root: &Path, rels: &[String]) -> Result<()> {
+    let mut dirs = std::collections::BTreeSet::new();
+    for rel in rels {
+        let path = root.join(rel);
+        fault_point("delete an obsolete file");
+        match std::fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(e) => return Err(io_err(&path)(e)),
+        }
+        dirs.insert(parent_dir(&path).to_path_buf());
+    }
+    for d in dirs {
+        if !d.is_dir() {
+            continue;
+        }
+        sync_dir(&d)?;
+        if std::fs::remove_dir(&d).is_ok() {
+            // only succeeds when empty
+            sync_dir(parent_dir(&d))?;
+        }
+    }
+    Ok(())
+}
+
+/// Removes a finished write's staging directory, and `.staging` itself once empty.
+fn remove_staging(root: &Path, staging: &Path) -> Result<()> {
+    fault_point("remove the staging directory");
+    std::fs::remove_dir_all(staging).map_err(io_err(staging))?;
+    let _ = std::fs::remove_dir(root.join(".staging"));
+    sync_dir(root)
+}
+
+/// Rebuilds `catalog.duckdb`, turning a failure into a warning: the Parquet files and manifests
+/// are the truth, the catalog file only a convenience for people who open it with DuckDB.
+fn rebuild_catalog_or_warn(store: &Store, what: &str) {
+    fault_point("rebuild the catalog");
+    if let Err(e) = Catalog::rebuild_file(store) {
+        eprintln!(
+            "warning: {what}, but catalog.duckdb could not be rebuilt ({}); run `hazardserve store rebuild`",
+            crate::error_chain(&e)
+        );
+    }
+}
+
+/// Commits a set of tables as one source, atomically (see the module docs of `store`):
+/// stage and fsync every file, journal what will be created and made obsolete, move the files
+/// into their partition directories, rename the manifest into place (the commit point), then
+/// delete the obsolete files and the staging directory. A replaced source whose manifest is
+/// damaged is replaced whole (its own part files are the obsolete ones).
 pub fn commit_tables(
     store: &Store,
     _lock: &WriteLock,
@@ -381,163 +590,216 @@ pub fn commit_tables(
 ) -> Result<IngestOutcome> {
     validate_source_name(source)?;
     let previous = match store.manifest(source) {
-        Ok(m) => Some(m),
+        Ok(m) => Some(Ok(m)),
         Err(StoreError::NoSuchSource(_)) => None,
+        Err(StoreError::Damaged(_, why)) => Some(Err(why)),
         Err(e) => return Err(e),
     };
-    if let Some(prev) = &previous {
-        // Sources and replay runs share the name space of manifests: never let one replace
-        // the other.
-        let prev_is_run = prev.files.iter().any(|f| f.table == "runs");
-        let new_is_run = tables.iter().any(|t| t.table == "runs");
-        if prev_is_run != new_is_run {
-            return Err(StoreError::NameTaken(source.to_string()));
+    let mut obsoletes = Vec::new();
+    match &previous {
+        None => {}
+        Some(Ok(prev)) => {
+            // Sources and replay runs share the name space of manifests: never let one
+            // replace the other.
+            let prev_is_run = prev.files.iter().any(|f| f.table == "runs");
+            let new_is_run = tables.iter().any(|t| t.table == "runs");
+            if prev_is_run != new_is_run {
+                return Err(StoreError::NameTaken(source.to_string()));
+            }
+            if prev.content_key == content_key
+                && prev.schema_version == batch::SCHEMA_VERSION
+                && files_intact(store, prev)?
+            {
+                return Ok(IngestOutcome::Unchanged);
+            }
+            if !replace {
+                return Err(StoreError::Exists(source.to_string()));
+            }
+            obsoletes = prev.files.iter().map(|f| f.path.clone()).collect();
         }
-        if prev.content_key == content_key && prev.schema_version == batch::SCHEMA_VERSION {
-            return Ok(IngestOutcome::Unchanged);
-        }
-        if !replace {
-            return Err(StoreError::Exists(source.to_string()));
+        Some(Err(why)) => {
+            if !replace {
+                return Err(StoreError::Damaged(source.to_string(), why.clone()));
+            }
+            obsoletes = owned_parts(store, source);
         }
     }
     let root = store.root();
     let txid = new_txid();
     let staging = root.join(".staging").join(&txid);
-    std::fs::create_dir_all(&staging).map_err(io_err(&staging))?;
+    fault_point("create the staging directory");
+    create_dir_durable(root, &staging)?;
 
     let mut files = Vec::new();
     for t in &tables {
         let staged = staging.join(format!("{}.parquet", t.table));
         let sha256 = write_parquet(&staged, &t.batch)?;
-        let rel = format!("{}/source={}/part-{}.parquet", t.table, source, txid);
+        let bytes = std::fs::metadata(&staged).map_err(io_err(&staged))?.len();
         files.push((
             staged,
-            rel,
-            sha256,
-            t.batch.num_rows() as u64,
-            t.table.to_string(),
+            TableFile {
+                table: t.table.to_string(),
+                path: super::manifest::owned_path(t.table, source, &txid),
+                sha256,
+                rows: t.batch.num_rows() as u64,
+                bytes: Some(bytes),
+            },
         ));
     }
+    let journal = Journal {
+        source: source.to_string(),
+        txid: txid.clone(),
+        creates: files.iter().map(|(_, f)| f.path.clone()).collect(),
+        obsoletes: obsoletes.clone(),
+    };
+    write_journal(&staging, &journal)?;
     fault_point("pause-before-commit");
-    for (staged, rel, ..) in &files {
-        let dest = root.join(rel);
-        let dir = dest.parent().unwrap_or(root);
-        std::fs::create_dir_all(dir).map_err(io_err(dir))?;
+    for (staged, f) in &files {
+        let dest = root.join(&f.path);
+        let dir = parent_dir(&dest).to_path_buf();
+        fault_point("create a partition directory");
+        create_dir_durable(root, &dir)?;
+        fault_point("move a file into its partition");
         std::fs::rename(staged, &dest).map_err(io_err(&dest))?;
-        sync_dir(dir)?;
+        fault_point("fsync a partition directory");
+        sync_dir(&dir)?;
     }
     let manifest = Manifest {
         source: source.to_string(),
         txid: txid.clone(),
         schema_version: batch::SCHEMA_VERSION,
         content_key: content_key.to_string(),
-        files: files
-            .iter()
-            .map(|(_, rel, sha, rows, table)| TableFile {
-                table: table.clone(),
-                path: rel.clone(),
-                sha256: sha.clone(),
-                rows: *rows,
-            })
-            .collect(),
+        files: files.into_iter().map(|(_, f)| f).collect(),
     };
-    let body = serde_json::to_vec_pretty(&manifest).map_err(|source| StoreError::Json {
-        what: format!(
-            "the manifest of {source_name}",
-            source_name = manifest.source
-        ),
-        source,
+    let body = serde_json::to_vec_pretty(&manifest).map_err(|e| StoreError::Json {
+        what: format!("the manifest of {source}"),
+        source: e,
     })?;
     // The commit point.
     write_atomic(
         &root.join("manifests").join(format!("{source}.json")),
         &body,
     )?;
-    if let Some(prev) = &previous {
-        for f in &prev.files {
-            let _ = std::fs::remove_file(root.join(&f.path));
-        }
-    }
-    let _ = std::fs::remove_dir_all(&staging);
-    // Committed: the Parquet files are the truth; a stale catalog file is only a convenience.
-    if let Err(e) = Catalog::rebuild_file(store) {
-        eprintln!(
-            "warning: {source} is stored, but catalog.duckdb could not be rebuilt ({}); run `hazardserve store rebuild`",
-            crate::error_chain(&e)
-        );
-    }
+    fault_point("committed");
+    remove_files(root, &obsoletes)?;
+    remove_staging(root, &staging)?;
+    rebuild_catalog_or_warn(store, &format!("{source} is stored"));
     Ok(IngestOutcome::Committed {
         replaced: previous.is_some(),
     })
 }
 
-/// Removes a source (its manifest first, then its files) and rebuilds the catalog.
-pub fn remove_source(store: &Store, _lock: &WriteLock, source: &str) -> Result<()> {
-    let manifest = store.manifest(source)?;
-    let path = store
-        .root()
-        .join("manifests")
-        .join(format!("{source}.json"));
-    std::fs::remove_file(&path).map_err(io_err(&path))?;
-    sync_dir(&store.root().join("manifests"))?;
-    for f in &manifest.files {
-        let _ = std::fs::remove_file(store.root().join(&f.path));
+/// Whether every file of `m` is present, of its recorded size, a complete Parquet file and of
+/// its recorded sha256 (so "unchanged" is never said of a source whose files are gone).
+fn files_intact(store: &Store, m: &Manifest) -> Result<bool> {
+    for f in &m.files {
+        if store.file_problem(f).is_some() {
+            return Ok(false);
+        }
+        if sha256_file(&store.root().join(&f.path))? != f.sha256 {
+            return Ok(false);
+        }
     }
-    Catalog::rebuild_file(store)
+    Ok(true)
 }
 
-/// Removes everything a killed writer may have left: the staging area and table files that no
-/// manifest names. Rebuilds the catalog when anything was removed or it is missing.
+/// Removes a source or run: journals its files, deletes its manifest (the commit point), then
+/// its files, and rebuilds the catalog. Works on a damaged source too: its own part files
+/// (`<table>/source=<name>/part-*.parquet`) are removed.
+pub fn remove_source(store: &Store, _lock: &WriteLock, source: &str) -> Result<()> {
+    let files = match store.manifest(source) {
+        Ok(m) => m.files.into_iter().map(|f| f.path).collect(),
+        Err(StoreError::Damaged(..)) => owned_parts(store, source),
+        Err(e) => return Err(e),
+    };
+    let root = store.root();
+    let txid = new_txid();
+    let staging = root.join(".staging").join(&txid);
+    fault_point("create the staging directory");
+    create_dir_durable(root, &staging)?;
+    write_journal(
+        &staging,
+        &Journal {
+            source: source.to_string(),
+            txid,
+            creates: Vec::new(),
+            obsoletes: files.clone(),
+        },
+    )?;
+    let path = root.join("manifests").join(format!("{source}.json"));
+    fault_point("delete a manifest");
+    std::fs::remove_file(&path).map_err(io_err(&path))?;
+    sync_dir(&root.join("manifests"))?;
+    remove_files(root, &files)?;
+    remove_staging(root, &staging)?;
+    rebuild_catalog_or_warn(store, &format!("{source} is removed"));
+    Ok(())
+}
+
+/// Finishes or undoes what a killed writer left, touching only what the store wrote: its own
+/// temporary files (`STORE.json.tmp-N`, `catalog.duckdb.tmp-N[.wal]`,
+/// `manifests/<source>.json.tmp-N`) and, for each staging directory, the files its journal
+/// names that no manifest names (a write killed before its commit point leaves its new files
+/// unnamed; one killed after it leaves its obsolete files unnamed). Files it did not write,
+/// wherever they are, are never touched. Rebuilds the catalog when anything was removed or it is
+/// missing (a failure there is a warning, not an error: the next write retries it).
 pub fn recover(store: &Store) -> Result<()> {
     let root = store.root();
     let mut dirty = false;
-    let staging = root.join(".staging");
-    if staging.exists() {
-        std::fs::remove_dir_all(&staging).map_err(io_err(&staging))?;
-        dirty = true;
-    }
-    // Temporary files of atomic writes that never reached their rename.
-    for dir in [root.join("manifests"), root.to_path_buf()] {
-        if let Ok(entries) = std::fs::read_dir(&dir) {
+    let remove_temps = |dir: &Path, of: &dyn Fn(&str) -> bool| {
+        if let Ok(entries) = std::fs::read_dir(dir) {
             for e in entries.flatten() {
-                if is_temp_name(&e.file_name().to_string_lossy()) {
+                if of(&e.file_name().to_string_lossy()) && e.path().is_file() {
                     let _ = std::fs::remove_file(e.path());
                 }
             }
         }
-    }
-    let live: std::collections::HashSet<String> = store
-        .manifests()?
-        .into_iter()
-        .flat_map(|m| m.files.into_iter().map(|f| f.path))
-        .collect();
-    for table in super::TABLES.iter().map(|t| t.name) {
-        let tdir = root.join(table);
-        let Ok(parts) = std::fs::read_dir(&tdir) else {
-            continue;
-        };
-        for part in parts.flatten() {
-            let pdir = part.path();
-            if !pdir.is_dir() {
+    };
+    remove_temps(root, &|n| {
+        is_temp_of(n, "STORE.json") || is_temp_of(n, "catalog.duckdb")
+    });
+    remove_temps(&root.join("manifests"), &|n| {
+        n.split_once(".json.tmp-")
+            .is_some_and(|(stem, _)| is_temp_of(n, &format!("{stem}.json")))
+    });
+    let staging_root = root.join(".staging");
+    if let Ok(entries) = std::fs::read_dir(&staging_root) {
+        let scan = store.scan()?;
+        let live: std::collections::HashSet<&str> = scan
+            .manifests
+            .iter()
+            .flat_map(|m| m.files.iter().map(|f| f.path.as_str()))
+            .collect();
+        for e in entries.flatten() {
+            let dir = e.path();
+            if !dir.is_dir() {
                 continue;
             }
-            for f in std::fs::read_dir(&pdir).map_err(io_err(&pdir))?.flatten() {
-                let rel = format!(
-                    "{}/{}/{}",
-                    table,
-                    part.file_name().to_string_lossy(),
-                    f.file_name().to_string_lossy()
-                );
-                if !live.contains(&rel) {
-                    let _ = std::fs::remove_file(f.path());
-                    dirty = true;
-                }
+            let journal: Option<Journal> = std::fs::read(journal_path(&dir))
+                .ok()
+                .and_then(|b| serde_json::from_slice(&b).ok());
+            if let Some(j) = journal {
+                // A damaged manifest of the journal's source may name any of its files: keep
+                // them for `store verify` to report and `store remove` to clear.
+                let guarded = scan.damaged.iter().any(|d| d.source == j.source);
+                let unnamed: Vec<String> = j
+                    .creates
+                    .iter()
+                    .chain(&j.obsoletes)
+                    .filter(|rel| j.owns(rel) && !live.contains(rel.as_str()) && !guarded)
+                    .cloned()
+                    .collect();
+                remove_files(root, &unnamed)?;
             }
-            let _ = std::fs::remove_dir(&pdir); // only succeeds when empty
+            // The staging directory holds only what this store's writer put there.
+            std::fs::remove_dir_all(&dir).map_err(io_err(&dir))?;
+            dirty = true;
         }
+        let _ = std::fs::remove_dir(&staging_root);
+        sync_dir(root)?;
     }
     if dirty || !store.catalog_path().exists() {
-        Catalog::rebuild_file(store)?;
+        rebuild_catalog_or_warn(store, "the store is recovered");
     }
     Ok(())
 }

@@ -14,6 +14,17 @@ pub struct WriteLock {
 impl WriteLock {
     /// Takes the writer lock without waiting, then removes what a killed writer left behind.
     pub fn acquire(store: &Store) -> Result<WriteLock> {
+        Self::take(store, false)
+    }
+
+    /// Takes the writer lock, waiting for another writer to finish (after printing one line
+    /// that says so), then removes what a killed writer left behind. For work that must not be
+    /// thrown away, such as a finished replay.
+    pub fn acquire_wait(store: &Store) -> Result<WriteLock> {
+        Self::take(store, true)
+    }
+
+    fn take(store: &Store, wait: bool) -> Result<WriteLock> {
         let path = store.root().join(".lock");
         let mut file = std::fs::OpenOptions::new()
             .create(true)
@@ -24,6 +35,15 @@ impl WriteLock {
             .map_err(io_err(&path))?;
         match file.try_lock() {
             Ok(()) => {}
+            Err(std::fs::TryLockError::WouldBlock) if wait => {
+                let holder = std::fs::read_to_string(&path).unwrap_or_default();
+                eprintln!(
+                    "waiting for another writer of {} to finish ({})...",
+                    store.root().display(),
+                    holder.trim()
+                );
+                file.lock().map_err(io_err(&path))?;
+            }
             Err(std::fs::TryLockError::WouldBlock) => {
                 let holder = std::fs::read_to_string(&path).unwrap_or_default();
                 let holder = holder.trim();

@@ -24,7 +24,18 @@ pub struct VerifyReport {
 /// Checks hashes, row counts and schemas of every committed file.
 pub fn verify(store: &Store) -> Result<VerifyReport> {
     let mut report = VerifyReport::default();
-    for m in store.manifests()? {
+    let scan = store.scan()?;
+    for d in &scan.damaged {
+        report.sources += 1;
+        report.problems.push(format!(
+            "{}: {} (source {} is left out of every view; `hazardserve store remove --source {}` removes it)",
+            d.path.display(),
+            d.problem,
+            d.source,
+            d.source
+        ));
+    }
+    for m in scan.manifests {
         report.sources += 1;
         for f in &m.files {
             report.files += 1;
@@ -35,6 +46,15 @@ pub fn verify(store: &Store) -> Result<VerifyReport> {
                     f.path, m.source, f.table
                 ));
                 continue;
+            }
+            if let Some(want) = f.bytes {
+                let got = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+                if got != want {
+                    report.problems.push(format!(
+                        "{}: {got} bytes, the manifest says {want} (source {})",
+                        f.path, m.source
+                    ));
+                }
             }
             let sha = sha256_file(&path)?;
             if sha != f.sha256 {

@@ -7,6 +7,11 @@
 //!   (beta-process prior, gamma-frailty empirical Bayes, cross-validated selection).
 //! * [`parametric`]: censored, left-truncated maximum-likelihood exponential and Weibull fits
 //!   and a likelihood-ratio test of "constant hazard".
+//! * [`shapes`]: the hazard-shape verdict (decreasing / increasing / constant / bathtub /
+//!   capped) by AIC over seven maximum-likelihood models, with its evidence and the minimum
+//!   number of events below which no verdict is given.
+//! * [`hazard`]: the hazard itself, kernel-smoothed from the Nelson-Aalen increments with
+//!   boundary kernels, a cross-validated bandwidth and pointwise confidence intervals.
 //! * [`validate`]: out-of-time validation (fit before a split time, score the sessions live at
 //!   it: IPCW integrated Brier score, Harrell's C, calibration) of all estimators side by side.
 //! * [`priors`]: the versioned JSON export of the pooled and per-node curves that the replay
@@ -23,9 +28,11 @@
 #![warn(missing_docs)]
 
 pub mod curve;
+pub mod hazard;
 pub mod km;
 pub mod parametric;
 pub mod priors;
+pub mod shapes;
 pub mod shrinkage;
 pub mod validate;
 

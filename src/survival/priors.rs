@@ -536,7 +536,8 @@ pub fn build_priors(
 /// Fits and exports in one go: splits `sessions` at `meta.cutoff_s` (only data known then),
 /// fits a [`ShrinkageModel`] (estimator from `opts.estimator` when given: beta → BetaProcess,
 /// frailty or none → GammaFrailty; otherwise `shrinkage.estimator`) and the pooled
-/// [`hazard_shape_test`] (omitted if it fails), takes each node's age at the cutoff from its
+/// [`hazard_shape_test`] (omitted if it fails or rests on fewer than
+/// [`crate::survival::shapes::DEFAULT_MIN_EVENTS`] events), takes each node's age at the cutoff from its
 /// live session (the oldest if several), and calls [`build_priors`]. Node index i is named
 /// `meta.node_ids[i]`.
 pub fn fit_priors(
@@ -564,7 +565,14 @@ pub fn fit_priors(
     };
     let data = sets.train.data();
     let model = ShrinkageModel::fit(&sets.train.nodes, &data, &sopts)?;
-    let shape = hazard_shape_test(&data).ok();
+    // Evidence rule: no parametric summary (and so no verdict) below the minimum of events.
+    let n_events: u64 = (0..data.len())
+        .filter(|&i| data.events[i])
+        .map(|i| data.weight(i))
+        .sum();
+    let shape = (n_events >= crate::survival::shapes::DEFAULT_MIN_EVENTS as u64)
+        .then(|| hazard_shape_test(&data).ok())
+        .flatten();
     build_priors(&model, shape.as_ref(), meta, &ages, opts)
 }
 

@@ -63,8 +63,11 @@ pub struct Overview {
 /// The pooled hazard-shape fit of a source (the `hazardserve fit` verdict).
 #[derive(Debug, Clone, PartialEq)]
 pub struct VerdictView {
-    /// `decreasing`, `roughly constant`, `increasing` or `n/a (...)`.
+    /// `decreasing`, `increasing`, `constant`, `bathtub`, `capped`, `too few events (n)` or
+    /// `n/a (...)`.
     pub verdict: String,
+    /// The model that decided the verdict.
+    pub model: Option<String>,
     /// Weibull shape k.
     pub shape: Option<f64>,
     /// 95 % CI of k.
@@ -84,6 +87,7 @@ impl VerdictView {
     pub fn from_fit(g: &GroupFit) -> VerdictView {
         VerdictView {
             verdict: g.verdict.clone(),
+            model: g.shape_model.clone(),
             shape: g.weibull_shape,
             shape_ci: g.weibull_shape_lo.zip(g.weibull_shape_hi),
             scale_s: g.weibull_scale_s,
@@ -151,6 +155,8 @@ pub struct SourceData {
     pub pooled: PooledCurve,
     /// Pooled hazard-shape fit.
     pub verdict: Option<VerdictView>,
+    /// The pooled smoothed hazard (`None` below the minimum of events, or when it fails).
+    pub hazard: Option<crate::survival::hazard::SmoothedHazard>,
     /// Shrinkage of the node curves.
     pub shrinkage: NodeShrinkage,
     /// The priors (shrunk node curves, pooled curve), when the fit succeeded.

@@ -299,6 +299,7 @@ impl Loader {
 fn no_sessions_verdict() -> VerdictView {
     VerdictView {
         verdict: "n/a (no sessions)".into(),
+        model: None,
         shape: None,
         shape_ci: None,
         scale_s: None,
@@ -352,6 +353,29 @@ fn strips(
     Ok((up, censor_bins))
 }
 
+/// The pooled smoothed hazard of a source, when it has at least the minimum of events.
+fn pooled_hazard(data: &fit::SourceSessions) -> Option<crate::survival::hazard::SmoothedHazard> {
+    use crate::survival::hazard::{smoothed_hazard, HazardOptions};
+    let (mut exit, mut event, mut entry) = (Vec::new(), Vec::new(), Vec::new());
+    for g in data.groups() {
+        let (x, e, n) = fit::group_columns(data, &g);
+        exit.extend(x);
+        event.extend(e);
+        entry.extend(n);
+    }
+    if event.iter().filter(|&&e| e).count() < fit::DEFAULT_MIN_EVENTS {
+        return None;
+    }
+    let truncated = entry.iter().any(|&e| e > 0.0);
+    smoothed_hazard(
+        &exit,
+        &event,
+        truncated.then_some(entry.as_slice()),
+        &HazardOptions::default(),
+    )
+    .ok()
+}
+
 /// Loads and fits one availability source.
 pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
     let data = fit::load_sessions(store, source, None, false)?;
@@ -403,6 +427,7 @@ pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
     }
     nodes.sort_by(|a, b| a.id.cmp(&b.id));
     let id_prefix = shared_prefix(&data.node_ids);
+    let hazard = pooled_hazard(&data);
     Ok(SourceData {
         source: source.to_string(),
         time_base: data.time_base.clone(),
@@ -410,6 +435,7 @@ pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
         nodes,
         pooled: fits.pooled,
         verdict: fits.pooled_fit.as_ref().map(VerdictView::from_fit),
+        hazard,
         shrinkage,
         priors: fits.priors,
         priors_error: fits.priors_error,

@@ -199,7 +199,25 @@ fn validate_scores_every_estimator() {
         "1900-01-01T00:00:00Z",
     ]);
     let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
-    assert!(err.contains("live at the split"), "{err}");
+    assert!(
+        err.contains("outside the observation") && err.contains("UTC clock"),
+        "{err}"
+    );
+    // A relative-clock source names its clock and says how to give the split.
+    let mut c = hs(&store);
+    c.args([
+        "fit",
+        "--source",
+        "sample-spot",
+        "--validate",
+        "--split",
+        "1682035200",
+    ]);
+    let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+    assert!(
+        err.contains("relative clock") && err.contains("as a fraction"),
+        "{err}"
+    );
 }
 
 #[test]

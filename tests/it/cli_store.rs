@@ -287,7 +287,7 @@ fn sigkill_mid_write_leaves_the_store_as_it_was_and_the_lock_keeps_writers_apart
         c.args(["ingest", "--format", "add-remove", "--source", "other"])
             .arg(&second);
         let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
-        assert!(err.contains("locked by another writer"), "{err}");
+        assert!(err.contains("being written by another process"), "{err}");
         // Readers still see the committed state while the writer is paused.
         assert_eq!(before.0, snapshot(&store).0);
         child.kill().unwrap(); // SIGKILL

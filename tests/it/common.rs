@@ -88,3 +88,21 @@ pub fn fails(mut c: Command) -> Output {
 pub fn samples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/samples")
 }
+
+/// A store holding every public trace of `../shared/traces-public` (`ingest-public`), made
+/// once per test run and shared by the tests that only read it; `None` after [`skip`]ping
+/// when the traces are absent.
+pub fn public_store() -> Option<&'static Path> {
+    use std::sync::OnceLock;
+    static STORE: OnceLock<(tempfile::TempDir, PathBuf)> = OnceLock::new();
+    let dir = shared("traces-public")?;
+    let (_, p) = STORE.get_or_init(|| {
+        let tmp = tempfile::tempdir().unwrap();
+        let store = tmp.path().join("store");
+        let mut c = hs(&store);
+        c.arg("ingest-public").arg(&dir);
+        ok(c);
+        (tmp, store)
+    });
+    Some(p)
+}

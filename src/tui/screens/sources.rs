@@ -55,8 +55,9 @@ fn verdict_cell(app: &App, r: &SourceRow, wide: bool) -> Cell<'static> {
         Some(Load::Ready(v)) => {
             let color = match v.verdict.as_str() {
                 "decreasing" => Color::Green,
-                "increasing" => Color::Red,
-                "roughly constant" => Color::Yellow,
+                "increasing" | "capped" => Color::Red,
+                "bathtub" => Color::Magenta,
+                "constant" => Color::Yellow,
                 _ => Color::DarkGray,
             };
             let text = match (wide, v.shape) {

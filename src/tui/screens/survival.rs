@@ -57,13 +57,10 @@ fn title(d: &SourceData, n: &NodeData) -> String {
         (Some((k, lo, hi, v)), _) => {
             format!(" {id} · node Weibull k {k:.2} [{lo:.2}, {hi:.2}]: {v} hazard ")
         }
-        (None, Some(v)) => format!(
-            " {id} · pooled Weibull k {}{}: {} hazard ",
-            v.shape.map_or("-".into(), |k| format!("{k:.2}")),
-            v.shape_ci
-                .map_or(String::new(), |(lo, hi)| format!(" [{lo:.2}, {hi:.2}]")),
-            v.verdict
-        ),
+        (None, Some(v)) => match &v.model {
+            Some(m) => format!(" {id} · pooled hazard: {} ({m} model) ", v.verdict),
+            None => format!(" {id} · pooled hazard: {} ", v.verdict),
+        },
         (None, None) => format!(" {id} "),
     }
 }
@@ -85,8 +82,15 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         );
         return;
     };
-    let [chart_area, risk_area, info_area] = Layout::vertical([
+    // The pooled hazard under the survival curve, when there is room and enough events.
+    let hazard_rows = if d.hazard.is_some() && area.height >= 30 {
+        7
+    } else {
+        0
+    };
+    let [chart_area, hazard_area, risk_area, info_area] = Layout::vertical([
         Constraint::Min(8),
+        Constraint::Length(hazard_rows),
         Constraint::Length(2),
         Constraint::Length(3),
     ])
@@ -193,6 +197,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                 .labels(axis_labels(0.0, 1.0, 3, |y| format!("{y:.1}"))),
         );
     f.render_widget(chart, chart_area);
+    if hazard_rows > 0 {
+        if let Some(h) = &d.hazard {
+            render_hazard(f, hazard_area, h, unit, suffix, xmax);
+        }
+    }
 
     // At-risk counts of the node over the same ages.
     let label_w = 12u16;
@@ -274,4 +283,71 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Paragraph::new(vec![cond(3600.0, true), cond(6.0 * 3600.0, false), legend]),
         info_area,
     );
+}
+
+/// The pooled smoothed hazard (per hour) with its pointwise 95 % interval, on the survival
+/// chart's age axis.
+fn render_hazard(
+    f: &mut Frame,
+    area: Rect,
+    h: &crate::survival::hazard::SmoothedHazard,
+    unit: f64,
+    suffix: &str,
+    xmax: f64,
+) {
+    let pts = |g: &dyn Fn(&crate::survival::hazard::HazardPoint) -> f64| -> Vec<(f64, f64)> {
+        h.points
+            .iter()
+            .filter(|p| p.t / unit <= xmax)
+            .map(|p| (p.t / unit, g(p) * 3600.0))
+            .filter(|(_, y)| y.is_finite())
+            .collect()
+    };
+    let mid = pts(&|p| p.hazard);
+    let lo = pts(&|p| p.ci_low);
+    let hi = pts(&|p| p.ci_high);
+    // Scaled to the estimate (the interval is wide where few are at risk; its points above
+    // the top are left out rather than flattening the curve).
+    let ymax = nice_max(mid.iter().map(|&(_, y)| y).fold(0.0, f64::max).max(1e-9) * 1.5);
+    let lo: Vec<(f64, f64)> = lo.into_iter().filter(|&(_, y)| y <= ymax).collect();
+    let hi: Vec<(f64, f64)> = hi.into_iter().filter(|&(_, y)| y <= ymax).collect();
+    let datasets = vec![
+        Dataset::default()
+            .name("95% CI")
+            .marker(Marker::Dot)
+            .graph_type(GraphType::Scatter)
+            .style(Style::default().fg(BAND_COLOR))
+            .data(&lo),
+        Dataset::default()
+            .name("95% CI")
+            .marker(Marker::Dot)
+            .graph_type(GraphType::Scatter)
+            .style(Style::default().fg(BAND_COLOR))
+            .data(&hi),
+        Dataset::default()
+            .name("hazard")
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(Style::default().fg(POOLED_COLOR))
+            .data(&mid),
+    ];
+    let chart = Chart::new(datasets)
+        .block(block(format!(
+            " pooled hazard per hour (smoothed, bandwidth {:.2}; · 95% CI) ",
+            h.bandwidth
+        )))
+        .legend_position(None)
+        .x_axis(
+            Axis::default()
+                .bounds([0.0, xmax])
+                .labels(axis_labels(0.0, xmax, 5, |x| {
+                    format!("{} {suffix}", fmt_num(Some(x)))
+                })),
+        )
+        .y_axis(
+            Axis::default()
+                .bounds([0.0, ymax])
+                .labels(axis_labels(0.0, ymax, 2, |y| fmt_num(Some(y)))),
+        );
+    f.render_widget(chart, area);
 }
