@@ -100,42 +100,59 @@ impl<'a> CsvRow<'a> {
     }
 }
 
-/// The non-blank CSV records of `bytes` with their line and raw bytes.
-pub(crate) fn csv_rows(bytes: &[u8]) -> Vec<CsvRow<'_>> {
-    let mut rdr = reader(bytes);
-    let mut record = ByteRecord::new();
-    let mut out = Vec::new();
-    // Reading from a slice cannot fail with I/O; a CSV error would end the input.
-    while let Ok(true) = rdr.read_byte_record(&mut record) {
-        let (mut line, start) = record
-            .position()
-            .map_or((1, 0), |p| (p.line(), p.byte() as usize));
-        let end = (rdr.position().byte() as usize).min(bytes.len());
-        let mut raw = &bytes[start.min(end)..end];
-        // The record's position is where the reader stood, before the blank lines it skipped.
-        while let [first @ (b'\n' | b'\r'), rest @ ..] = raw {
-            line += u64::from(*first == b'\n');
-            raw = rest;
-        }
-        while let [rest @ .., b'\n' | b'\r'] = raw {
-            raw = rest;
-        }
-        if raw.iter().all(u8::is_ascii_whitespace) {
-            continue;
-        }
-        let fields = StringRecord::from_byte_record(record.clone())
-            .map_err(|_| crate::input::utf8_reason_of(raw));
-        out.push(CsvRow { line, raw, fields });
+/// The non-blank CSV records of `bytes` with their line and raw bytes, one at a time (a
+/// large file is never held twice: only the current record is decoded).
+pub(crate) fn csv_rows(bytes: &[u8]) -> CsvRowIter<'_> {
+    CsvRowIter {
+        rdr: reader(bytes),
+        bytes,
+        record: ByteRecord::new(),
     }
-    out
+}
+
+/// Iterator of [`csv_rows`].
+pub(crate) struct CsvRowIter<'a> {
+    rdr: csv::Reader<&'a [u8]>,
+    bytes: &'a [u8],
+    record: ByteRecord,
+}
+
+impl<'a> Iterator for CsvRowIter<'a> {
+    type Item = CsvRow<'a>;
+
+    fn next(&mut self) -> Option<CsvRow<'a>> {
+        let bytes = self.bytes;
+        // Reading from a slice cannot fail with I/O; a CSV error would end the input.
+        while let Ok(true) = self.rdr.read_byte_record(&mut self.record) {
+            let (mut line, start) = self
+                .record
+                .position()
+                .map_or((1, 0), |p| (p.line(), p.byte() as usize));
+            let end = (self.rdr.position().byte() as usize).min(bytes.len());
+            let mut raw = &bytes[start.min(end)..end];
+            // The record's position is where the reader stood, before the blank lines it
+            // skipped.
+            while let [first @ (b'\n' | b'\r'), rest @ ..] = raw {
+                line += u64::from(*first == b'\n');
+                raw = rest;
+            }
+            while let [rest @ .., b'\n' | b'\r'] = raw {
+                raw = rest;
+            }
+            if raw.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let fields = StringRecord::from_byte_record(self.record.clone())
+                .map_err(|_| crate::input::utf8_reason_of(raw));
+            return Some(CsvRow { line, raw, fields });
+        }
+        None
+    }
 }
 
 /// The first non-blank record of `text` (for sniffing), or `None`.
 pub(crate) fn first_record(text: &str) -> Option<StringRecord> {
-    csv_rows(text.as_bytes())
-        .into_iter()
-        .next()
-        .and_then(|r| r.fields.ok())
+    csv_rows(text.as_bytes()).next().and_then(|r| r.fields.ok())
 }
 
 #[cfg(test)]
@@ -154,7 +171,7 @@ mod tests {
     #[test]
     fn rows_have_lines_raw_text_and_quoted_fields() {
         let text = b"a,b\r\n\r\n  \n\"x, y\",\"1\n2\"\n3,\"q\"\"q\"\nlast,\xff\nend";
-        let rows = csv_rows(text);
+        let rows: Vec<_> = csv_rows(text).collect();
         let got: Vec<(u64, String)> = rows
             .iter()
             .map(|r| (r.line, r.raw_text().into_owned()))

@@ -77,7 +77,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let mut kept = 0u64;
 
     for file in files {
-        let rows = csv_rows(&file.bytes);
+        let rows: Vec<_> = csv_rows(&file.bytes).collect();
         let Some(first) = rows.iter().position(|r| r.fields.is_ok()) else {
             if rows.is_empty() {
                 notes.push(format!("{}: empty file, skipped", file.display()));

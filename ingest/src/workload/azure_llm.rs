@@ -29,7 +29,7 @@ pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload>
     let mut rows: Vec<(f64, u32, u32, &str)> = Vec::new();
     for f in files {
         let name = f.display();
-        for (k, row) in csv_rows(&f.bytes).iter().enumerate() {
+        for (k, row) in csv_rows(&f.bytes).enumerate() {
             let line = row.raw_text();
             let lineno = row.line;
             let fields: Vec<&str> = match &row.fields {

@@ -195,7 +195,7 @@ fn normalise_epoch(requests: &mut [Request], notes: &mut Vec<String>) -> Option<
 /// Reads one file into `acc`; a file-level problem (header without the columns) is an `Err`.
 fn parse_file(f: &InputFile, options: &WorkloadOptions, acc: &mut Acc) -> Result<()> {
     let name = f.display();
-    let rows = csv_rows(&f.bytes);
+    let rows: Vec<_> = csv_rows(&f.bytes).collect();
     let Some((header_row, data)) = rows.split_first() else {
         return Ok(());
     };
