@@ -64,7 +64,6 @@ pub fn csv_records<R: Read>(mut input: R) -> CsvRecords {
     let mut bytes = Vec::new();
     let read = input.read_to_end(&mut bytes);
     let mut rows: Vec<_> = csv_rows(&bytes)
-        .into_iter()
         .map(|r| {
             let line = r.line;
             r.fields

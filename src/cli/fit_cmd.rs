@@ -174,7 +174,7 @@ impl ShrinkageArg {
 /// `fit` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Columns:\n  verdict   hazard shape: decreasing, increasing, constant, bathtub or capped, chosen by AIC\n            over seven maximum-likelihood models; \"too few events (n)\" below --min-events\n  model     the model that decided; aic_gap: its AIC lead over the next model\n  evidence  that model's parameters with 95 % intervals, and the rule that fired\n  median    Kaplan-Meier median, or \"> t (not reached)\" when S stays above 0.5\n  m         beta-process prior strength: how many of a node's own sessions the pooled curve\n            is worth (small: nodes follow their own data; large: the pooled curve)\n  theta     gamma-frailty variance: how much node hazards differ (0: not at all)\n  notes     estimates at the edge of their search range, and what that means\n\nExamples:\n  hazardserve fit --source gce-preemptible\n  hazardserve fit --source gce-preemptible --by zone --format json\n  hazardserve fit --source gce-preemptible --hazard\n  hazardserve fit --source cbl-preemption-1node --validate --split 0.7"
+    after_help = "Columns:\n  verdict   hazard shape: decreasing, increasing, constant, bathtub or capped, chosen by AIC\n            over seven maximum-likelihood models; \"too few events (n)\" below --min-events\n  model     the model that decided; aic_gap: its AIC lead over the next model\n  ibs_model the model with the best held-out integrated Brier score (fitted on alternate\n            sessions, scored on the others): a second opinion on the fit\n  evidence  that model's parameters with 95 % intervals, and the rule that fired\n  median    Kaplan-Meier median, or \"> t (not reached)\" when S stays above 0.5\n  m         beta-process prior strength: how many of a node's own sessions the pooled curve\n            is worth (small: nodes follow their own data; large: the pooled curve)\n  theta     gamma-frailty variance: how much node hazards differ (0: not at all)\n  notes     estimates at the edge of their search range, and what that means\n\nExamples:\n  hazardserve fit --source gce-preemptible\n  hazardserve fit --source gce-preemptible --by zone --format json\n  hazardserve fit --source gce-preemptible --hazard\n  hazardserve fit --source cbl-preemption-1node --validate --split 0.7"
 )]
 pub struct FitArgs {
     /// The source to fit.
@@ -451,6 +451,10 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
             Col::Str(fits.iter().map(|g| g.shape_model.clone()).collect()),
         ),
         ("aic_gap", col(&|g| g.aic_gap)),
+        (
+            "ibs_model",
+            Col::Str(fits.iter().map(|g| g.ibs_model.clone()).collect()),
+        ),
         (
             "evidence",
             Col::Str(fits.iter().map(|g| g.evidence.clone()).collect()),

@@ -12,7 +12,7 @@ use super::SourceSessions;
 use crate::survival::km::KmFit;
 use crate::survival::parametric::hazard_shape_test;
 pub use crate::survival::shapes::DEFAULT_MIN_EVENTS;
-use crate::survival::shapes::{select_shape, ShapeOptions, ShapeVerdict};
+use crate::survival::shapes::{rank_by_ibs, select_shape, IbsOptions, ShapeOptions, ShapeVerdict};
 use crate::survival::shrinkage::{EstimatorChoice, ShrinkageModel, ShrinkageOptions};
 use crate::survival::{ConditionalSurvival, SurvivalData, SurvivalError};
 
@@ -60,6 +60,9 @@ pub struct GroupFit {
     pub aic_gap: Option<f64>,
     /// The deciding model's parameters with 95 % intervals, and the rule that fired.
     pub evidence: Option<String>,
+    /// The model with the best held-out integrated Brier score: every model fitted on one half
+    /// of the sessions (those at even positions) and scored on the other half.
+    pub ibs_model: Option<String>,
     /// The minimum number of events for a verdict.
     pub min_events: usize,
     /// The median as people read it: `1234 s`, or `> 5678 s (not reached)` when the curve
@@ -166,6 +169,7 @@ pub fn fit_groups_with(
             shape_model: None,
             aic_gap: None,
             evidence: None,
+            ibs_model: None,
             min_events,
             median: "n/a".into(),
             notes: Vec::new(),
@@ -281,6 +285,7 @@ pub fn fit_groups_with(
                         fit.evidence = Some(v.reason.clone());
                     }
                     fit.shape = Some(v);
+                    fit.ibs_model = held_out_ibs_best(&pexit, &pevent, entry_opt, &opts);
                 }
                 Err(e) => fit.verdict = format!("n/a ({e})"),
             }
@@ -347,4 +352,39 @@ fn bound_notes(m: Option<f64>, theta: f64, opts: &ShrinkageOptions) -> Vec<Strin
         ));
     }
     out
+}
+
+/// The model with the best integrated Brier score on held-out data: the sessions are split
+/// into alternate halves (even and odd positions in load order); every model
+/// is fitted on the first half and scored on the second (IPCW integrated Brier score, lower is
+/// better). `None` when a half has too few events or nothing could be scored.
+fn held_out_ibs_best(
+    exit: &[f64],
+    event: &[bool],
+    entry: Option<&[f64]>,
+    opts: &ShapeOptions,
+) -> Option<String> {
+    let half = |parity: usize| -> (Vec<f64>, Vec<bool>, Option<Vec<f64>>) {
+        let idx: Vec<usize> = (0..exit.len()).filter(|i| i % 2 == parity).collect();
+        (
+            idx.iter().map(|&i| exit[i]).collect(),
+            idx.iter().map(|&i| event[i]).collect(),
+            entry.map(|e| idx.iter().map(|&i| e[i]).collect()),
+        )
+    };
+    let (tx, td, te) = half(0);
+    let (sx, sd, se) = half(1);
+    let train = select_shape(&tx, &td, te.as_deref(), opts).ok()?;
+    if train.models.is_empty() || !sd.iter().any(|&d| d) {
+        return None;
+    }
+    let ranked = rank_by_ibs(
+        &train.models,
+        &sx,
+        &sd,
+        se.as_deref(),
+        &IbsOptions::default(),
+    )
+    .ok()?;
+    ranked.first().map(|(k, _)| k.as_str().to_string())
 }
