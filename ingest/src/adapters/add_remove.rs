@@ -139,10 +139,13 @@ impl Problems {
 /// One node event: time (ms), action, node label, 1-based line, index of its raw line.
 struct Event {
     t_ms: f64,
-    action: Action,
-    node: String,
     line: u64,
-    raw: usize,
+    /// Index into [`Log::raws`].
+    raw: u32,
+    /// Index into [`Log::names`] (node labels are interned: a log of millions of events
+    /// holds each label once).
+    node: u32,
+    action: Action,
 }
 
 /// The events of one file, its observed span (ms), the raw text of its event lines and how
@@ -151,8 +154,30 @@ struct Event {
 struct Log<'a> {
     events: Vec<Event>,
     observed: Option<(f64, f64)>,
-    raws: Vec<Cow<'a, str>>,
+    /// The raw bytes of each event line (borrowed from the file), for rejects.
+    raws: Vec<&'a [u8]>,
+    /// Node labels, by index.
+    names: Vec<String>,
+    index: HashMap<String, u32>,
     lines_ok: u64,
+}
+
+impl Log<'_> {
+    /// The index of node label `n`, added when new.
+    fn intern(&mut self, n: &str) -> u32 {
+        if let Some(&i) = self.index.get(n) {
+            return i;
+        }
+        let i = self.names.len() as u32;
+        self.names.push(n.to_string());
+        self.index.insert(n.to_string(), i);
+        i
+    }
+
+    /// The raw text of an event's line.
+    fn raw(&self, ev: &Event) -> Cow<'_, str> {
+        String::from_utf8_lossy(self.raws[ev.raw as usize])
+    }
 }
 
 fn widen(span: &mut Option<(f64, f64)>, t: f64) {
@@ -227,14 +252,16 @@ fn read_csv<'a>(file: &'a InputFile, problems: &mut Problems) -> Log<'a> {
         }
         widen(&mut log.observed, t_ms);
         log.lines_ok += 1;
+        let node = log.intern(n);
+        let raw_index = log.raws.len() as u32;
         log.events.push(Event {
             t_ms,
             action,
-            node: n.to_string(),
+            node,
             line: row.line,
-            raw: log.raws.len(),
+            raw: raw_index,
         });
-        log.raws.push(raw);
+        log.raws.push(row.raw);
     }
     log
 }
@@ -306,17 +333,19 @@ fn read_json_lines<'a>(file: &'a InputFile, problems: &mut Problems) -> Log<'a> 
         widen(&mut log.observed, t_ms);
         log.lines_ok += 1;
         if let Some(action) = action {
+            let raw_index = log.raws.len() as u32;
             for node in nodes {
+                let node = log.intern(node);
                 log.events.push(Event {
                     t_ms,
                     action,
-                    node: node.to_string(),
+                    node,
                     line: line.number,
-                    raw: log.raws.len(),
+                    raw: raw_index,
                 });
             }
         }
-        log.raws.push(Cow::Borrowed(raw));
+        log.raws.push(raw.as_bytes());
     }
     log
 }
@@ -335,40 +364,40 @@ fn sessionize(file: &InputFile, mut log: Log, trace: &mut Trace, problems: &mut 
         ));
         log.events.sort_by(|a, b| a.t_ms.total_cmp(&b.t_ms));
     }
-    let mut up: HashMap<&str, f64> = HashMap::new();
-    let mut order: Vec<&str> = Vec::new();
-    let mut seen: HashSet<&str> = HashSet::new();
+    let n_names = log.names.len();
+    let mut up: Vec<Option<f64>> = vec![None; n_names];
+    let mut order: Vec<u32> = Vec::new();
+    let mut seen: Vec<bool> = vec![false; n_names];
     let mut rejected_lines: HashSet<u64> = HashSet::new();
-    let node_key = |n: &str| format!("{stem}/{n}");
+    let keys: Vec<String> = log.names.iter().map(|n| format!("{stem}/{n}")).collect();
     for ev in &log.events {
+        let node = ev.node as usize;
+        let name = &log.names[node];
         match ev.action {
             Action::Add => {
-                if up.contains_key(ev.node.as_str()) {
+                if up[node].is_some() {
                     rejected_lines.insert(ev.line);
                     problems.reject(
                         ev.line,
-                        &log.raws[ev.raw],
-                        format!("add of node {:?} that is already up", ev.node),
+                        &log.raw(ev),
+                        format!("add of node {name:?} that is already up"),
                     );
                     continue;
                 }
-                up.insert(&ev.node, ev.t_ms);
+                up[node] = Some(ev.t_ms);
             }
             Action::Remove => {
-                let Some(start) = up.remove(ev.node.as_str()) else {
+                let Some(start) = up[node].take() else {
                     rejected_lines.insert(ev.line);
                     problems.reject(
                         ev.line,
-                        &log.raws[ev.raw],
-                        format!(
-                            "remove of node {:?} that is not up (no add before it)",
-                            ev.node
-                        ),
+                        &log.raw(ev),
+                        format!("remove of node {name:?} that is not up (no add before it)"),
                     );
                     continue;
                 };
                 trace.sessions.push(Session {
-                    node_id: node_key(&ev.node),
+                    node_id: keys[node].clone(),
                     start: start / 1000.0,
                     end: ev.t_ms / 1000.0,
                     event: true,
@@ -379,14 +408,16 @@ fn sessionize(file: &InputFile, mut log: Log, trace: &mut Trace, problems: &mut 
                 });
             }
         }
-        if seen.insert(&ev.node) {
-            order.push(&ev.node);
+        if !seen[node] {
+            seen[node] = true;
+            order.push(ev.node);
         }
     }
-    for node in &order {
-        if let Some(start) = up.get(node) {
+    for &node in &order {
+        let node = node as usize;
+        if let Some(start) = up[node] {
             trace.sessions.push(Session {
-                node_id: node_key(node),
+                node_id: keys[node].clone(),
                 start: start / 1000.0,
                 end: to_ms / 1000.0,
                 event: false,
@@ -397,7 +428,7 @@ fn sessionize(file: &InputFile, mut log: Log, trace: &mut Trace, problems: &mut 
             });
         }
         trace.nodes.push(NodeInfo {
-            node_id: node_key(node),
+            node_id: keys[node].clone(),
             zone: None,
             instance_type: None,
             group: Some(stem.clone()),
