@@ -2398,7 +2398,7 @@ mod tests {
             Family::Bathtub => (3000.0, 50.0),
             Family::Capped => (90_000.0, 3600.0),
             Family::LogNormal => (5000.0, 100.0),
-            Family::Gamma => (8000.0, 300.0),
+            Family::Gamma => (6000.0, 300.0),
         };
         let (mut t, mut d, mut e) = (Vec::new(), Vec::new(), Vec::new());
         while t.len() < n {
@@ -2926,6 +2926,20 @@ mod tests {
     #[test]
     fn capped_samples_are_capped() {
         verdict_rate(Family::Capped, HazardShape::Capped);
+    }
+
+    #[test]
+    fn gamma_samples_with_shape_above_one_are_increasing() {
+        verdict_rate(Family::Gamma, HazardShape::Increasing);
+    }
+
+    /// Lognormal(6.5, 0.8): its hazard peaks near e^6.46 ≈ 640 s, well before the 90th
+    /// percentile of the lives (≈ 1,860 s), so by the documented rule the data see a falling
+    /// hazard.
+    #[test]
+    fn lognormal_samples_with_an_early_hazard_peak_are_decreasing() {
+        assert!(lognormal_hazard_mode(6.5, 0.8) < (6.5f64 + 0.8 * 1.2816).exp());
+        verdict_rate(Family::LogNormal, HazardShape::Decreasing);
     }
 
     #[test]
