@@ -78,8 +78,7 @@
 //!
 //! Size: over 800 lines because the estimator is one procedure (increments, kernels, the
 //! cross-validated bandwidth and the intervals share the same increments and kernel
-//! coefficients), and the file stands alone (its own Brent minimiser) with its unit and
-//! property tests.
+//! coefficients), with its unit and property tests.
 //!
 //! Cost: O(n log n) to build the increments, O(N + n + m) per cross-validation score
 //! (N = clamp(8 s/b, 256, 16384) Simpson intervals; window sums from prefix sums of the
@@ -88,8 +87,8 @@
 
 use serde::Serialize;
 
-/// Two-sided 95 % standard-normal quantile Φ⁻¹(0.975) (the crate's `Z_95`).
-const Z_95: f64 = 1.959963984540054;
+use super::numeric::minimize_bounded;
+use super::Z_95;
 
 /// Fewer distinct event times than this: no cross-validation, bandwidth R/2 (see module docs).
 pub const MIN_CV_EVENT_TIMES: usize = 5;
@@ -112,104 +111,13 @@ fn cv_intervals(beta: f64) -> usize {
 /// Smallest candidate bandwidth as a fraction of the last event time R.
 const CV_MIN_FRACTION: f64 = 1.0 / 2000.0;
 
-/// Errors raised on invalid input.
-#[derive(Debug, Clone, PartialEq)]
-pub enum HazardError {
-    /// No observation.
-    Empty,
-    /// A parallel input column has a different length than `durations`.
-    LengthMismatch {
-        /// Name of the offending column.
-        what: &'static str,
-        /// Length of `durations`.
-        expected: usize,
-        /// Length of the offending column.
-        got: usize,
-    },
-    /// A value is NaN, infinite, negative, or an exit is not after its entry.
-    InvalidValue {
-        /// Row index.
-        index: usize,
-        /// What is wrong.
-        reason: &'static str,
-    },
-    /// No observed event: the hazard estimate does not exist.
-    NoEvents,
-    /// An option is out of its domain.
-    InvalidArgument(String),
-}
-
-impl std::fmt::Display for HazardError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            HazardError::Empty => write!(f, "empty input: no observations"),
-            HazardError::LengthMismatch {
-                what,
-                expected,
-                got,
-            } => write!(
-                f,
-                "length mismatch: `{what}` has {got} values, expected {expected}"
-            ),
-            HazardError::InvalidValue { index, reason } => {
-                write!(f, "invalid value at index {index}: {reason}")
-            }
-            HazardError::NoEvents => write!(f, "no events observed: the hazard is not estimable"),
-            HazardError::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
-        }
-    }
-}
-
-impl std::error::Error for HazardError {}
+/// Errors raised on invalid input: the shape fits' error type (same checks, same messages).
+pub type HazardError = super::shapes::ShapeError;
 
 /// Checks lengths, finiteness, e_i ≥ 0, T_i > e_i (T_i > 0 without entries) and that at least
 /// one event is observed.
 fn validate(durations: &[f64], events: &[bool], entry: Option<&[f64]>) -> Result<(), HazardError> {
-    let n = durations.len();
-    if n == 0 {
-        return Err(HazardError::Empty);
-    }
-    if events.len() != n {
-        return Err(HazardError::LengthMismatch {
-            what: "events",
-            expected: n,
-            got: events.len(),
-        });
-    }
-    if let Some(e) = entry {
-        if e.len() != n {
-            return Err(HazardError::LengthMismatch {
-                what: "entry",
-                expected: n,
-                got: e.len(),
-            });
-        }
-    }
-    for (i, &t) in durations.iter().enumerate() {
-        let bad = |reason| Err(HazardError::InvalidValue { index: i, reason });
-        if t.is_nan() {
-            return bad("duration is NaN");
-        }
-        if !t.is_finite() {
-            return bad("duration is infinite");
-        }
-        if t < 0.0 {
-            return bad("negative duration");
-        }
-        let e = entry.map_or(0.0, |e| e[i]);
-        if e.is_nan() {
-            return bad("entry is NaN");
-        }
-        if !e.is_finite() {
-            return bad("entry is infinite");
-        }
-        if e < 0.0 {
-            return bad("negative entry");
-        }
-        if t <= e {
-            return bad("exit time not after entry (entry 0 without entry times)");
-        }
-    }
+    super::shapes::validate(durations, events, entry)?;
     if !events.iter().any(|&d| d) {
         return Err(HazardError::NoEvents);
     }
@@ -700,102 +608,6 @@ pub fn cv_score(na: &NelsonAalen, bandwidth: f64, weight: CvWeight, scale: TimeS
     }
     let beta = bandwidth / span;
     PrefixSums::new(na, &axis).cv(beta, weight, cv_intervals(beta)) / span
-}
-
-/// Brent's bounded scalar minimisation (golden section + parabolic interpolation;
-/// Brent 1973, as in Forsythe–Malcolm–Moler `fmin` and scipy `fminbound`): a copy of the
-/// crate's `numeric::minimize_bounded`, so this file stands alone. Returns (x*, f(x*)).
-fn minimize_bounded<F: FnMut(f64) -> f64>(
-    mut f: F,
-    lo: f64,
-    hi: f64,
-    xatol: f64,
-    max_eval: usize,
-) -> (f64, f64) {
-    let sqrt_eps = f64::EPSILON.sqrt();
-    let golden = 0.5 * (3.0 - 5f64.sqrt());
-    let (mut a, mut b) = (lo, hi);
-    let mut fulc = a + golden * (b - a);
-    let mut nfc = fulc;
-    let mut xf = fulc;
-    let mut rat: f64 = 0.0;
-    let mut e: f64 = 0.0;
-    let mut fx = f(xf);
-    let mut num = 1;
-    let mut ffulc = fx;
-    let mut fnfc = fx;
-    let mut xm = 0.5 * (a + b);
-    let mut tol1 = sqrt_eps * xf.abs() + xatol / 3.0;
-    let mut tol2 = 2.0 * tol1;
-    while (xf - xm).abs() > tol2 - 0.5 * (b - a) {
-        let mut golden_step = true;
-        if e.abs() > tol1 {
-            golden_step = false;
-            let mut r = (xf - nfc) * (fx - ffulc);
-            let mut q = (xf - fulc) * (fx - fnfc);
-            let mut p = (xf - fulc) * q - (xf - nfc) * r;
-            q = 2.0 * (q - r);
-            if q > 0.0 {
-                p = -p;
-            }
-            q = q.abs();
-            r = e;
-            e = rat;
-            if p.abs() < (0.5 * q * r).abs() && p > q * (a - xf) && p < q * (b - xf) {
-                rat = p / q;
-                let x = xf + rat;
-                if (x - a) < tol2 || (b - x) < tol2 {
-                    let si = if xm - xf >= 0.0 { 1.0 } else { -1.0 };
-                    rat = tol1 * si;
-                }
-            } else {
-                golden_step = true;
-            }
-        }
-        if golden_step {
-            e = if xf >= xm { a - xf } else { b - xf };
-            rat = golden * e;
-        }
-        let si = if rat >= 0.0 { 1.0 } else { -1.0 };
-        let x = xf + si * rat.abs().max(tol1);
-        let fu = f(x);
-        num += 1;
-        if fu <= fx {
-            if x >= xf {
-                a = xf;
-            } else {
-                b = xf;
-            }
-            fulc = nfc;
-            ffulc = fnfc;
-            nfc = xf;
-            fnfc = fx;
-            xf = x;
-            fx = fu;
-        } else {
-            if x < xf {
-                a = x;
-            } else {
-                b = x;
-            }
-            if fu <= fnfc || nfc == xf {
-                fulc = nfc;
-                ffulc = fnfc;
-                nfc = x;
-                fnfc = fu;
-            } else if fu <= ffulc || fulc == xf || fulc == nfc {
-                fulc = x;
-                ffulc = fu;
-            }
-        }
-        xm = 0.5 * (a + b);
-        tol1 = sqrt_eps * xf.abs() + xatol / 3.0;
-        tol2 = 2.0 * tol1;
-        if num >= max_eval {
-            break;
-        }
-    }
-    (xf, fx)
 }
 
 /// Cross-validated scaled bandwidth β = b/R: the best of `k` log-spaced values in

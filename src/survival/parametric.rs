@@ -41,6 +41,12 @@ pub fn erfc(x: f64) -> f64 {
     if x > 27.5 {
         return 0.0;
     }
+    (-x * x).exp() / (std::f64::consts::PI.sqrt() * erfc_cf(x))
+}
+
+/// The continued fraction f(x) = x + (1/2)/(x + 1/(x + (3/2)/(x + …))) of erfc for x ≥ 2
+/// (modified Lentz): erfc(x) = e^{−x²} / (√π f(x)).
+pub(crate) fn erfc_cf(x: f64) -> f64 {
     let tiny = 1e-300;
     let mut f = x;
     let mut c = f;
@@ -62,7 +68,7 @@ pub fn erfc(x: f64) -> f64 {
             break;
         }
     }
-    (-x * x).exp() / (std::f64::consts::PI.sqrt() * f)
+    f
 }
 
 /// erf(x) for 0 ≤ x < 2 by the positive series (no cancellation).

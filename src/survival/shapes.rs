@@ -94,8 +94,7 @@
 //!
 //! Size: over 800 lines because shape selection is one procedure: seven likelihoods share the
 //! prepared data, the optimiser, the interpolated likelihood and the verdict rules, and the
-//! file stands alone (its own special functions, Nelder–Mead and linear algebra) with its unit
-//! and property tests.
+//! file holds its own Nelder–Mead and small linear algebra, with its unit and property tests.
 //!
 //! References: Akaike, H. (1974). A new look at the statistical model identification. *IEEE
 //! Trans. Autom. Control* 19, 716–723. Burnham, K. P. & Anderson, D. R. (2002). *Model
@@ -110,8 +109,7 @@
 
 use serde::Serialize;
 
-/// Two-sided 95 % standard-normal quantile Φ⁻¹(0.975) (the crate's `Z_95`).
-const Z_95: f64 = 1.959963984540054;
+use super::Z_95;
 
 /// Default minimum number of events for a verdict.
 pub const DEFAULT_MIN_EVENTS: usize = 10;
@@ -145,7 +143,8 @@ const AT_BOUND_TOL: f64 = 1e-4;
 // errors and input
 // ------------------------------------------------------------------------------------------
 
-/// Errors raised on invalid input.
+/// Errors raised on invalid input (to the shape fits, and to the smoothed hazard as
+/// [`super::hazard::HazardError`]).
 #[derive(Debug, Clone, PartialEq)]
 pub enum ShapeError {
     /// No observation.
@@ -166,7 +165,7 @@ pub enum ShapeError {
         /// What is wrong.
         reason: &'static str,
     },
-    /// No observed event: no model can be fitted.
+    /// No observed event: no model (and no hazard estimate) exists.
     NoEvents,
     /// The model cannot be fitted to these data (e.g. no cap spike for the capped model).
     NotApplicable(String),
@@ -189,7 +188,7 @@ impl std::fmt::Display for ShapeError {
             ShapeError::InvalidValue { index, reason } => {
                 write!(f, "invalid value at index {index}: {reason}")
             }
-            ShapeError::NoEvents => write!(f, "no events observed: no model can be fitted"),
+            ShapeError::NoEvents => write!(f, "no events observed: nothing can be estimated"),
             ShapeError::NotApplicable(s) => write!(f, "model not applicable: {s}"),
             ShapeError::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
         }
@@ -199,8 +198,12 @@ impl std::fmt::Display for ShapeError {
 impl std::error::Error for ShapeError {}
 
 /// Checks lengths, finiteness, e_i ≥ 0 and T_i > e_i (T_i > 0 without entries); events may be
-/// absent (the caller decides).
-fn validate(durations: &[f64], events: &[bool], entry: Option<&[f64]>) -> Result<(), ShapeError> {
+/// absent (the caller decides). Shared with [`super::hazard`].
+pub(crate) fn validate(
+    durations: &[f64],
+    events: &[bool],
+    entry: Option<&[f64]>,
+) -> Result<(), ShapeError> {
     let n = durations.len();
     if n == 0 {
         return Err(ShapeError::Empty);
@@ -253,69 +256,8 @@ fn validate(durations: &[f64], events: &[bool], entry: Option<&[f64]>) -> Result
 // special functions
 // ------------------------------------------------------------------------------------------
 
-/// Complementary error function erfc(x) = 2/√π ∫_x^∞ e^{−s²} ds (relative error ≈ 1e−15; the
-/// crate's `parametric::erfc`).
-///
-/// |x| < 2: 1 − erf(x) with the all-positive series
-/// erf(x) = 2x/√π · e^{−x²} Σ_{n≥0} (2x²)^n / (1·3···(2n+1));
-/// x ≥ 2: the continued fraction erfc(x) = e^{−x²}/√π · 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + …))))
-/// evaluated with the modified Lentz algorithm; erfc(−x) = 2 − erfc(x).
-pub fn erfc(x: f64) -> f64 {
-    if x.is_nan() {
-        return f64::NAN;
-    }
-    if x < 0.0 {
-        return 2.0 - erfc(-x);
-    }
-    if x < 2.0 {
-        return 1.0 - erf_series(x);
-    }
-    if x > 27.5 {
-        return 0.0;
-    }
-    (-x * x).exp() / (std::f64::consts::PI.sqrt() * erfc_cf(x))
-}
-
-/// The continued fraction f(x) = x + (1/2)/(x + 1/(x + (3/2)/(x + …))) of erfc for x ≥ 2
-/// (modified Lentz).
-fn erfc_cf(x: f64) -> f64 {
-    let tiny = 1e-300;
-    let mut f = x;
-    let mut c = f;
-    let mut d = 0.0;
-    for n in 1..2000 {
-        let a = n as f64 * 0.5;
-        d = x + a * d;
-        if d.abs() < tiny {
-            d = tiny;
-        }
-        d = 1.0 / d;
-        c = x + a / c;
-        if c.abs() < tiny {
-            c = tiny;
-        }
-        let delta = c * d;
-        f *= delta;
-        if (delta - 1.0).abs() < 1e-16 {
-            break;
-        }
-    }
-    f
-}
-
-/// erf(x) for 0 ≤ x < 2 by the positive series (no cancellation).
-fn erf_series(x: f64) -> f64 {
-    let x2 = x * x;
-    let mut term = 1.0;
-    let mut sum = 1.0;
-    let mut n = 0.0;
-    while term > 1e-17 * sum {
-        n += 1.0;
-        term *= 2.0 * x2 / (2.0 * n + 1.0);
-        sum += term;
-    }
-    2.0 * x / std::f64::consts::PI.sqrt() * (-x2).exp() * sum
-}
+pub use super::parametric::erfc;
+use super::parametric::erfc_cf;
 
 /// ln erfc(x) without underflow: ln(erfc x) for x < 2, −x² − ln(√π f(x)) with the continued
 /// fraction f of [`erfc`] for x ≥ 2 (finite for every finite x).

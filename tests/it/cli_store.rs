@@ -5,7 +5,7 @@ use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 
-use crate::common::{fails, hs, ok, samples};
+use crate::common::{fails, hs, ok, samples, write};
 
 fn json(s: &str) -> serde_json::Value {
     serde_json::from_str(s).unwrap_or_else(|e| panic!("bad JSON ({e}):\n{s}"))
@@ -29,13 +29,6 @@ fn snapshot(store: &Path) -> (String, Vec<PathBuf>) {
     let mut c = hs(store);
     c.args(["sources", "--format", "json"]);
     (ok(c), files)
-}
-
-fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(&p, body).unwrap();
-    p
 }
 
 const ADD_REMOVE: &str = "0,add,node1\r\n0,add,node2\r\n60000,remove,node1\r\n120000,add,node3\r\n180000,remove,node3\r\n";

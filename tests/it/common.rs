@@ -84,6 +84,14 @@ pub fn fails(mut c: Command) -> Output {
     out
 }
 
+/// Writes `body` to `dir/name`, creating its folders; returns the path.
+pub fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
+    let p = dir.join(name);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    std::fs::write(&p, body).unwrap();
+    p
+}
+
 /// The bundled samples directory.
 pub fn samples() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/samples")

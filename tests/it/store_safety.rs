@@ -8,17 +8,10 @@ use std::process::Stdio;
 
 use hazardserve::store::{Store, TABLES};
 
-use crate::common::{fails, hs, ok, samples};
+use crate::common::{fails, hs, ok, write};
 
 const ADD_REMOVE: &str =
     "0,add,node1\n0,add,node2\n60000,remove,node1\n120000,add,node3\n180000,remove,node3\n";
-
-fn write(dir: &Path, name: &str, body: &str) -> PathBuf {
-    let p = dir.join(name);
-    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-    std::fs::write(&p, body).unwrap();
-    p
-}
 
 fn stderr_of(out: &std::process::Output) -> String {
     String::from_utf8_lossy(&out.stderr).into_owned()
@@ -558,7 +551,6 @@ fn sigkill_at_every_fault_point_leaves_the_store_before_or_after() {
     ok(ingest(&base, "a", &a, &[]));
     let a2 = write(tmp.path(), "in/a2.csv", "0,add,node9\n70000,remove,node9\n");
     let n_in = write(tmp.path(), "in/n.csv", "0,add,q\n900,remove,q\n");
-    let samples_dir = samples();
     let ops: Vec<(&str, Vec<String>)> = vec![
         (
             "ingest a new source",
@@ -596,7 +588,6 @@ fn sigkill_at_every_fault_point_leaves_the_store_before_or_after() {
                 .to_vec(),
         ),
     ];
-    let _ = samples_dir;
     let before = content_hash(&base);
     let mut kills = 0;
     for (what, args) in &ops {

@@ -311,19 +311,17 @@ fn render_hazard(
     let ymax = nice_max(mid.iter().map(|&(_, y)| y).fold(0.0, f64::max).max(1e-9) * 1.5);
     let lo: Vec<(f64, f64)> = lo.into_iter().filter(|&(_, y)| y <= ymax).collect();
     let hi: Vec<(f64, f64)> = hi.into_iter().filter(|&(_, y)| y <= ymax).collect();
+    let ci = |pts| {
+        Dataset::default()
+            .name("95% CI")
+            .marker(Marker::Dot)
+            .graph_type(GraphType::Scatter)
+            .style(Style::default().fg(BAND_COLOR))
+            .data(pts)
+    };
     let datasets = vec![
-        Dataset::default()
-            .name("95% CI")
-            .marker(Marker::Dot)
-            .graph_type(GraphType::Scatter)
-            .style(Style::default().fg(BAND_COLOR))
-            .data(&lo),
-        Dataset::default()
-            .name("95% CI")
-            .marker(Marker::Dot)
-            .graph_type(GraphType::Scatter)
-            .style(Style::default().fg(BAND_COLOR))
-            .data(&hi),
+        ci(&lo),
+        ci(&hi),
         Dataset::default()
             .name("hazard")
             .marker(Marker::Braille)
