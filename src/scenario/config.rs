@@ -348,6 +348,12 @@ pub struct ScenarioConfig {
     pub replay: ReplaySection,
 }
 
+/// Most windows a scenario may ask for (each window is a full replay of every policy).
+pub const MAX_WINDOWS: usize = 10_000;
+
+/// Most seeds per window a scenario may ask for.
+pub const MAX_SEEDS: u64 = 1_000;
+
 impl ScenarioConfig {
     /// Parses a scenario file; errors name the file, line and key.
     pub fn from_toml(text: &str, file: &str) -> Result<ScenarioConfig, ConfigError> {
@@ -383,14 +389,17 @@ impl ScenarioConfig {
             .parse::<LengthEstimator>()
             .map_err(|e| ScenarioError::invalid("workload.estimator", e.to_string()))?;
         let r = &self.replay;
-        if r.windows == 0 {
+        if r.windows == 0 || r.windows > MAX_WINDOWS {
             return Err(ScenarioError::invalid(
                 "replay.windows",
-                "must be at least 1",
+                format!("must be 1 to {MAX_WINDOWS}, got {}", r.windows),
             ));
         }
-        if r.seeds == 0 {
-            return Err(ScenarioError::invalid("replay.seeds", "must be at least 1"));
+        if r.seeds == 0 || r.seeds > MAX_SEEDS {
+            return Err(ScenarioError::invalid(
+                "replay.seeds",
+                format!("must be 1 to {MAX_SEEDS}, got {}", r.seeds),
+            ));
         }
         nonneg("replay.window_length_s", r.window_length_s)?;
         if crate::replay::Metric::from_key(&r.gap_metric).is_none() {
