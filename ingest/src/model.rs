@@ -3,6 +3,9 @@
 //! Times are `f64` seconds. When [`Trace::time_base`] is [`TimeBase::Utc`] they are Unix epoch
 //! seconds (UTC); when it is [`TimeBase::Relative`] they are seconds from the trace's own start.
 
+use std::borrow::Cow;
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 /// What kind of availability a trace records. Obtainability windows are not instance lifetimes.
@@ -120,11 +123,40 @@ pub struct NodeInfo {
     pub observed_to: f64,
 }
 
+/// A node key shared by all sessions of the node (a trace of millions of sessions holds each
+/// key once).
+pub type NodeKey = Arc<str>;
+
+/// Why a session ended: the common causes are static strings, so a session holds no copy.
+pub type EndCause = Cow<'static, str>;
+
+/// The end causes the adapters use, held once by the program.
+const KNOWN_CAUSES: [&str; 9] = [
+    "preempted",
+    "lifetime-cap",
+    "failure",
+    "removed",
+    "observation-end",
+    "observation-gap",
+    "stopped",
+    "deleted",
+    "unobtainable",
+];
+
+/// The [`EndCause`] for `cause`: borrowed when it is one of the common causes, owned otherwise
+/// (e.g. `failure:4022`).
+pub fn end_cause(cause: &str) -> EndCause {
+    match KNOWN_CAUSES.iter().find(|&&c| c == cause) {
+        Some(&c) => Cow::Borrowed(c),
+        None => Cow::Owned(cause.to_string()),
+    }
+}
+
 /// One up-session of a node.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Session {
     /// Node key.
-    pub node_id: String,
+    pub node_id: NodeKey,
     /// Start (seconds, see [`TimeBase`]): the first instant the session was observed up.
     pub start: f64,
     /// End: when the node went away, or when observation stopped (censored).
@@ -134,7 +166,7 @@ pub struct Session {
     pub event: bool,
     /// Why the session ended, e.g. `preempted`, `lifetime-cap`, `failure`, `removed`,
     /// `observation-end`, `observation-gap`, `stopped`, `deleted`.
-    pub end_cause: String,
+    pub end_cause: EndCause,
     /// The session was already up at the node's first observation (true start unknown).
     pub left_truncated: bool,
     /// Age of the session at `start`, when known (0 otherwise). Survival fits use
@@ -347,8 +379,19 @@ impl Trace {
     /// Sorts nodes by id and sessions by (node, start): the canonical order.
     pub fn canonicalize(&mut self) {
         self.nodes.sort_by(|a, b| a.node_id.cmp(&b.node_id));
-        self.sessions
-            .sort_by(|a, b| a.node_id.cmp(&b.node_id).then(a.start.total_cmp(&b.start)));
+        // Unstable sorts need no scratch copy (a stable sort of ten million sessions would hold
+        // half of them twice); the keys make the order total, so the result is the same.
+        self.sessions.sort_unstable_by(|a, b| {
+            a.node_id
+                .cmp(&b.node_id)
+                .then_with(|| a.start.total_cmp(&b.start))
+                .then_with(|| a.end.total_cmp(&b.end))
+                .then_with(|| a.event.cmp(&b.event))
+                .then_with(|| a.end_cause.cmp(&b.end_cause))
+                .then_with(|| a.left_truncated.cmp(&b.left_truncated))
+                .then_with(|| a.entry_s.total_cmp(&b.entry_s))
+                .then_with(|| a.resolution_s.total_cmp(&b.resolution_s))
+        });
     }
 }
 

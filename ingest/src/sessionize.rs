@@ -7,7 +7,7 @@
 //! sample's time plus `gap`. A run that starts at the first sample, or right after a hole, is left
 //! truncated: its true start is unknown.
 
-use crate::model::{NodeInfo, Session};
+use crate::model::{end_cause, NodeInfo, NodeKey, Session};
 
 /// A spacing larger than this many nominal gaps is an observation hole.
 pub const HOLE_FACTOR: f64 = 2.0;
@@ -48,6 +48,7 @@ pub fn ticks_to_sessions(ups: &[bool], origin: f64, labels: &SeriesLabels) -> Ve
 /// Sessions of a time-ordered series of samples (see the module docs for the rule).
 pub fn samples_to_sessions(samples: &[Sample], labels: &SeriesLabels) -> Vec<Session> {
     let gap = labels.gap;
+    let node: NodeKey = labels.node_id.into();
     let mut out = Vec::new();
     let mut run: Option<(usize, bool)> = None; // (first index, left truncated)
     for i in 0..samples.len() {
@@ -61,7 +62,7 @@ pub fn samples_to_sessions(samples: &[Sample], labels: &SeriesLabels) -> Vec<Ses
                     samples[i - 1].t + gap,
                     false,
                     "observation-gap",
-                    labels,
+                    (&node, labels),
                 ));
             }
         }
@@ -76,7 +77,7 @@ pub fn samples_to_sessions(samples: &[Sample], labels: &SeriesLabels) -> Vec<Ses
                     s.t,
                     true,
                     labels.event_cause,
-                    labels,
+                    (&node, labels),
                 ));
                 run = None;
             }
@@ -91,7 +92,7 @@ pub fn samples_to_sessions(samples: &[Sample], labels: &SeriesLabels) -> Vec<Ses
             last.t + gap,
             false,
             "observation-end",
-            labels,
+            (&node, labels),
         ));
     }
     out
@@ -104,14 +105,14 @@ fn session(
     end: f64,
     event: bool,
     cause: &str,
-    labels: &SeriesLabels,
+    (node, labels): (&NodeKey, &SeriesLabels),
 ) -> Session {
     Session {
-        node_id: labels.node_id.to_string(),
+        node_id: node.clone(),
         start: samples[i0].t,
         end,
         event,
-        end_cause: cause.to_string(),
+        end_cause: end_cause(cause),
         left_truncated,
         entry_s: 0.0,
         resolution_s: labels.gap,

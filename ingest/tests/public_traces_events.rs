@@ -38,7 +38,7 @@ fn ingest(format: Format, files: &[InputFile], options: &Options) -> Trace {
 fn causes(t: &Trace) -> BTreeMap<String, usize> {
     let mut m = BTreeMap::new();
     for s in &t.sessions {
-        *m.entry(s.end_cause.clone()).or_default() += 1;
+        *m.entry(s.end_cause.to_string()).or_default() += 1;
     }
     m
 }
@@ -127,7 +127,7 @@ fn gce_operations_union_of_snapshots() {
     assert!(t
         .sessions
         .iter()
-        .all(|s| s.event == matches!(s.end_cause.as_str(), "preempted" | "lifetime-cap")));
+        .all(|s| s.event == matches!(&*s.end_cause, "preempted" | "lifetime-cap")));
 
     // Cap sessions last 23.9 h … 24.8 h measured from insert; nothing is longer.
     for s in &t.sessions {
@@ -174,11 +174,11 @@ fn gce_operations_union_of_snapshots() {
     let zone_of: HashMap<&str, &str> = t
         .nodes
         .iter()
-        .map(|n| (n.node_id.as_str(), n.zone.as_deref().unwrap_or("")))
+        .map(|n| (&*n.node_id, n.zone.as_deref().unwrap_or("")))
         .collect();
     let mut by_zone: BTreeMap<&str, usize> = BTreeMap::new();
     for s in t.sessions.iter().filter(|s| s.event) {
-        *by_zone.entry(zone_of[s.node_id.as_str()]).or_default() += 1;
+        *by_zone.entry(zone_of[&*s.node_id]).or_default() += 1;
     }
     assert_eq!(by_zone.values().sum::<usize>(), 807);
     assert!(
@@ -421,7 +421,7 @@ fn spotserve_segments() {
     let s = t
         .sessions
         .iter()
-        .find(|s| s.node_id == "spotserve/trace_seg/trace_0203/node-4")
+        .find(|s| &*s.node_id == "spotserve/trace_seg/trace_0203/node-4")
         .expect("node-4");
     assert_eq!((s.start, s.end, s.event), (0.0, 60.0, true));
     let open: Vec<_> = t
@@ -457,7 +457,7 @@ fn fta_lanl05() {
         .iter()
         .all(|s| s.event && !s.left_truncated && s.end_cause.starts_with("failure")));
     let with_sessions: std::collections::HashSet<&str> =
-        t.sessions.iter().map(|s| s.node_id.as_str()).collect();
+        t.sessions.iter().map(|s| &*s.node_id).collect();
     assert_eq!(t.nodes.len() - with_sessions.len(), 951);
     // 438 up intervals carry the down-row code 8000 as their end reason.
     assert_eq!(
@@ -535,7 +535,7 @@ fn fta_format_sample() {
     let n0: Vec<(f64, f64)> = t
         .sessions
         .iter()
-        .filter(|s| s.node_id == "0")
+        .filter(|s| &*s.node_id == "0")
         .map(|s| (s.start, s.end))
         .collect();
     assert_eq!(n0, vec![(0.0, 200.0), (700.0, 750.0), (900.0, 2000.0)]);

@@ -176,7 +176,7 @@ fn json_2022_10_26_matches_raw_probe_timestamps() {
         let t = ingest(Format::TickJson, &json, &polarity(p));
         let mut out = TickRuns::new();
         for s in &t.sessions {
-            out.entry(s.node_id.clone()).or_default().push((
+            out.entry(s.node_id.to_string()).or_default().push((
                 (s.start / 600.0) as u64,
                 (s.end / 600.0) as u64,
                 s.event,
@@ -216,7 +216,7 @@ fn json_2022_10_26_matches_raw_probe_timestamps() {
         let runs: Vec<_> = t
             .sessions
             .iter()
-            .filter(|s| s.node_id == id)
+            .filter(|s| *s.node_id == *id)
             .map(|s| (index(s.start), index(s.end), s.event, s.left_truncated))
             .collect();
         from_csv.insert(id, runs);
@@ -281,7 +281,7 @@ fn spothedge_ingests_without_rejects() {
     assert!(!t
         .sessions
         .iter()
-        .any(|s| s.node_id == "GCP1/us-east1-b_a100_40gb_8"));
+        .any(|s| &*s.node_id == "GCP1/us-east1-b_a100_40gb_8"));
 
     // AWS3 = aws-02-15-2023 with a wrong gap: with --gap-seconds 195 the sessions coincide.
     let aws3 = load(&dir.join("AWS3"));
@@ -318,7 +318,7 @@ fn spothedge_directories_sharing_file_names_stay_apart() {
         .collect();
     assert_eq!(files.len(), 12);
     let t = parse(Format::TickJson, &files, &polarity(Polarity::Available)).unwrap();
-    let ids: Vec<&str> = t.nodes.iter().map(|n| n.node_id.as_str()).collect();
+    let ids: Vec<&str> = t.nodes.iter().map(|n| &*n.node_id).collect();
     assert_eq!(ids.len(), 12, "{ids:?}");
     assert!(ids.contains(&"AWS1/us-west-2c_v100_1") && ids.contains(&"AWS2/us-west-2c_v100_1"));
     assert!(
@@ -383,8 +383,8 @@ fn skynomad_h100_rounds_k1() {
         ("us-west1-b", 151),
     ];
     for (zone, manifest_runs) in expected {
-        let runs = t.sessions.iter().filter(|s| s.node_id == zone).count();
-        let split = split.iter().filter(|s| s.node_id == zone).count();
+        let runs = t.sessions.iter().filter(|s| *s.node_id == *zone).count();
+        let split = split.iter().filter(|s| *s.node_id == *zone).count();
         assert_eq!(runs - split, manifest_runs, "{zone}");
     }
     let k16 = ingest(
@@ -400,7 +400,7 @@ fn skynomad_h100_rounds_k1() {
         t.sessions.len(),
         k16.sessions.len()
     );
-    assert!(!k16.sessions.iter().any(|s| s.node_id == "europe-west3-c"));
+    assert!(!k16.sessions.iter().any(|s| &*s.node_id == "europe-west3-c"));
 }
 
 #[test]
@@ -500,7 +500,7 @@ fn bamboo_and_parcae_count_series() {
     let v = g80
         .sessions
         .iter()
-        .find(|s| s.node_id == "v100x1-east1c")
+        .find(|s| &*s.node_id == "v100x1-east1c")
         .unwrap();
     assert_eq!(
         (v.duration_s(), v.event, v.left_truncated),

@@ -187,7 +187,7 @@ fn bad_file_never_stops_a_multi_file_ingest() {
     assert_eq!(files.len(), 6);
     assert_eq!(sniff(&files).unwrap(), Format::TickJson);
     let t = parse(Format::TickJson, &files, &lenient()).unwrap();
-    let nodes: Vec<&str> = t.nodes.iter().map(|n| n.node_id.as_str()).collect();
+    let nodes: Vec<&str> = t.nodes.iter().map(|n| &*n.node_id).collect();
     assert_eq!(nodes, vec!["a-good", "f-good"]);
     let rejects: Vec<(String, u64, &str)> = t
         .rejects
@@ -652,7 +652,7 @@ fn csv_adapters_read_quoted_fields_crlf_and_bom() {
     )
     .unwrap();
     assert!(t.rejects.is_empty(), "{:?}", t.rejects);
-    let ids: Vec<&str> = t.sessions.iter().map(|s| s.node_id.as_str()).collect();
+    let ids: Vec<&str> = t.sessions.iter().map(|s| &*s.node_id).collect();
     assert_eq!(ids, vec!["q/multi\nline", "q/node,1"]);
     assert_eq!(t.kept_records, 3);
     // probe-csv: quoted header and values.

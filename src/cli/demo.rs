@@ -6,7 +6,9 @@ use anyhow::Context;
 use clap::Args;
 use hazardserve_ingest::{Options, Polarity};
 
-use super::ingest::{ingest_parsed, parse_inputs, read_inputs, report_parse, FormatArg};
+use super::ingest::{
+    ingest_parsed, parse_inputs, read_inputs, report_parse, source_record, FormatArg,
+};
 use super::{list, Globals, ListArgs, OutputArgs};
 use crate::output::OutputFormat;
 use crate::store::IngestOutcome;
@@ -84,7 +86,9 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
             }
         }
         .context("encoding the ingest options")?;
-        let outcome = ingest_parsed(globals, source, &parsed, &opts, &files, true)?;
+        let rec = source_record(source, &parsed, &opts, &files);
+        drop(files);
+        let outcome = ingest_parsed(globals, &rec, &parsed, true)?;
         let what = match outcome {
             IngestOutcome::Unchanged => "already in the store",
             IngestOutcome::Committed { .. } => "ingested",

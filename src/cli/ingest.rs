@@ -389,19 +389,15 @@ pub fn parse_inputs(
     Ok(parsed)
 }
 
-/// Ingests parsed inputs as a source; returns what happened.
-pub fn ingest_parsed(
-    globals: &Globals,
+/// The record of source `source` made of `files` as parsed: what [`ingest_parsed`] stores
+/// (the input bytes can be dropped once it is made).
+pub fn source_record(
     source: &str,
     parsed: &Parsed,
     options: &serde_json::Value,
     files: &[InputFile],
-    replace: bool,
-) -> anyhow::Result<IngestOutcome> {
-    store::validate_source_name(source)?;
-    let st = Store::open_or_create(&globals.store)?;
-    let lock = WriteLock::acquire(&st)?;
-    let rec = SourceRecord {
+) -> SourceRecord {
+    SourceRecord {
         source: source.to_string(),
         adapter: parsed.adapter().to_string(),
         files: files
@@ -414,10 +410,22 @@ pub fn ingest_parsed(
             .collect(),
         options: options.clone(),
         content_key: content_key(parsed.adapter(), options, files),
-    };
+    }
+}
+
+/// Ingests parsed inputs as a source (`rec` from [`source_record`]); returns what happened.
+pub fn ingest_parsed(
+    globals: &Globals,
+    rec: &SourceRecord,
+    parsed: &Parsed,
+    replace: bool,
+) -> anyhow::Result<IngestOutcome> {
+    store::validate_source_name(&rec.source)?;
+    let st = Store::open_or_create(&globals.store)?;
+    let lock = WriteLock::acquire(&st)?;
     Ok(match parsed {
-        Parsed::Trace(_, t) => store::commit_trace(&st, &lock, &rec, t, replace)?,
-        Parsed::Workload(_, w) => store::commit_workload(&st, &lock, &rec, w, replace)?,
+        Parsed::Trace(_, t) => store::commit_trace(&st, &lock, rec, t, replace)?,
+        Parsed::Workload(_, w) => store::commit_workload(&st, &lock, rec, w, replace)?,
     })
 }
 
@@ -444,7 +452,11 @@ pub fn run(globals: &Globals, args: IngestArgs) -> anyhow::Result<()> {
         Parsed::Workload(..) => serde_json::to_value(&wopts),
     }
     .context("encoding the ingest options")?;
-    let outcome = ingest_parsed(globals, &source, &parsed, &opts_json, &files, args.replace)
+    let rec = source_record(&source, &parsed, &opts_json, &files);
+    let n_files = files.len();
+    // The input bytes are not needed past parsing: free them before the tables are built.
+    drop(files);
+    let outcome = ingest_parsed(globals, &rec, &parsed, args.replace)
         .with_context(|| format!("ingesting source {source}"))?;
     let what = match outcome {
         IngestOutcome::Unchanged => "unchanged (identical content already ingested)",
@@ -453,7 +465,7 @@ pub fn run(globals: &Globals, args: IngestArgs) -> anyhow::Result<()> {
     };
     globals.say(format!(
         "{source}: {what}: {} file(s) as {}, {:.2} s",
-        files.len(),
+        n_files,
         parsed.summary(),
         started.elapsed().as_secs_f64()
     ));

@@ -5,7 +5,9 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use super::ingest::{ingest_parsed, parse_inputs, read_inputs, report_parse, FormatArg, Parsed};
+use super::ingest::{
+    ingest_parsed, parse_inputs, read_inputs, report_parse, source_record, FormatArg, Parsed,
+};
 use super::Globals;
 use crate::public::PUBLIC_SOURCES;
 use crate::store::IngestOutcome;
@@ -76,7 +78,9 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
             sessions += tr.sessions.len();
         }
         let opts = serde_json::to_value(&options).context("encoding the ingest options")?;
-        let outcome = ingest_parsed(globals, s.source, &parsed, &opts, &files, true)?;
+        let rec = source_record(s.source, &parsed, &opts, &files);
+        drop(files);
+        let outcome = ingest_parsed(globals, &rec, &parsed, true)?;
         let what = if outcome == IngestOutcome::Unchanged {
             "unchanged"
         } else {
@@ -85,7 +89,7 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
         globals.say(format!(
             "{}: {what}: {} file(s), {} in {:.2} s",
             s.source,
-            files.len(),
+            rec.files.len(),
             parsed.summary(),
             t.elapsed().as_secs_f64()
         ));

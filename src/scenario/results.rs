@@ -199,18 +199,9 @@ pub fn save_run(
     )
     .map_err(arrow_err)?;
     let tables = vec![
-        StagedTable {
-            table: "runs",
-            batch: runs_batch,
-        },
-        StagedTable {
-            table: "replay_requests",
-            batch: requests_batch,
-        },
-        StagedTable {
-            table: "replay_summary",
-            batch: summary_batch,
-        },
+        StagedTable::one("runs", runs_batch),
+        StagedTable::one("replay_requests", requests_batch),
+        StagedTable::one("replay_summary", summary_batch),
     ];
     commit_tables(store, lock, id, content_key, tables, true)
 }

@@ -205,6 +205,16 @@ fn json<T: Serialize + ?Sized>(v: &T, what: &str) -> Result<String> {
 
 /// Writes `batch` to `path` as zstd Parquet, fsyncs it, and returns its sha256.
 pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<String> {
+    write_parquet_batches(path, batch.schema(), std::iter::once(Ok(batch.clone()))).map(|(h, _)| h)
+}
+
+/// Writes `batches` (all of `schema`) to `path` as zstd Parquet, one at a time, fsyncs it, and
+/// returns its sha256 and row count.
+pub fn write_parquet_batches(
+    path: &Path,
+    schema: SchemaRef,
+    batches: impl Iterator<Item = Result<RecordBatch>>,
+) -> Result<(String, u64)> {
     let perr = |e: parquet::errors::ParquetError| StoreError::Parquet {
         path: path.to_path_buf(),
         message: e.to_string(),
@@ -214,12 +224,17 @@ pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<String> {
     let props = WriterProperties::builder()
         .set_compression(Compression::ZSTD(ZstdLevel::default()))
         .build();
-    let mut w = ArrowWriter::try_new(file, batch.schema(), Some(props)).map_err(perr)?;
-    w.write(batch).map_err(perr)?;
+    let mut w = ArrowWriter::try_new(file, schema, Some(props)).map_err(perr)?;
+    let mut rows = 0u64;
+    for batch in batches {
+        let batch = batch?;
+        rows += batch.num_rows() as u64;
+        w.write(&batch).map_err(perr)?;
+    }
     let file = w.into_inner().map_err(perr)?;
     fault_point("fsync a Parquet file");
     file.sync_all().map_err(io_err(path))?;
-    sha256_file(path)
+    Ok((sha256_file(path)?, rows))
 }
 
 /// Whether `path` looks like a complete Parquet file: at least 12 bytes, starting and ending
@@ -391,8 +406,22 @@ pub(crate) fn fault_point(_name: &str) {}
 pub struct StagedTable<'a> {
     /// Table name.
     pub table: &'a str,
-    /// Its rows.
-    pub batch: RecordBatch,
+    /// The schema of its rows.
+    pub schema: SchemaRef,
+    /// Its rows, as batches built one at a time while the file is written (a large table is
+    /// never held whole beside the data it is built from).
+    pub batches: Box<dyn Iterator<Item = Result<RecordBatch>> + 'a>,
+}
+
+impl<'a> StagedTable<'a> {
+    /// A table of one batch.
+    pub fn one(table: &'a str, batch: RecordBatch) -> Self {
+        StagedTable {
+            table,
+            schema: batch.schema(),
+            batches: Box::new(std::iter::once(Ok(batch))),
+        }
+    }
 }
 
 /// Commits an availability trace as source `rec.source`.
@@ -403,23 +432,20 @@ pub fn commit_trace(
     trace: &Trace,
     replace: bool,
 ) -> Result<IngestOutcome> {
+    let sessions = batch::sessions_batches(trace, batch::SESSION_BATCH_ROWS)
+        .map(|b| b.map_err(StoreError::from));
     let tables = vec![
-        StagedTable {
-            table: "sources",
-            batch: sources_batch(rec, &SourceSummary::of_trace(trace))?,
-        },
-        StagedTable {
-            table: "nodes",
-            batch: batch::nodes_batch(trace)?,
-        },
+        StagedTable::one(
+            "sources",
+            sources_batch(rec, &SourceSummary::of_trace(trace))?,
+        ),
+        StagedTable::one("nodes", batch::nodes_batch(trace)?),
         StagedTable {
             table: "sessions",
-            batch: batch::sessions_batch(trace)?,
+            schema: batch::sessions_schema(),
+            batches: Box::new(sessions),
         },
-        StagedTable {
-            table: "rejects",
-            batch: batch::rejects_batch(&trace.rejects)?,
-        },
+        StagedTable::one("rejects", batch::rejects_batch(&trace.rejects)?),
     ];
     commit_tables(store, lock, &rec.source, &rec.content_key, tables, replace)
 }
@@ -433,18 +459,15 @@ pub fn commit_workload(
     replace: bool,
 ) -> Result<IngestOutcome> {
     let tables = vec![
-        StagedTable {
-            table: "sources",
-            batch: sources_batch(rec, &SourceSummary::of_workload(workload))?,
-        },
-        StagedTable {
-            table: "requests",
-            batch: hazardserve_ingest::workload::requests_batch(workload)?,
-        },
-        StagedTable {
-            table: "rejects",
-            batch: batch::rejects_batch(&workload.rejects)?,
-        },
+        StagedTable::one(
+            "sources",
+            sources_batch(rec, &SourceSummary::of_workload(workload))?,
+        ),
+        StagedTable::one(
+            "requests",
+            hazardserve_ingest::workload::requests_batch(workload)?,
+        ),
+        StagedTable::one("rejects", batch::rejects_batch(&workload.rejects)?),
     ];
     commit_tables(store, lock, &rec.source, &rec.content_key, tables, replace)
 }
@@ -631,9 +654,9 @@ pub fn commit_tables(
     create_dir_durable(root, &staging)?;
 
     let mut files = Vec::new();
-    for t in &tables {
+    for t in tables {
         let staged = staging.join(format!("{}.parquet", t.table));
-        let sha256 = write_parquet(&staged, &t.batch)?;
+        let (sha256, rows) = write_parquet_batches(&staged, t.schema, t.batches)?;
         let bytes = std::fs::metadata(&staged).map_err(io_err(&staged))?.len();
         files.push((
             staged,
@@ -641,7 +664,7 @@ pub fn commit_tables(
                 table: t.table.to_string(),
                 path: super::manifest::owned_path(t.table, source, &txid),
                 sha256,
-                rows: t.batch.num_rows() as u64,
+                rows,
                 bytes: Some(bytes),
             },
         ));

@@ -38,6 +38,7 @@ use std::collections::{HashMap, HashSet};
 use serde_json::Value;
 
 use crate::csv_input::{csv_rows, first_record};
+use crate::model::{EndCause, NodeKey};
 use crate::{
     IngestError, InputFile, Kind, NodeInfo, Options, Rejects, Result, Session, TimeBase, Trace,
 };
@@ -136,12 +137,13 @@ impl Problems {
     }
 }
 
-/// One node event: time (ms), action, node label, 1-based line, index of its raw line.
+/// One node event: time (ms), action, node label, 1-based line, where its line starts.
 struct Event {
     t_ms: f64,
     line: u64,
-    /// Index into [`Log::raws`].
-    raw: u32,
+    /// Byte offset of the event's line in the file (its raw text, for rejects, is read back
+    /// from there: a log of millions of events keeps no per-line slices).
+    at: u64,
     /// Index into [`Log::names`] (node labels are interned: a log of millions of events
     /// holds each label once).
     node: u32,
@@ -150,19 +152,29 @@ struct Event {
 
 /// The events of one file, its observed span (ms), the raw text of its event lines and how
 /// many lines were read without a problem.
-#[derive(Default)]
 struct Log<'a> {
     events: Vec<Event>,
     observed: Option<(f64, f64)>,
-    /// The raw bytes of each event line (borrowed from the file), for rejects.
-    raws: Vec<&'a [u8]>,
+    /// The file's bytes, where the raw text of an event's line is read back for rejects.
+    bytes: &'a [u8],
     /// Node labels, by index.
     names: Vec<String>,
     index: HashMap<String, u32>,
     lines_ok: u64,
 }
 
-impl Log<'_> {
+impl<'a> Log<'a> {
+    fn new(bytes: &'a [u8]) -> Self {
+        Log {
+            events: Vec::new(),
+            observed: None,
+            bytes,
+            names: Vec::new(),
+            index: HashMap::new(),
+            lines_ok: 0,
+        }
+    }
+
     /// The index of node label `n`, added when new.
     fn intern(&mut self, n: &str) -> u32 {
         if let Some(&i) = self.index.get(n) {
@@ -174,9 +186,17 @@ impl Log<'_> {
         i
     }
 
-    /// The raw text of an event's line.
+    /// The raw text of an event's line (of its first line, for a CSV record with a quoted line
+    /// break).
     fn raw(&self, ev: &Event) -> Cow<'_, str> {
-        String::from_utf8_lossy(self.raws[ev.raw as usize])
+        let rest = self.bytes.get(ev.at as usize..).unwrap_or_default();
+        let line = rest.split(|&b| b == b'\n').next().unwrap_or_default();
+        String::from_utf8_lossy(line.strip_suffix(b"\r").unwrap_or(line))
+    }
+
+    /// The offset of `part` (a slice of the file) in the file.
+    fn offset_of(&self, part: &[u8]) -> u64 {
+        (part.as_ptr() as usize).saturating_sub(self.bytes.as_ptr() as usize) as u64
     }
 }
 
@@ -199,7 +219,7 @@ fn check_time_ms(field: &str, t: Option<f64>, text: &str) -> std::result::Result
 }
 
 fn read_csv<'a>(file: &'a InputFile, problems: &mut Problems) -> Log<'a> {
-    let mut log = Log::default();
+    let mut log = Log::new(&file.bytes);
     let mut first_row = true;
     for row in csv_rows(&file.bytes) {
         let raw = row.raw_text();
@@ -253,15 +273,14 @@ fn read_csv<'a>(file: &'a InputFile, problems: &mut Problems) -> Log<'a> {
         widen(&mut log.observed, t_ms);
         log.lines_ok += 1;
         let node = log.intern(n);
-        let raw_index = log.raws.len() as u32;
+        let at = log.offset_of(row.raw);
         log.events.push(Event {
             t_ms,
             action,
             node,
             line: row.line,
-            raw: raw_index,
+            at,
         });
-        log.raws.push(row.raw);
     }
     log
 }
@@ -304,7 +323,7 @@ fn json_event(v: &Value) -> std::result::Result<JsonEvent<'_>, String> {
 }
 
 fn read_json_lines<'a>(file: &'a InputFile, problems: &mut Problems) -> Log<'a> {
-    let mut log = Log::default();
+    let mut log = Log::new(&file.bytes);
     for line in file.lines() {
         let raw = match line.text() {
             Ok(raw) => raw,
@@ -333,7 +352,7 @@ fn read_json_lines<'a>(file: &'a InputFile, problems: &mut Problems) -> Log<'a> 
         widen(&mut log.observed, t_ms);
         log.lines_ok += 1;
         if let Some(action) = action {
-            let raw_index = log.raws.len() as u32;
+            let at = log.offset_of(line.bytes);
             for node in nodes {
                 let node = log.intern(node);
                 log.events.push(Event {
@@ -341,11 +360,10 @@ fn read_json_lines<'a>(file: &'a InputFile, problems: &mut Problems) -> Log<'a> 
                     action,
                     node,
                     line: line.number,
-                    raw: raw_index,
+                    at,
                 });
             }
         }
-        log.raws.push(raw.as_bytes());
     }
     log
 }
@@ -362,14 +380,24 @@ fn sessionize(file: &InputFile, mut log: Log, trace: &mut Trace, problems: &mut 
             "{}: events are not in time order; sorted by time",
             file.rel
         ));
-        log.events.sort_by(|a, b| a.t_ms.total_cmp(&b.t_ms));
+        // By (time, line): a total order, so the unstable sort (no scratch copy of the events)
+        // keeps same-time events in file order as a stable one would.
+        log.events.sort_unstable_by(|a, b| {
+            (a.t_ms.total_cmp(&b.t_ms))
+                .then(a.line.cmp(&b.line))
+                .then(a.node.cmp(&b.node))
+        });
     }
     let n_names = log.names.len();
     let mut up: Vec<Option<f64>> = vec![None; n_names];
     let mut order: Vec<u32> = Vec::new();
     let mut seen: Vec<bool> = vec![false; n_names];
     let mut rejected_lines: HashSet<u64> = HashSet::new();
-    let keys: Vec<String> = log.names.iter().map(|n| format!("{stem}/{n}")).collect();
+    let keys: Vec<NodeKey> = log
+        .names
+        .iter()
+        .map(|n| NodeKey::from(format!("{stem}/{n}")))
+        .collect();
     for ev in &log.events {
         let node = ev.node as usize;
         let name = &log.names[node];
@@ -401,7 +429,7 @@ fn sessionize(file: &InputFile, mut log: Log, trace: &mut Trace, problems: &mut 
                     start: start / 1000.0,
                     end: ev.t_ms / 1000.0,
                     event: true,
-                    end_cause: "preempted".to_string(),
+                    end_cause: EndCause::Borrowed("preempted"),
                     left_truncated: false,
                     entry_s: 0.0,
                     resolution_s: 0.0,
@@ -421,14 +449,14 @@ fn sessionize(file: &InputFile, mut log: Log, trace: &mut Trace, problems: &mut 
                 start: start / 1000.0,
                 end: to_ms / 1000.0,
                 event: false,
-                end_cause: "observation-end".to_string(),
+                end_cause: EndCause::Borrowed("observation-end"),
                 left_truncated: false,
                 entry_s: 0.0,
                 resolution_s: 0.0,
             });
         }
         trace.nodes.push(NodeInfo {
-            node_id: keys[node].clone(),
+            node_id: keys[node].to_string(),
             zone: None,
             instance_type: None,
             group: Some(stem.clone()),
@@ -465,15 +493,7 @@ mod tests {
         let s: Vec<_> = t
             .sessions
             .iter()
-            .map(|s| {
-                (
-                    s.node_id.as_str(),
-                    s.start,
-                    s.end,
-                    s.event,
-                    s.end_cause.as_str(),
-                )
-            })
+            .map(|s| (&*s.node_id, s.start, s.end, s.event, &*s.end_cause))
             .collect();
         assert_eq!(
             s,
@@ -527,7 +547,7 @@ mod tests {
         let s: Vec<_> = t
             .sessions
             .iter()
-            .map(|s| (s.node_id.as_str(), s.start, s.end, s.event))
+            .map(|s| (&*s.node_id, s.start, s.end, s.event))
             .collect();
         assert_eq!(
             s,
@@ -574,7 +594,7 @@ mod tests {
         );
         assert_eq!(
             (
-                t.sessions[1].node_id.as_str(),
+                &*t.sessions[1].node_id,
                 t.sessions[1].end,
                 t.sessions[1].event
             ),

@@ -191,7 +191,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let (mut censored, mut truncated) = (0usize, 0usize);
     for (n, ks) in by_node.iter_mut().enumerate() {
         ks.sort_by(|&a, &b| rows[a].start.total_cmp(&rows[b].start).then(a.cmp(&b)));
-        let node_id = &nodes[n].key;
+        let node_id = crate::model::NodeKey::from(nodes[n].key.as_str());
         for (pos, &k) in ks.iter().enumerate() {
             let r = &rows[k];
             if !r.up {
@@ -204,11 +204,11 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
             censored += usize::from(is_censored);
             truncated += usize::from(left_truncated);
             let end_cause = if is_censored {
-                "observation-end".to_string()
+                "observation-end".into()
             } else {
                 match &r.reason {
-                    Some(code) => format!("failure:{code}"),
-                    None => "failure".to_string(),
+                    Some(code) => format!("failure:{code}").into(),
+                    None => "failure".into(),
                 }
             };
             sessions.push(Session {
@@ -232,7 +232,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
                         start: r.stop,
                         end: trace_end,
                         event: false,
-                        end_cause: "observation-end".to_string(),
+                        end_cause: "observation-end".into(),
                         left_truncated: false,
                         entry_s: 0.0,
                         resolution_s: 0.0,
@@ -639,7 +639,7 @@ mod tests {
         assert_eq!(t.sessions.len(), 2);
         let s = &t.sessions[0];
         assert_eq!(
-            (s.node_id.as_str(), s.start, s.end, s.event),
+            (&*s.node_id, s.start, s.end, s.event),
             ("655", 1099906200.0, 1112096400.0, true)
         );
         assert_eq!(s.end_cause, "failure:4022");
@@ -648,7 +648,7 @@ mod tests {
         assert!(t.sessions.iter().all(|s| s.event));
         let n713 = &t.nodes[1];
         assert_eq!(
-            (n713.node_id.as_str(), n713.observed_from, n713.observed_to),
+            (&*n713.node_id, n713.observed_from, n713.observed_to),
             ("713", 1113278760.0, 1113280860.0)
         );
         assert_eq!(t.nodes[0].group.as_deref(), Some("system-10"));
@@ -669,7 +669,7 @@ mod tests {
             "node 655 ends at the trace end, only 713 gets a tail"
         );
         assert_eq!(
-            (tails[0].node_id.as_str(), tails[0].start, tails[0].end),
+            (&*tails[0].node_id, tails[0].start, tails[0].end),
             ("713", 1113280860.0, 1125400000.0)
         );
         assert_eq!(tails[0].end_cause, "observation-end");
@@ -705,12 +705,12 @@ mod tests {
             .iter()
             .map(|s| {
                 (
-                    s.node_id.as_str(),
+                    &*s.node_id,
                     s.start,
                     s.end,
                     s.event,
                     s.left_truncated,
-                    s.end_cause.as_str(),
+                    &*s.end_cause,
                 )
             })
             .collect();

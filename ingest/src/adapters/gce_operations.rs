@@ -534,13 +534,14 @@ fn vm_sessions(
 ) {
     let before = out.len();
     let mut state = VmState::Unknown;
+    let node: crate::model::NodeKey = vm.id.as_str().into();
     let mut push = |start: f64, end: f64, event: bool, cause: &str, lt: bool| {
         out.push(Session {
-            node_id: vm.id.clone(),
+            node_id: node.clone(),
             start,
             end,
             event,
-            end_cause: cause.to_string(),
+            end_cause: crate::model::end_cause(cause),
             left_truncated: lt,
             entry_s: 0.0,
             resolution_s: 0.0,

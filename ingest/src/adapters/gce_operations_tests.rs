@@ -49,7 +49,7 @@ fn insert_then_preempt_stop_and_open() {
     let t0 = parse_time(T0).unwrap();
     // VM 100: start at the insert's endTime, preempted 5 h after the insert.
     assert_eq!(
-        (s[0].node_id.as_str(), s[0].start, s[0].end),
+        (&*s[0].node_id, s[0].start, s[0].end),
         ("100", t0 + 30.0, t0 + 5.0 * 3600.0)
     );
     assert!(s[0].event && !s[0].left_truncated);
@@ -62,7 +62,7 @@ fn insert_then_preempt_stop_and_open() {
         (t0 + 7210.0, end_of_log, false)
     );
     assert_eq!(s[2].end_cause, "observation-end");
-    assert_eq!((s[3].node_id.as_str(), s[3].end), ("300", end_of_log));
+    assert_eq!((&*s[3].node_id, s[3].end), ("300", end_of_log));
     let n = &t.nodes[0];
     assert_eq!(n.zone.as_deref(), Some("us-central1-c"));
     assert_eq!(n.group.as_deref(), Some("abc1"));
@@ -183,7 +183,7 @@ fn overlapping_snapshots_dedupe_and_left_truncation() {
     assert_eq!(t.sessions[0].end_cause, "preempted");
     let lt = &t.sessions[1];
     assert_eq!(
-        (lt.node_id.as_str(), lt.left_truncated, lt.event),
+        (&*lt.node_id, lt.left_truncated, lt.event),
         ("9", true, false)
     );
     assert_eq!(lt.end_cause, "deleted");

@@ -266,14 +266,14 @@ mod tests {
     fn spans(t: &Trace, node: &str) -> Vec<(f64, f64, bool, bool, String)> {
         t.sessions
             .iter()
-            .filter(|s| s.node_id == node)
+            .filter(|s| *s.node_id == *node)
             .map(|s| {
                 (
                     s.start - T0,
                     s.end - T0,
                     s.event,
                     s.left_truncated,
-                    s.end_cause.clone(),
+                    s.end_cause.to_string(),
                 )
             })
             .collect()

@@ -279,6 +279,7 @@ fn user_sessions(
     let mut prev: Option<(i64, bool)> = None;
     let mut first: Option<(i64, i64)> = None;
     let mut prev_start: Option<i64> = None;
+    let node: crate::model::NodeKey = node_id.into();
     let mut close =
         |out: &mut Vec<Session>, start: i64, end: i64, lt: bool, event: bool, cause: &str| {
             if end == start {
@@ -286,11 +287,11 @@ fn user_sessions(
                 return;
             }
             out.push(Session {
-                node_id: node_id.to_string(),
+                node_id: node.clone(),
                 start: ms(start),
                 end: ms(end),
                 event,
-                end_cause: cause.to_string(),
+                end_cause: crate::model::end_cause(cause),
                 left_truncated: lt,
                 entry_s: 0.0,
                 resolution_s: 0.0,
@@ -400,7 +401,7 @@ mod tests {
                     (s.end * 1000.0).round() as i64 - S0,
                     s.event,
                     s.left_truncated,
-                    s.end_cause.clone(),
+                    s.end_cause.to_string(),
                 )
             })
             .collect()

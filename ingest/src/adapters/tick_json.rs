@@ -365,7 +365,7 @@ pub(crate) fn segmented_sessions(segments: &[Vec<Sample>], labels: &SeriesLabels
                 .iter_mut()
                 .filter(|x| !x.event && x.end_cause == "observation-end")
             {
-                x.end_cause = "observation-gap".to_string();
+                x.end_cause = "observation-gap".into();
             }
         }
         out.extend(s);
