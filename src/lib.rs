@@ -13,6 +13,7 @@
 //! - [`policy`]: the cost model and every scheduling policy;
 //! - [`replay`]: the discrete-event simulator and its metrics;
 //! - [`scenario`]: replay inputs built from the store, and stored runs;
+//! - [`sweep`]: grids of scenarios (the regime map), sharded runs and their summary;
 //! - [`synth`]: generators of sample traces and workloads;
 //! - [`rng`]: the small seeded random number generator every stage shares;
 //! - [`output`]: the one output path (table, CSV, JSON, Parquet) of the command line.
@@ -32,6 +33,7 @@ pub mod rng;
 pub mod scenario;
 pub mod store;
 pub mod survival;
+pub mod sweep;
 pub mod synth;
 #[doc(hidden)]
 pub mod tui;

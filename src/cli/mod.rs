@@ -9,6 +9,7 @@ mod ingest_public;
 mod list;
 mod replay_cmd;
 mod store_cmd;
+mod sweep_cmd;
 mod synth_cmd;
 
 use std::path::PathBuf;
@@ -81,6 +82,8 @@ pub enum Command {
     Replay(replay_cmd::ReplayArgs),
     /// Print the policy comparison of a stored replay run (default: the latest).
     Compare(replay_cmd::CompareArgs),
+    /// Run a grid of scenarios (the regime map), shard it on a cluster, merge and summarise it.
+    Sweep(sweep_cmd::SweepArgs),
     /// Maintain the store.
     #[command(subcommand)]
     Store(store_cmd::StoreCommand),
@@ -239,6 +242,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Trigger(a) => analysis_cmd::trigger(&globals, a),
         Command::Replay(a) => replay_cmd::replay(&globals, a),
         Command::Compare(a) => replay_cmd::compare(&globals, a),
+        Command::Sweep(a) => sweep_cmd::sweep(&globals, a),
         Command::Crossover(a) => analysis_cmd::crossover(&globals, a),
         Command::Fit(a) => fit_cmd::fit(&globals, a),
         Command::Priors(c) => fit_cmd::priors(&globals, c),

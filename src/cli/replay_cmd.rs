@@ -20,6 +20,7 @@ use crate::store::Store;
   hazardserve replay --write-config > scenario.toml
   hazardserve replay --config scenario.toml
   hazardserve replay --source gce-preemptible --workload azure-conv --windows 10 --rate-scale 0.05
+  hazardserve replay --source stunner-80 --workload azure-conv --hardware phone --model llama-3.2-1b --load 0.6
   hazardserve replay --source cbl-preemption-1node --workload azure-conv --policies hazard,fastest,oracle --format json
 
 Policies see survival curves fitted only on what was observed before the first window.")]
@@ -57,9 +58,16 @@ pub struct ReplayArgs {
     /// Hardware preset of every node.
     #[arg(long)]
     pub hardware: Option<String>,
+    /// Model preset ([model] preset: KV bytes per token).
+    #[arg(long)]
+    pub model: Option<String>,
     /// Multiply the workload's arrival rate.
     #[arg(long)]
     pub rate_scale: Option<f64>,
+    /// Offered load: scale the arrival rate so the offered work is this fraction of the
+    /// windows' mean up capacity ([workload] load; replaces --rate-scale).
+    #[arg(long, conflicts_with = "rate_scale")]
+    pub load: Option<f64>,
     /// Output-length estimate: exact, lognormal:SIGMA, bucket.
     #[arg(long)]
     pub estimator: Option<String>,
@@ -115,10 +123,18 @@ impl ReplayArgs {
         if self.random_windows {
             cfg.replay.placement = "random".into();
         }
+        if let Some(m) = &self.model {
+            cfg.model.preset = m.clone();
+        }
         if let Some(h) = &self.hardware {
             cfg.hardware.preset = h.clone();
         }
+        if let Some(l) = self.load {
+            cfg.workload.load = Some(l);
+            cfg.workload.rate_scale = 1.0;
+        }
         if let Some(r) = self.rate_scale {
+            cfg.workload.load = None;
             cfg.workload.rate_scale = r;
         }
         if let Some(e) = &self.estimator {

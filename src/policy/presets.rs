@@ -71,8 +71,31 @@ pub const LLAMA_70B: ModelPreset = ModelPreset {
     kv_bytes_per_token: kv_fp16(80, 8, 128),
 };
 
+/// Llama-3.2-1B: 16 layers, 8 KV heads (GQA), head dim 64 (2048 / 32) → 32 KiB/token; the
+/// phone-class model. Source: <https://huggingface.co/meta-llama/Llama-3.2-1B/blob/main/config.json>
+/// (`num_hidden_layers` 16, `num_key_value_heads` 8, `head_dim` 64).
+pub const LLAMA32_1B: ModelPreset = ModelPreset {
+    name: "llama-3.2-1b",
+    layers: 16,
+    kv_heads: 8,
+    head_dim: 64,
+    kv_bytes_per_token: kv_fp16(16, 8, 64),
+};
+
+/// Llama-3.2-3B: 28 layers, 8 KV heads (GQA), head dim 128 (3072 / 24) → 112 KiB/token.
+/// Source: <https://huggingface.co/meta-llama/Llama-3.2-3B/blob/main/config.json>.
+pub const LLAMA32_3B: ModelPreset = ModelPreset {
+    name: "llama-3.2-3b",
+    layers: 28,
+    kv_heads: 8,
+    head_dim: 128,
+    kv_bytes_per_token: kv_fp16(28, 8, 128),
+};
+
 /// All model presets.
-pub const MODELS: [ModelPreset; 4] = [LLAMA2_7B, LLAMA2_13B, LLAMA3_8B, LLAMA_70B];
+pub const MODELS: [ModelPreset; 6] = [
+    LLAMA2_7B, LLAMA2_13B, LLAMA3_8B, LLAMA_70B, LLAMA32_1B, LLAMA32_3B,
+];
 
 /// A model preset by name (case-insensitive).
 pub fn model(name: &str) -> Option<ModelPreset> {
@@ -92,7 +115,29 @@ pub struct HardwarePreset {
     pub prefill_tok_s: f64,
     /// Per-request decode rate `d`, tokens/s.
     pub decode_tok_s: f64,
+    /// Decode slowdown per other concurrent request, `b`: with `k` requests decoding at once
+    /// each decodes at `d / (1 + b (k - 1))`. Fitted to a batched benchmark of the device class:
+    /// `b = (r_1 / r_B - 1) / (B - 1)` from the per-request rates `r` at batch 1 and batch `B`.
+    pub batch_slowdown: f64,
 }
+
+/// `b` of CUDA data-centre and consumer GPUs: llama.cpp `llama-batched-bench` on an A100
+/// (PR #3749, <https://github.com/ggml-org/llama.cpp/pull/3749>, shared prompt 512, 128 new
+/// tokens): S_TG 228.57 tok/s at B = 1 and 987.82 at B = 8, so 123.5 tok/s per request at
+/// B = 8 and `b = (228.57 / 123.48 - 1) / 7 = 0.12`.
+pub const CUDA_BATCH_SLOWDOWN: f64 = 0.12;
+
+/// `b` of Apple-silicon laptops: llama.cpp Metal on an M1 Pro, Llama 1B Q4_0 (PR #10491,
+/// <https://github.com/ggml-org/llama.cpp/pull/10491>): 140.13 tok/s for one token per step,
+/// 268.95 for four, so 67.2 per request at four and `b = (140.13 / 67.24 - 1) / 3 = 0.36`.
+/// (Four tokens of one step stand in for four sequences: the weight reads are shared alike.)
+pub const APPLE_BATCH_SLOWDOWN: f64 = 0.36;
+
+/// `b` of phones: aggregate decode does not grow with the batch on a phone's CPU (llama.cpp
+/// issue #4064, <https://github.com/ggml-org/llama.cpp/issues/4064>: "batch size 1 = 4 t/s,
+/// batch size 2 = 4 t/s, batch size 4 = 4 t/s"), so `k` requests share one request's rate:
+/// `b = 1`.
+pub const PHONE_BATCH_SLOWDOWN: f64 = 1.0;
 
 /// NVIDIA RTX 4090, llama.cpp, LLaMA-7B F16: prompt ~11,048 tok/s, generation ~61 tok/s
 /// (figures as specified for this project). For comparison, XiongjieDai's llama.cpp benchmark
@@ -103,6 +148,7 @@ pub const RTX4090_7B_F16: HardwarePreset = HardwarePreset {
     measured_with: "llama-7b f16, llama.cpp",
     prefill_tok_s: 11_048.0,
     decode_tok_s: 61.0,
+    batch_slowdown: CUDA_BATCH_SLOWDOWN,
 };
 
 /// Apple M1 Max, llama.cpp Metal, Llama-3-8B Q4: prompt ~500 tok/s, generation ~46 tok/s
@@ -114,6 +160,7 @@ pub const M1_MAX_8B_Q4: HardwarePreset = HardwarePreset {
     measured_with: "llama-3-8b q4, llama.cpp metal",
     prefill_tok_s: 500.0,
     decode_tok_s: 46.0,
+    batch_slowdown: APPLE_BATCH_SLOWDOWN,
 };
 
 /// NVIDIA A100 PCIe 80 GB, llama.cpp CUDA, Llama-3-8B F16: pp512 7,741 tok/s, tg512
@@ -124,6 +171,7 @@ pub const A100_8B_F16: HardwarePreset = HardwarePreset {
     measured_with: "llama-3-8b f16, llama.cpp",
     prefill_tok_s: 7_741.34,
     decode_tok_s: 54.84,
+    batch_slowdown: CUDA_BATCH_SLOWDOWN,
 };
 
 /// NVIDIA H100 PCIe 80 GB, llama.cpp CUDA, Llama-3-8B F16: pp512 10,816 tok/s, tg512
@@ -133,6 +181,7 @@ pub const H100_8B_F16: HardwarePreset = HardwarePreset {
     measured_with: "llama-3-8b f16, llama.cpp",
     prefill_tok_s: 10_815.51,
     decode_tok_s: 68.03,
+    batch_slowdown: CUDA_BATCH_SLOWDOWN,
 };
 
 /// The design note's WAN peer: 250 tok/s prefill (design note "The algorithm", trigger
@@ -143,15 +192,30 @@ pub const DESIGN_WAN_PEER: HardwarePreset = HardwarePreset {
     measured_with: "design note example",
     prefill_tok_s: 250.0,
     decode_tok_s: 20.0,
+    batch_slowdown: APPLE_BATCH_SLOWDOWN,
+};
+
+/// A recent phone: Llama-3.2-1B Q4_0 on a Snapdragon Hexagon NPU (v79, the Snapdragon 8 Elite
+/// generation), llama.cpp `llama-bench`: pp128 169.42 tok/s, tg64 51.54 tok/s. Source:
+/// llama.cpp `docs/backend/snapdragon/README.md`,
+/// <https://github.com/ggml-org/llama.cpp/blob/master/docs/backend/snapdragon/README.md>.
+/// Use with the `llama-3.2-1b` model preset.
+pub const PHONE_1B_Q4: HardwarePreset = HardwarePreset {
+    name: "phone",
+    measured_with: "llama-3.2-1b q4_0, llama.cpp hexagon npu",
+    prefill_tok_s: 169.42,
+    decode_tok_s: 51.54,
+    batch_slowdown: PHONE_BATCH_SLOWDOWN,
 };
 
 /// All hardware presets.
-pub const HARDWARE: [HardwarePreset; 5] = [
+pub const HARDWARE: [HardwarePreset; 6] = [
     DESIGN_WAN_PEER,
     M1_MAX_8B_Q4,
     A100_8B_F16,
     H100_8B_F16,
     RTX4090_7B_F16,
+    PHONE_1B_Q4,
 ];
 
 /// A hardware preset by name (case-insensitive).
@@ -295,6 +359,8 @@ mod tests {
         assert_eq!(LLAMA2_13B.kv_bytes_per_token, 800.0 * 1024.0);
         assert_eq!(LLAMA3_8B.kv_bytes_per_token, 128.0 * 1024.0);
         assert_eq!(LLAMA_70B.kv_bytes_per_token, 320.0 * 1024.0);
+        assert_eq!(LLAMA32_1B.kv_bytes_per_token, 32.0 * 1024.0);
+        assert_eq!(LLAMA32_3B.kv_bytes_per_token, 112.0 * 1024.0);
     }
 
     #[test]

@@ -128,6 +128,32 @@ impl Versus {
     pub fn get(&self, m: Metric) -> Option<PairedDiff> {
         self.diffs[m as usize]
     }
+
+    /// `{"reference": label, <metric key>: {"diff", "ci_low", "ci_high"}, ...}`.
+    pub fn to_json(&self) -> Value {
+        versus_json(self)
+    }
+
+    /// Reads what [`Versus::to_json`] wrote.
+    pub fn from_json(v: &Value) -> Result<Versus, SummaryParseError> {
+        let reference: PolicyLabel = v
+            .get("reference")
+            .and_then(Value::as_str)
+            .ok_or(SummaryParseError("no reference".into()))?
+            .parse()
+            .map_err(|e: UnknownPolicy| SummaryParseError(e.to_string()))?;
+        let mut diffs = [None; N_METRICS];
+        for (def, d) in METRICS.iter().zip(diffs.iter_mut()) {
+            *d = v.get(def.key).and_then(|d| {
+                Some(PairedDiff {
+                    diff: d.get("diff")?.as_f64()?,
+                    ci_low: d.get("ci_low").and_then(Value::as_f64),
+                    ci_high: d.get("ci_high").and_then(Value::as_f64),
+                })
+            });
+        }
+        Ok(Versus { reference, diffs })
+    }
 }
 
 /// The share of the fastest-to-oracle gap a policy closes.
@@ -267,26 +293,12 @@ impl PolicySummary {
             e.ci = pair(o.get(&format!("{}_ci", def.key)));
         }
         let versus = |key: &str| -> Result<Option<Versus>, SummaryParseError> {
-            let Some(v) = o.get(key).and_then(Value::as_object) else {
-                return Ok(None);
-            };
-            let reference: PolicyLabel = v
-                .get("reference")
-                .and_then(Value::as_str)
-                .ok_or(SummaryParseError(format!("{key}: no reference")))?
-                .parse()
-                .map_err(|e: UnknownPolicy| SummaryParseError(e.to_string()))?;
-            let mut diffs = [None; N_METRICS];
-            for (def, d) in METRICS.iter().zip(diffs.iter_mut()) {
-                *d = v.get(def.key).and_then(|d| {
-                    Some(PairedDiff {
-                        diff: d.get("diff")?.as_f64()?,
-                        ci_low: d.get("ci_low").and_then(Value::as_f64),
-                        ci_high: d.get("ci_high").and_then(Value::as_f64),
-                    })
-                });
+            match o.get(key) {
+                Some(v) if v.is_object() => Versus::from_json(v)
+                    .map(Some)
+                    .map_err(|e| SummaryParseError(format!("{key}: {}", e.0))),
+                _ => Ok(None),
             }
-            Ok(Some(Versus { reference, diffs }))
         };
         Ok(PolicySummary {
             label,
@@ -380,11 +392,20 @@ fn seed_for(opts: &AggregateOptions, salt: u64) -> u64 {
 
 /// Paired differences `row - reference` per metric over the windows both have.
 fn versus(row: &WindowValues, reference: &Row, opts: &AggregateOptions) -> Versus {
+    versus_windows(row, &reference.windows, &reference.label, opts)
+}
+
+fn versus_windows(
+    row: &WindowValues,
+    reference: &WindowValues,
+    label: &PolicyLabel,
+    opts: &AggregateOptions,
+) -> Versus {
     let mut diffs = [None; N_METRICS];
     for (m, d) in diffs.iter_mut().enumerate() {
         let xs: Vec<f64> = row
             .iter()
-            .filter_map(|(w, v)| Some(v[m]? - reference.windows.get(w)?[m]?))
+            .filter_map(|(w, v)| Some(v[m]? - reference.get(w)?[m]?))
             .collect();
         *d = mean(&xs).map(|diff| {
             let ci = bootstrap_mean_ci(&xs, opts.resamples, seed_for(opts, 100 + m as u64));
@@ -396,9 +417,48 @@ fn versus(row: &WindowValues, reference: &Row, opts: &AggregateOptions) -> Versu
         });
     }
     Versus {
-        reference: reference.label.clone(),
+        reference: label.clone(),
         diffs,
     }
+}
+
+/// Per-window values (mean over seeds) of the runs of `label`.
+fn window_values(runs: &[RunMetrics], label: &PolicyLabel) -> WindowValues {
+    let mut per_seed: BTreeMap<usize, Vec<[Option<f64>; N_METRICS]>> = BTreeMap::new();
+    for r in runs {
+        if PolicyLabel::with_param(r.policy, &r.param_label) == *label {
+            per_seed.entry(r.window).or_default().push(r.summary.values);
+        }
+    }
+    per_seed
+        .iter()
+        .map(|(&w, seeds)| (w, seed_means(seeds)))
+        .collect()
+}
+
+/// The mean over seeds of each metric (`None` where no seed has it).
+fn seed_means(seeds: &[[Option<f64>; N_METRICS]]) -> [Option<f64>; N_METRICS] {
+    let mut out = [None; N_METRICS];
+    for (m, o) in out.iter_mut().enumerate() {
+        let xs: Vec<f64> = seeds.iter().filter_map(|v| v[m]).collect();
+        *o = mean(&xs);
+    }
+    out
+}
+
+/// Paired differences `a - b` per metric, by window (each window's value the mean over its
+/// seeds), over the windows both labels ran, with the same paired bootstrap as the comparison
+/// rows; `None` when either label has no run. This pairs any two rows of a comparison, e.g.
+/// `hazard --overlap` with `hazard` (across parameter points) or `hazard` with `uptime`.
+pub fn paired(
+    runs: &[RunMetrics],
+    a: &PolicyLabel,
+    b: &PolicyLabel,
+    opts: &AggregateOptions,
+) -> Option<Versus> {
+    let wa = window_values(runs, a);
+    let wb = window_values(runs, b);
+    (!wa.is_empty() && !wb.is_empty()).then(|| versus_windows(&wa, &wb, b, opts))
 }
 
 /// Aggregates runs into comparison rows, one per (parameter point, policy). Runs are first
@@ -431,14 +491,7 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
         .map(|(key, (label, requests, per_seed, members))| {
             let windows: WindowValues = per_seed
                 .iter()
-                .map(|(&w, seeds)| {
-                    let mut out = [None; N_METRICS];
-                    for (m, o) in out.iter_mut().enumerate() {
-                        let xs: Vec<f64> = seeds.iter().filter_map(|v| v[m]).collect();
-                        *o = mean(&xs);
-                    }
-                    (w, out)
-                })
+                .map(|(&w, seeds)| (w, seed_means(seeds)))
                 .collect();
             // Interruptions by cause: total over runs / number of runs = mean per window.
             let mut causes: BTreeMap<String, f64> = BTreeMap::new();

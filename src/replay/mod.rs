@@ -34,7 +34,10 @@ pub mod queue;
 pub mod run;
 pub mod synthetic;
 
-pub use compare::{aggregate, PolicyLabel, PolicySummary};
+pub use compare::{
+    aggregate, paired, GapClosed, GapState, PairedDiff, PolicyLabel, PolicySummary,
+    SummaryParseError, Versus,
+};
 pub use engine::{simulate, simulate_with};
 pub use input::{
     CensoredEnds, Cluster, LengthEstimator, Node, NodeSpec, ReplayConfig, ReplayError, ReplayJob,

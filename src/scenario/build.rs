@@ -461,6 +461,73 @@ fn policies(cfg: &ScenarioConfig) -> Result<Vec<PolicyKind>, ScenarioError> {
         .collect()
 }
 
+/// The capacity and arrival rate behind `workload.load`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct OfferedLoad {
+    /// Mean up capacity over the windows, requests/s:
+    /// `C = sum_i slots_i * u_i / s_i`, with `u_i` node `i`'s up fraction averaged over the
+    /// windows and `s_i` its mean service time of a request with every slot busy,
+    /// `s_i = mean_r(prompt_r / p_i + output_r * (1 + b (slots_i - 1)) / d_i)`.
+    pub capacity_req_s: f64,
+    /// The workload's own arrival rate, requests/s: `n / period`, with the loop period of the
+    /// engine (`span + span / (n - 1)`, at least 1 s).
+    pub base_rate_req_s: f64,
+}
+
+/// The offered-load figures of a cluster, its windows and a workload: `workload.load = L`
+/// replays at `rate_scale = L * C / lambda_0` ([`OfferedLoad`]), so the offered work is the
+/// fraction `L` of the mean up capacity whatever the hardware (a phone decodes ~10x slower
+/// than an A100: the trace's own rate would only measure an overloaded queue there).
+pub fn offered_load(
+    nodes: &[Node],
+    windows: &[Window],
+    requests: &[replay::Request],
+    batch_slowdown: f64,
+) -> OfferedLoad {
+    let n = requests.len();
+    let mut capacity = 0.0;
+    for node in nodes {
+        let s = &node.spec;
+        let slots = f64::from(s.slots.max(1));
+        let stretch = 1.0 + batch_slowdown * (slots - 1.0);
+        let service = requests
+            .iter()
+            .map(|r| {
+                r.prompt_tokens as f64 / s.prefill_tok_s
+                    + r.output_tokens as f64 * stretch / s.decode_tok_s
+            })
+            .sum::<f64>()
+            / n.max(1) as f64;
+        let up: f64 = windows
+            .iter()
+            .map(|w| {
+                let (a, b) = (w.start_us, w.start_us.saturating_add(w.length_us));
+                let covered: i64 = node
+                    .sessions
+                    .iter()
+                    .map(|x| (x.end_us.min(b) - x.start_us.max(a)).max(0))
+                    .sum();
+                covered as f64 / (b - a).max(1) as f64
+            })
+            .sum::<f64>()
+            / windows.len().max(1) as f64;
+        if service > 0.0 {
+            capacity += slots * up / service;
+        }
+    }
+    let span_us = requests.iter().map(|r| r.arrival_us).max().unwrap_or(0);
+    let period_us = if n > 1 {
+        span_us.saturating_add(span_us / (n as i64 - 1))
+    } else {
+        span_us
+    }
+    .max(1_000_000);
+    OfferedLoad {
+        capacity_req_s: capacity,
+        base_rate_req_s: n as f64 / (period_us as f64 / 1e6),
+    }
+}
+
 /// Builds the scenario: validates it, then runs the steps of this module. Survival priors
 /// are fitted only on sessions observed before the first window starts, so no policy sees the
 /// future through its curves (the oracle reads the future only through the engine).
@@ -515,12 +582,35 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
                 ScenarioError::invalid("workload.estimator", e.to_string())
             })?;
     let params = cfg.policy.params(model.kv_bytes_per_token);
+    let batch_slowdown = match r.batch_slowdown {
+        Some(b) => b,
+        None => presets::find_hardware(&cfg.hardware.preset)?.batch_slowdown,
+    };
+    let rate_scale = match cfg.workload.load {
+        None => cfg.workload.rate_scale,
+        Some(load) => {
+            let l = offered_load(&cluster_nodes, &windows, &requests, batch_slowdown);
+            if !(l.capacity_req_s > 0.0 && l.base_rate_req_s > 0.0) {
+                return Err(ScenarioError::Empty(format!(
+                    "workload.load: no up capacity in the windows (capacity {:.3} requests/s) or no arrivals",
+                    l.capacity_req_s
+                )));
+            }
+            let scale = load * l.capacity_req_s / l.base_rate_req_s;
+            notes.push(format!(
+                "workload.load {load}: arrival rate x{scale:.4} ({:.4} requests/s against a mean up capacity of {:.4} requests/s)",
+                scale * l.base_rate_req_s,
+                l.capacity_req_s
+            ));
+            scale
+        }
+    };
     let config = ReplayConfig {
         params,
         estimator,
         slo_factor: r.slo_factor,
-        batch_slowdown: r.batch_slowdown,
-        rate_scale: cfg.workload.rate_scale,
+        batch_slowdown,
+        rate_scale,
         loop_workload: cfg.workload.loop_workload,
         ..ReplayConfig::default()
     };

@@ -22,7 +22,8 @@ source = "sample-spot"
 sample = 0
 
 [hardware]
-# Preset of every node: rtx4090, m1-max, a100, h100, wan-peer (see `hazardserve crossover`).
+# Preset of every node: rtx4090, m1-max, a100, h100, wan-peer, phone (figures and sources:
+# `hazardserve presets`).
 preset = "a100"
 # Concurrent requests per node and KV-cache capacity (tokens).
 slots = 8
@@ -42,7 +43,8 @@ link = "10gbe"
 # slots = 4
 
 [model]
-# KV bytes per token: llama-2-7b, llama-2-13b, llama-3-8b, llama-70b.
+# KV bytes per token: llama-2-7b, llama-2-13b, llama-3-8b, llama-70b, llama-3.2-1b,
+# llama-3.2-3b.
 preset = "llama-3-8b"
 
 [policy]
@@ -67,6 +69,10 @@ source = "sample-requests"
 estimator = "lognormal:0.5"
 # Multiply the arrival rate; loop the workload to fill the window.
 rate_scale = 1.0
+# Or set the load instead: scale the arrival rate so the offered work is this fraction of the
+# windows' mean up capacity (from the node timelines and the hardware rates; see
+# `hazardserve replay --help`). Replaces rate_scale.
+# load = 0.6
 loop_workload = true
 
 [replay]
@@ -86,8 +92,10 @@ seeds = 1
 seed = 1
 # SLO deadline = slo_factor x unloaded service time on the fastest node.
 slo_factor = 5.0
-# Decode slowdown per extra concurrent request (0 = none).
-batch_slowdown = 0.0
+# Decode slowdown b per other concurrent request: k requests decode at d / (1 + b (k - 1)).
+# Default: the [hardware] preset's figure, fitted to a batched benchmark of its device class
+# (see `hazardserve presets`); 0 = eight requests decode as fast as one.
+# batch_slowdown = 0.12
 "#;
 
 /// `[nodes]`.
@@ -264,6 +272,8 @@ pub struct WorkloadConfig {
     pub estimator: String,
     /// Arrival-rate multiplier.
     pub rate_scale: f64,
+    /// Offered load as a fraction of the mean up capacity (replaces `rate_scale`).
+    pub load: Option<f64>,
     /// Loop the workload to fill a window.
     pub loop_workload: bool,
 }
@@ -274,6 +284,7 @@ impl Default for WorkloadConfig {
             source: "sample-requests".into(),
             estimator: "lognormal:0.5".into(),
             rate_scale: 1.0,
+            load: None,
             loop_workload: true,
         }
     }
@@ -304,8 +315,8 @@ pub struct ReplaySection {
     pub seed: u64,
     /// SLO factor.
     pub slo_factor: f64,
-    /// Batch slowdown factor.
-    pub batch_slowdown: f64,
+    /// Batch slowdown factor (`None`: the `[hardware]` preset's figure).
+    pub batch_slowdown: Option<f64>,
     /// The metric "gap closed" is measured on (a metric key, default
     /// `unplanned_interruptions`: the oracle is a tested reference only on that metric).
     pub gap_metric: String,
@@ -324,7 +335,7 @@ impl Default for ReplaySection {
             seeds: 1,
             seed: 1,
             slo_factor: 5.0,
-            batch_slowdown: 0.0,
+            batch_slowdown: None,
             gap_metric: crate::replay::DEFAULT_GAP_METRIC.key().into(),
         }
     }
@@ -384,6 +395,20 @@ impl ScenarioConfig {
             }
         };
         positive("workload.rate_scale", self.workload.rate_scale)?;
+        if let Some(load) = self.workload.load {
+            if !(load.is_finite() && load > 0.0 && load <= 100.0) {
+                return Err(ScenarioError::invalid(
+                    "workload.load",
+                    format!("must be in (0, 100], got {load}"),
+                ));
+            }
+            if self.workload.rate_scale != 1.0 {
+                return Err(ScenarioError::invalid(
+                    "workload.load",
+                    "and workload.rate_scale both set the arrival rate: give one",
+                ));
+            }
+        }
         self.workload
             .estimator
             .parse::<LengthEstimator>()
@@ -430,7 +455,9 @@ impl ScenarioConfig {
                 .map_err(|e| ScenarioError::invalid("replay.window_start", e.to_string()))?;
         }
         positive("replay.slo_factor", r.slo_factor)?;
-        nonneg("replay.batch_slowdown", r.batch_slowdown)?;
+        if let Some(b) = r.batch_slowdown {
+            nonneg("replay.batch_slowdown", b)?;
+        }
         for p in &r.policies {
             p.parse::<PolicyKind>().map_err(|_| {
                 ScenarioError::invalid(

@@ -622,11 +622,13 @@ pub fn commit_tables(
     match &previous {
         None => {}
         Some(Ok(prev)) => {
-            // Sources and replay runs share the name space of manifests: never let one
-            // replace the other.
-            let prev_is_run = prev.files.iter().any(|f| f.table == "runs");
-            let new_is_run = tables.iter().any(|t| t.table == "runs");
-            if prev_is_run != new_is_run {
+            // Sources, replay runs and sweeps share the name space of manifests: never let
+            // one kind replace another.
+            let kind =
+                |has: &dyn Fn(&str) -> bool| ["runs", "sweep_cells"].into_iter().find(|t| has(t));
+            let prev_kind = kind(&|t| prev.files.iter().any(|f| f.table == t));
+            let new_kind = kind(&|t| tables.iter().any(|x| x.table == t));
+            if prev_kind != new_kind {
                 return Err(StoreError::NameTaken(source.to_string()));
             }
             if prev.content_key == content_key

@@ -1,6 +1,6 @@
 //! The store's tables and their canonical schemas, in one place: what ingest writes (sources,
 //! nodes, sessions, rejects, requests) and what replay runs write (runs, replay_requests,
-//! replay_summary). The store knows these schemas; it knows nothing of what produces the rows.
+//! replay_summary) and what sweeps write (sweeps, sweep_cells). The store knows these schemas; it knows nothing of what produces the rows.
 
 use std::sync::Arc;
 
@@ -50,6 +50,14 @@ pub const TABLES: &[TableDef] = &[
     TableDef {
         name: "replay_summary",
         schema: replay_summary_schema,
+    },
+    TableDef {
+        name: "sweeps",
+        schema: sweeps_schema,
+    },
+    TableDef {
+        name: "sweep_cells",
+        schema: sweep_cells_schema,
     },
 ];
 
@@ -106,5 +114,29 @@ pub fn replay_summary_schema() -> SchemaRef {
         Field::new("position", DataType::Int64, false),
         Field::new("policy", DataType::Utf8, false),
         Field::new("summary", DataType::Utf8, false),
+    ]))
+}
+
+/// Schema of `sweeps`: one row per sweep.
+pub fn sweeps_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("sweep_id", DataType::Utf8, false),
+        Field::new("created_at", DataType::Utf8, false),
+        Field::new("version", DataType::Utf8, false),
+        Field::new("cells", DataType::Int64, false),
+        Field::new("grid", DataType::Utf8, false),
+    ]))
+}
+
+/// Schema of `sweep_cells`: one row per cell, its result as JSON.
+pub fn sweep_cells_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("sweep_id", DataType::Utf8, false),
+        Field::new("position", DataType::Int64, false),
+        Field::new("cell", DataType::Utf8, false),
+        Field::new("axes", DataType::Utf8, false),
+        Field::new("config", DataType::Utf8, false),
+        Field::new("requests", DataType::UInt64, false),
+        Field::new("result", DataType::Utf8, false),
     ]))
 }

@@ -28,6 +28,7 @@ mod survival_golden;
 mod survival_priors;
 mod survival_props;
 mod survival_validate;
+mod sweep;
 mod tui_common;
 mod tui_e2e;
 mod tui_snapshots;

@@ -1,0 +1,369 @@
+//! `hazardserve sweep`: run a grid of scenarios (the regime map), shard it, merge shards and
+//! summarise a stored sweep.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, Subcommand};
+
+use super::{Globals, Verbosity};
+use crate::output::{self, human_float, render, Col, OutputFormat};
+use crate::replay::Metric;
+use crate::store::{Store, WriteLock};
+use crate::sweep::{self, CellResult, GridFile, Shard, ShardInfo};
+
+/// `sweep` arguments: run a grid, or one of the subcommands.
+#[derive(Debug, Args)]
+#[command(
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:
+  hazardserve sweep --grid reports/sweeps/regime-map.toml --jobs 2
+  hazardserve sweep --grid reports/sweeps/regime-map.toml --dry-run
+  hazardserve sweep summary
+  hazardserve sweep summary --format json > map.json
+  # On a cluster: one shard per array task, then merge
+  hazardserve sweep --grid G.toml --shard 0/3 --out shards/
+  hazardserve sweep merge shards/
+
+Each cell is one scenario (see `hazardserve replay --write-config`); the grid file's [base]
+sets scenario keys for every cell and [axes] lists the values whose product makes the cells.
+Store inputs are only read while cells run, so shards can share one store."
+)]
+pub struct SweepArgs {
+    /// A subcommand (summary, merge, list); without one, run the grid.
+    #[command(subcommand)]
+    pub command: Option<SweepCommand>,
+    /// Running a grid.
+    #[command(flatten)]
+    pub run: SweepRunArgs,
+}
+
+/// Running a grid.
+#[derive(Debug, Args)]
+pub struct SweepRunArgs {
+    /// The grid file (TOML with [base] and [axes]).
+    #[arg(long, value_name = "FILE")]
+    pub grid: Option<PathBuf>,
+    /// Cells run at once (0 = one per core).
+    #[arg(long, default_value_t = 0)]
+    pub jobs: usize,
+    /// Run only shard I of N (0-based, e.g. 0/3; cells are assigned by a hash of their key).
+    #[arg(long, value_name = "I/N", requires = "out")]
+    pub shard: Option<String>,
+    /// With --shard: write the shard's results into this directory instead of the store.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+    /// Store the sweep under this id (default: sweep-<UTC time>).
+    #[arg(long)]
+    pub id: Option<String>,
+    /// List the cells and exit.
+    #[arg(long)]
+    pub dry_run: bool,
+}
+
+/// `sweep` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum SweepCommand {
+    /// The regime map of a stored sweep (default: the latest): per cell, hazard minus fastest,
+    /// the best hazard-blind baseline and uptime, with paired CIs, and where it pays.
+    Summary(SummaryArgs),
+    /// Commit the shard files under one or more directories into the store as one sweep.
+    Merge(MergeArgs),
+    /// List the stored sweeps.
+    List,
+}
+
+/// `sweep summary` arguments.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  hazardserve sweep summary
+  hazardserve sweep summary sweep-20261201T101500 --format json
+
+JSON: one object per cell with the axis values by key, hazard_vs_fastest,
+hazard_vs_best_blind, hazard_vs_uptime, overlap_gain and migration_effect (each keyed by
+mean_completion_s, p99_completion_s and unplanned_interruptions, each {diff, ci_low,
+ci_high}: hazard minus the other, paired by window, negative = hazard better), gap_closed
+(number, or null when there is no gap), planned_migrations, pays and migration_pays.")]
+pub struct SummaryArgs {
+    /// The sweep id (default: the latest).
+    pub sweep: Option<String>,
+    /// Output format: table, csv or json.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+}
+
+/// `sweep merge` arguments.
+#[derive(Debug, Args)]
+#[command(after_help = "Example:
+  hazardserve sweep merge shards/")]
+pub struct MergeArgs {
+    /// Directories holding shard files (shard-I-of-N.parquet and .json).
+    #[arg(required = true)]
+    pub dirs: Vec<PathBuf>,
+    /// Store the sweep under this id (default: sweep-<UTC time>).
+    #[arg(long)]
+    pub id: Option<String>,
+}
+
+fn new_sweep_id() -> String {
+    format!("sweep-{}", chrono::Utc::now().format("%Y%m%dT%H%M%S%3f"))
+}
+
+/// `hazardserve sweep`.
+pub fn sweep(globals: &Globals, args: SweepArgs) -> anyhow::Result<()> {
+    match args.command {
+        Some(SweepCommand::Summary(a)) => summary(globals, a),
+        Some(SweepCommand::Merge(a)) => merge(globals, a),
+        Some(SweepCommand::List) => list(globals),
+        None => run(globals, args.run),
+    }
+}
+
+fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
+    let path = args.grid.context(
+        "give a grid file (--grid FILE) or a subcommand; see `hazardserve sweep --help`",
+    )?;
+    let shard: Option<Shard> = args.shard.as_deref().map(str::parse).transpose()?;
+    if args.out.is_some() && shard.is_none() {
+        anyhow::bail!("--out writes a shard's results: give --shard I/N too");
+    }
+    let grid = GridFile::read(&path)?;
+    let all = grid.cells()?;
+    let n_all = all.len();
+    let cells = sweep::shard_cells(all, shard);
+    if args.dry_run {
+        let mut out = std::io::stdout().lock();
+        for c in &cells {
+            writeln!(out, "{}", c.key)?;
+        }
+        return Ok(());
+    }
+    let store = Store::open(&globals.store)?;
+    if shard.is_none() {
+        // Fail before hours of work, not after.
+        Store::check_writable(&globals.store)?;
+    }
+    globals.say(format!(
+        "sweep {}: {} of {} cells{}",
+        path.display(),
+        cells.len(),
+        n_all,
+        shard.map_or(String::new(), |s| format!(
+            " (shard {}/{})",
+            s.index, s.count
+        ))
+    ));
+    let bar =
+        (std::io::stderr().is_terminal() && globals.verbosity != Verbosity::Quiet).then(|| {
+            let b = indicatif::ProgressBar::new(cells.len() as u64);
+            b.set_style(
+                indicatif::ProgressStyle::with_template(
+                    "cells {bar:40} {pos}/{len} [{elapsed_precise}, ETA {eta}]",
+                )
+                .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+            );
+            b
+        });
+    let quiet_log = bar.is_none() && globals.verbosity != Verbosity::Quiet;
+    let total = cells.len();
+    let started = std::time::Instant::now();
+    let progress = |done: usize| {
+        if let Some(b) = &bar {
+            b.set_position(done as u64);
+        } else if quiet_log {
+            eprintln!(
+                "cells {done}/{total} ({:.0} s)",
+                started.elapsed().as_secs_f64()
+            );
+        }
+    };
+    let results = sweep::run_cells(&store, &cells, args.jobs, &progress)?;
+    if let Some(b) = bar {
+        b.finish_and_clear();
+    }
+    let secs = started.elapsed().as_secs_f64();
+    let requests: u64 = results.iter().map(|r| r.requests).sum();
+    globals.say(format!(
+        "{} cells in {secs:.1} s ({:.1} cells/min, {requests} requests simulated)",
+        results.len(),
+        results.len() as f64 * 60.0 / secs.max(1e-9)
+    ));
+    if let (Some(s), Some(dir)) = (shard, &args.out) {
+        let info = ShardInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+            grid: grid.text.clone(),
+            shard: s.index,
+            of: s.count,
+            grid_cells: n_all,
+            cells: results.iter().map(|r| r.key.clone()).collect(),
+        };
+        let file = sweep::write_shard(dir, &info, &results)?;
+        globals.say(format!(
+            "wrote {} (merge the shards with `hazardserve sweep merge {}`)",
+            file.display(),
+            dir.display()
+        ));
+        return Ok(());
+    }
+    store_sweep(globals, &store, args.id, &grid.text, &results)
+}
+
+fn store_sweep(
+    globals: &Globals,
+    store: &Store,
+    id: Option<String>,
+    grid_text: &str,
+    results: &[CellResult],
+) -> anyhow::Result<()> {
+    let id = id.unwrap_or_else(new_sweep_id);
+    crate::store::validate_source_name(&id)?;
+    let lock = WriteLock::acquire_wait(store)?;
+    sweep::save_sweep(store, &lock, &id, grid_text, results)?;
+    globals.say(format!("stored as {id} (`hazardserve sweep summary {id}`)"));
+    Ok(())
+}
+
+fn merge(globals: &Globals, args: MergeArgs) -> anyhow::Result<()> {
+    let (grid_text, cells) = sweep::read_shards(&args.dirs)?;
+    let store = Store::open_or_create(&globals.store)?;
+    globals.say(format!("merging {} cells", cells.len()));
+    store_sweep(globals, &store, args.id, &grid_text, &cells)
+}
+
+fn list(globals: &Globals) -> anyhow::Result<()> {
+    let store = Store::open(&globals.store)?;
+    let cat = store.query()?;
+    let mut stmt = cat
+        .connection()
+        .prepare("SELECT sweep_id, created_at, cells FROM sweeps ORDER BY created_at, sweep_id")?;
+    let batches: Vec<_> = stmt.query_arrow([])?.collect();
+    let _ = globals;
+    render(&batches, OutputFormat::Table, &mut std::io::stdout().lock())?;
+    Ok(())
+}
+
+fn summary(globals: &Globals, args: SummaryArgs) -> anyhow::Result<()> {
+    let store = Store::open(&globals.store)?;
+    let id = match args.sweep {
+        Some(s) => s,
+        None => sweep::latest_sweep(&store)?
+            .context("no sweeps in the store yet: run `hazardserve sweep --grid FILE` first")?,
+    };
+    let cells = sweep::load_sweep(&store, &id)?;
+    globals.say(format!("sweep {id}: {} cells", cells.len()));
+    print_summary(&cells, args.format)
+}
+
+/// Prints the regime map: JSON as [`CellResult::summary_json`] objects; CSV flat (one column
+/// per axis, then `<comparison>_<metric>` with `_ci_lo`/`_ci_hi`); a table with `diff [lo, hi]`
+/// cells on mean completion and interruptions. A gap closed without a gap prints as "none".
+pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    if format == OutputFormat::Json {
+        let v: Vec<serde_json::Value> = cells.iter().map(CellResult::summary_json).collect();
+        serde_json::to_writer_pretty(&mut out, &v)?;
+        writeln!(out)?;
+        return Ok(());
+    }
+    let axes: Vec<String> = cells
+        .first()
+        .map(|c| c.axes.iter().map(|(k, _)| k.clone()).collect())
+        .unwrap_or_default();
+    let mut cols: Vec<(String, Col)> = Vec::new();
+    for (i, a) in axes.iter().enumerate() {
+        cols.push((
+            a.clone(),
+            Col::Str(
+                cells
+                    .iter()
+                    .map(|c| c.axes.get(i).map(|x| x.1.clone()))
+                    .collect(),
+            ),
+        ));
+    }
+    type Pick = fn(&CellResult) -> Option<&crate::replay::Versus>;
+    let comparisons: [(&str, Pick); 5] = [
+        ("vs_fastest", CellResult::vs_fastest),
+        ("vs_best_blind", CellResult::vs_best_blind),
+        ("vs_uptime", |c| c.vs_uptime.as_ref()),
+        ("overlap_gain", |c| c.overlap_gain.as_ref()),
+        ("migration_effect", |c| c.migration_effect.as_ref()),
+    ];
+    let interval = |d: crate::replay::PairedDiff| match (d.ci_low, d.ci_high) {
+        (Some(lo), Some(hi)) => format!(
+            "{} [{}, {}]",
+            human_float(d.diff),
+            human_float(lo),
+            human_float(hi)
+        ),
+        _ => human_float(d.diff),
+    };
+    if format == OutputFormat::Csv || format == OutputFormat::Parquet {
+        for (name, pick) in comparisons {
+            for m in sweep::MAP_METRICS {
+                let d = |c: &CellResult| pick(c).and_then(|v| v.get(m));
+                let key = format!("{name}_{}", m.key());
+                cols.push((
+                    key.clone(),
+                    Col::F64(cells.iter().map(|c| d(c).map(|d| d.diff)).collect()),
+                ));
+                cols.push((
+                    format!("{key}_ci_lo"),
+                    Col::F64(cells.iter().map(|c| d(c).and_then(|d| d.ci_low)).collect()),
+                ));
+                cols.push((
+                    format!("{key}_ci_hi"),
+                    Col::F64(cells.iter().map(|c| d(c).and_then(|d| d.ci_high)).collect()),
+                ));
+            }
+        }
+        cols.push((
+            "gap_closed".into(),
+            Col::F64(cells.iter().map(CellResult::gap_closed).collect()),
+        ));
+    } else {
+        for (name, pick) in comparisons.into_iter().take(3) {
+            for m in [Metric::MeanCompletion, Metric::UnplannedInterruptions] {
+                let short = if m == Metric::MeanCompletion {
+                    "mean_s"
+                } else {
+                    "interrupts"
+                };
+                cols.push((
+                    format!("{name} {short}"),
+                    Col::Str(
+                        cells
+                            .iter()
+                            .map(|c| pick(c).and_then(|v| v.get(m)).map(interval))
+                            .collect(),
+                    ),
+                ));
+            }
+        }
+        cols.push((
+            "gap_closed".into(),
+            Col::Str(
+                cells
+                    .iter()
+                    .map(|c| Some(c.gap_closed().map_or("none".into(), human_float)))
+                    .collect(),
+            ),
+        ));
+    }
+    cols.push((
+        "planned_migrations".into(),
+        Col::F64(cells.iter().map(CellResult::planned_migrations).collect()),
+    ));
+    cols.push((
+        "pays".into(),
+        Col::Bool(cells.iter().map(|c| Some(c.pays())).collect()),
+    ));
+    cols.push((
+        "migration_pays".into(),
+        Col::Bool(cells.iter().map(|c| Some(c.migration_pays())).collect()),
+    ));
+    let cols: Vec<(&str, Col)> = cols.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
+    render(&[output::batch(cols)?], format, &mut out)?;
+    Ok(())
+}

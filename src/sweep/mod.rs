@@ -1,0 +1,155 @@
+//! Sweeps: the regime map. A grid file names a base scenario and axes of overrides; each cell
+//! of their product is one scenario, replayed by the same engine as `hazardserve replay`, and
+//! the map reads, per cell, whether `hazard` beats the hazard-blind baselines and the age
+//! heuristic, and whether pre-emptive migration pays.
+//!
+//! - [`grid`]: the grid file and its cells;
+//! - [`cell`]: running one cell and its verdict;
+//! - [`stored`]: sweeps in the store, and shard files for clusters.
+//!
+//! Cells run in parallel on a rayon pool; every cell's result depends only on its scenario (the
+//! engine and the bootstrap are seeded), so a sweep is the same whatever `--jobs` is and however
+//! it is sharded.
+
+use std::path::PathBuf;
+
+use rayon::prelude::*;
+
+pub mod cell;
+pub mod grid;
+pub mod stored;
+
+pub use cell::{run_cell, CellResult, MAP_METRICS};
+pub use grid::{Cell, GridFile};
+pub use stored::{latest_sweep, load_sweep, read_shards, save_sweep, write_shard, ShardInfo};
+
+use crate::scenario::ScenarioError;
+use crate::store::{Store, StoreError};
+
+/// Why a sweep could not be read, run or stored.
+#[derive(Debug, thiserror::Error)]
+pub enum SweepError {
+    /// The grid file is wrong.
+    #[error("{file}: {message}")]
+    Grid {
+        /// The grid file.
+        file: String,
+        /// What is wrong, naming the key.
+        message: String,
+    },
+    /// A cell's scenario failed.
+    #[error("cell {cell}")]
+    Cell {
+        /// The cell's key.
+        cell: String,
+        /// Why.
+        #[source]
+        source: ScenarioError,
+    },
+    /// A file could not be read or written.
+    #[error("{}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A shard file is not what `sweep merge` needs.
+    #[error("{}: {message}", path.display())]
+    Shard {
+        /// The shard file.
+        path: PathBuf,
+        /// What is wrong.
+        message: String,
+    },
+    /// No shard files in the given directories.
+    #[error("no shard files (shard-I-of-N.json) in {}", .0.iter().map(|p| p.display().to_string()).collect::<Vec<_>>().join(", "))]
+    NoShards(Vec<PathBuf>),
+    /// Shards are missing.
+    #[error("shards {missing} of {of} are missing (shards are numbered 0 to {of} - 1)")]
+    MissingShards {
+        /// Shards in all.
+        of: usize,
+        /// The missing shard numbers.
+        missing: String,
+    },
+    /// No sweep of that id in the store.
+    #[error("no sweep {0:?} in the store (`hazardserve sweep list` lists them)")]
+    NoSuchSweep(String),
+    /// A shard request like `4/3`.
+    #[error("--shard {0}: use I/N with 0 <= I < N, e.g. 0/3")]
+    BadShard(String),
+    /// The store could not be read or written.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+/// A slice of a grid: shard `index` of `count` (0-based).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shard {
+    /// This shard, `0..count`.
+    pub index: usize,
+    /// Shards in all.
+    pub count: usize,
+}
+
+impl std::str::FromStr for Shard {
+    type Err = SweepError;
+
+    /// Parses `I/N`.
+    fn from_str(s: &str) -> Result<Shard, SweepError> {
+        let bad = || SweepError::BadShard(s.to_string());
+        let (i, n) = s.split_once('/').ok_or_else(bad)?;
+        let index: usize = i.trim().parse().map_err(|_| bad())?;
+        let count: usize = n.trim().parse().map_err(|_| bad())?;
+        if count == 0 || index >= count {
+            return Err(bad());
+        }
+        Ok(Shard { index, count })
+    }
+}
+
+/// The cells of `grid` that `shard` runs (all of them without a shard).
+pub fn shard_cells(cells: Vec<Cell>, shard: Option<Shard>) -> Vec<Cell> {
+    match shard {
+        None => cells,
+        Some(s) => cells
+            .into_iter()
+            .filter(|c| c.shard_of(s.count) == s.index)
+            .collect(),
+    }
+}
+
+/// Runs `cells` on a pool of `jobs` threads (0 = one per core), calling `progress` with the
+/// number done after each cell. The results are in grid order; the first failing cell (in
+/// grid order) is the error.
+pub fn run_cells(
+    store: &Store,
+    cells: &[Cell],
+    jobs: usize,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<Vec<CellResult>, SweepError> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(jobs)
+        .build()
+        .map_err(|e| SweepError::Io {
+            path: PathBuf::from("(thread pool)"),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let results: Vec<Result<CellResult, SweepError>> = pool.install(|| {
+        cells
+            .par_iter()
+            .map(|c| {
+                let r = run_cell(store, c).map_err(|source| SweepError::Cell {
+                    cell: c.key.clone(),
+                    source,
+                });
+                progress(done.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1);
+                r
+            })
+            .collect()
+    });
+    results.into_iter().collect()
+}

@@ -1,0 +1,328 @@
+//! `hazardserve sweep`: cells are the grid's product, results do not depend on `--jobs` or on
+//! sharding, a cell where nothing fails shows no effect, and a cluster built to make hazard
+//! awareness pay shows it.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::common::{fails, hs, ok, write};
+
+/// A small seeded generator (the tests need no statistics from it, only variety).
+struct Lcg(u64);
+
+impl Lcg {
+    fn unit(&mut self) -> f64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        ((self.0 >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+    }
+}
+
+/// An add-remove log (ms) of `nodes` nodes over `horizon_s`: up-sessions from `up(rng)`
+/// seconds (`None` = never fails), down times of 30 to 90 s.
+fn availability(
+    nodes: usize,
+    horizon_s: f64,
+    seed: u64,
+    up: impl Fn(&mut Lcg) -> Option<f64>,
+) -> String {
+    let mut rng = Lcg(seed);
+    let mut lines = Vec::new();
+    for n in 0..nodes {
+        let mut t = rng.unit() * 60.0;
+        while t < horizon_s {
+            lines.push((t, format!("{},add,n{n}", (t * 1000.0).round() as i64)));
+            let Some(d) = up(&mut rng) else {
+                break;
+            };
+            t += d;
+            if t >= horizon_s {
+                break;
+            }
+            lines.push((t, format!("{},remove,n{n}", (t * 1000.0).round() as i64)));
+            t += 30.0 + 60.0 * rng.unit();
+        }
+    }
+    lines.sort_by(|a, b| a.0.total_cmp(&b.0));
+    // JSON lines: a `DONE` record at the horizon closes the observation of every node.
+    lines.push((horizon_s, String::new()));
+    let mut out = String::new();
+    for (t, l) in lines {
+        let ms = (t * 1000.0).round() as i64;
+        match l
+            .split_once(',')
+            .map(|(_, rest)| rest.split_once(',').unwrap())
+        {
+            Some((action, node)) => out.push_str(&format!(
+                "[{ms}, \"{action}\", {{\"nodes\": [\"{node}\"]}}]\n"
+            )),
+            None => out.push_str(&format!("[{ms}, \"DONE\"]\n")),
+        }
+    }
+    out
+}
+
+/// A request CSV: Poisson arrivals at `rate` per second over `span_s`, prompts of 200 to 600
+/// tokens, outputs around `output` tokens.
+fn requests(span_s: f64, rate: f64, output: u64, seed: u64) -> String {
+    let mut rng = Lcg(seed);
+    let mut out = String::from("arrival_s,prompt_tokens,output_tokens\n");
+    let mut t = 0.0;
+    while t < span_s {
+        t += -rng.unit().ln() / rate;
+        let prompt = 200 + (rng.unit() * 400.0) as u64;
+        let o = (output as f64 * (0.5 + rng.unit())) as u64;
+        out.push_str(&format!("{t:.3},{prompt},{}\n", o.max(1)));
+    }
+    out
+}
+
+fn store_with(dir: &Path, nodes_csv: &str, requests_csv: &str) -> PathBuf {
+    let store = dir.join("store");
+    let a = write(dir, "nodes.jsonl", nodes_csv);
+    let r = write(dir, "requests.csv", requests_csv);
+    let mut c = hs(&store);
+    c.args([
+        "-q",
+        "ingest",
+        "--format",
+        "add-remove",
+        "--source",
+        "cluster",
+    ])
+    .arg(&a);
+    ok(c);
+    let mut c = hs(&store);
+    c.args([
+        "-q",
+        "ingest",
+        "--format",
+        "lengths-csv",
+        "--source",
+        "reqs",
+    ])
+    .arg(&r);
+    ok(c);
+    store
+}
+
+fn summary(store: &Path, id: &str) -> Vec<Value> {
+    let mut c = hs(store);
+    c.args(["-q", "sweep", "summary", id, "--format", "json"]);
+    serde_json::from_str(&ok(c)).expect("summary JSON")
+}
+
+/// The stored cells of a sweep without its id, in cell order (what must be equal).
+fn cells(store: &Path, id: &str) -> String {
+    let mut c = hs(store);
+    c.args([
+        "-q",
+        "sql",
+        "--format",
+        "csv",
+        &format!(
+            "SELECT position, cell, axes, config, requests, result FROM sweep_cells WHERE sweep_id = '{id}' ORDER BY cell"
+        ),
+    ]);
+    ok(c)
+}
+
+/// Asserts two stored sweeps are equal, showing where they first differ.
+fn same(a: &str, b: &str, what: &str) {
+    if a == b {
+        return;
+    }
+    let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+    let from = at.saturating_sub(200);
+    panic!(
+        "{what} differ at byte {at}:\n{}\n---\n{}",
+        &a[from..(at + 100).min(a.len())],
+        &b[from..(at + 100).min(b.len())]
+    );
+}
+
+const POLICIES: &str = "\"replay.policies\" = [\"hazard\", \"hazard-nomigrate\", \"fastest\", \"least-loaded\", \"uptime\", \"oracle\"]\n";
+
+#[test]
+fn sweep_is_the_same_under_any_jobs_and_shards() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_with(
+        tmp.path(),
+        &availability(12, 40_000.0, 7, |r| Some(200.0 + 3000.0 * r.unit())),
+        &requests(600.0, 0.5, 300, 3),
+    );
+    let grid = write(
+        tmp.path(),
+        "grid.toml",
+        &format!(
+            "[base]\n\"nodes.source\" = \"cluster\"\n\"workload.source\" = \"reqs\"\n\"replay.windows\" = 3\n{POLICIES}[axes]\n\"hardware.preset\" = [\"a100\", \"m1-max\"]\n\"replay.seed\" = [1, 2]\n\"workload.load\" = [0.5, 0.9]\n"
+        ),
+    );
+    let mut c = hs(&store);
+    c.args(["sweep", "--dry-run", "--grid"]).arg(&grid);
+    assert_eq!(ok(c).lines().count(), 8);
+    for (id, jobs) in [("one", "1"), ("two", "2")] {
+        let mut c = hs(&store);
+        c.args(["-q", "sweep", "--id", id, "--jobs", jobs, "--grid"])
+            .arg(&grid);
+        ok(c);
+    }
+    let shards = tmp.path().join("shards");
+    for i in 0..3 {
+        let mut c = hs(&store);
+        c.args(["-q", "sweep", "--shard", &format!("{i}/3"), "--out"])
+            .arg(&shards)
+            .arg("--grid")
+            .arg(&grid);
+        ok(c);
+    }
+    // A merge that lacks a shard is refused and names it.
+    let partial = tmp.path().join("partial");
+    std::fs::create_dir_all(&partial).unwrap();
+    for ext in ["json", "parquet"] {
+        std::fs::copy(
+            shards.join(format!("shard-0-of-3.{ext}")),
+            partial.join(format!("shard-0-of-3.{ext}")),
+        )
+        .unwrap();
+    }
+    let mut c = hs(&store);
+    c.args(["sweep", "merge", "--id", "bad"]).arg(&partial);
+    let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+    assert!(err.contains("shards 1, 2 of 3 are missing"), "{err}");
+    let mut c = hs(&store);
+    c.args(["-q", "sweep", "merge", "--id", "merged"])
+        .arg(&shards);
+    ok(c);
+
+    let one = cells(&store, "one");
+    assert!(one.contains("7,\"hardware.preset=m1-max,replay.seed=2,workload.load=0.9\""));
+    same(&one, &cells(&store, "two"), "--jobs 1 and --jobs 2");
+    same(
+        &one,
+        &cells(&store, "merged"),
+        "unsharded and sharded-and-merged",
+    );
+    let s = summary(&store, "one");
+    assert_eq!(s.len(), 8);
+    for cell in &s {
+        for key in [
+            "hardware.preset",
+            "replay.seed",
+            "workload.load",
+            "cell",
+            "pays",
+        ] {
+            assert!(cell.get(key).is_some(), "{key} missing in {cell}");
+        }
+        for cmp in [
+            "hazard_vs_fastest",
+            "hazard_vs_best_blind",
+            "hazard_vs_uptime",
+        ] {
+            for m in [
+                "mean_completion_s",
+                "p99_completion_s",
+                "unplanned_interruptions",
+            ] {
+                let d = &cell[cmp][m];
+                assert!(d["diff"].is_f64(), "{cmp}.{m} in {cell}");
+                assert!(d.get("ci_low").is_some() && d.get("ci_high").is_some());
+            }
+        }
+        assert!(cell["gap_closed"].is_null() || cell["gap_closed"].is_f64());
+    }
+}
+
+#[test]
+fn a_cell_where_nothing_fails_shows_no_effect_and_no_migration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_with(
+        tmp.path(),
+        &availability(8, 20_000.0, 1, |_| None),
+        &requests(600.0, 0.3, 300, 5),
+    );
+    let grid = write(
+        tmp.path(),
+        "grid.toml",
+        &format!(
+            "[base]\n\"nodes.source\" = \"cluster\"\n\"workload.source\" = \"reqs\"\n\"replay.windows\" = 4\n\"workload.load\" = 0.5\n{POLICIES}[axes]\n\"hardware.preset\" = [\"a100\", \"phone\"]\n"
+        ),
+    );
+    let mut c = hs(&store);
+    c.args(["-q", "sweep", "--id", "calm", "--grid"]).arg(&grid);
+    ok(c);
+    for cell in summary(&store, "calm") {
+        let d = &cell["hazard_vs_fastest"]["mean_completion_s"];
+        let (lo, hi) = (
+            d["ci_low"].as_f64().unwrap(),
+            d["ci_high"].as_f64().unwrap(),
+        );
+        assert!(lo <= 0.0 && 0.0 <= hi, "{cell}");
+        assert_eq!(cell["planned_migrations"].as_f64(), Some(0.0), "{cell}");
+        assert_eq!(cell["pays"], false, "{cell}");
+        assert_eq!(cell["migration_pays"], false, "{cell}");
+    }
+}
+
+#[test]
+fn hazard_pays_on_a_cluster_built_for_it() {
+    // Short sessions with a strongly increasing hazard (Weibull k = 4, scale 900 s): a node's
+    // age says when it will go. Slow decode and long outputs make requests long enough to be
+    // caught.
+    let tmp = tempfile::tempdir().unwrap();
+    let weibull = |r: &mut Lcg| Some(900.0 * (-r.unit().ln()).powf(0.25));
+    let store = store_with(
+        tmp.path(),
+        &availability(24, 60_000.0, 11, weibull),
+        &requests(3_000.0, 0.2, 1_500, 9),
+    );
+    let grid = write(
+        tmp.path(),
+        "grid.toml",
+        &format!(
+            "[base]\n\"nodes.source\" = \"cluster\"\n\"workload.source\" = \"reqs\"\n\"replay.windows\" = 10\n\"replay.window_length_s\" = 3000\n\"workload.load\" = 0.4\n\"hardware.preset\" = \"m1-max\"\n\"hardware.link\" = \"10gbe\"\n\"workload.estimator\" = \"exact\"\n{POLICIES}"
+        ),
+    );
+    let mut c = hs(&store);
+    c.args(["-q", "sweep", "--id", "pays", "--grid"]).arg(&grid);
+    ok(c);
+    let s = summary(&store, "pays");
+    assert_eq!(s.len(), 1);
+    let cell = &s[0];
+    let d = &cell["hazard_vs_fastest"]["mean_completion_s"];
+    assert!(
+        d["diff"].as_f64().unwrap() < 0.0 && d["ci_high"].as_f64().unwrap() < 0.0,
+        "hazard does not beat fastest: {cell}"
+    );
+    assert!(
+        cell["planned_migrations"].as_f64().unwrap() > 0.0,
+        "no planned migration fired: {cell}"
+    );
+}
+
+#[test]
+fn grid_errors_name_the_key_before_any_work() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let grid = write(
+        tmp.path(),
+        "grid.toml",
+        "[axes]\n\"hardware.preset\" = [\"a100\", \"a1000\"]\n",
+    );
+    let mut c = hs(&store);
+    c.args(["sweep", "--grid"]).arg(&grid);
+    let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+    assert!(
+        err.contains("axes.hardware.preset = a1000") && err.contains("unknown hardware preset"),
+        "{err}"
+    );
+    let mut c = hs(&store);
+    c.args(["sweep", "--shard", "3/3", "--out", "x", "--grid"])
+        .arg(&grid);
+    let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+    assert!(err.contains("0 <= I < N"), "{err}");
+}
