@@ -37,7 +37,7 @@ pub enum SynthWhat {
 /// `synth workload` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve synth workload --out w.csv --rate 5 --duration 3600\n  hazardserve synth workload --out w.csv --cv 1 && hazardserve ingest --source w w.csv"
+    after_help = "Examples:\n  hazardserve synth workload --out w.csv --rate 5 --duration 3600\n  hazardserve synth workload --out w.csv --cv 1 && hazardserve ingest --source w w.csv\n  hazardserve synth workload --class long-output --out long.csv && hazardserve ingest --source long-output long.csv\n\nLengths drawn above --max-prompt / --max-output are written at the cap; the number clipped\nis reported."
 )]
 pub struct WorkloadArgs {
     /// Output CSV (lengths-csv: arrival_s,prompt_tokens,output_tokens).
@@ -52,21 +52,42 @@ pub struct WorkloadArgs {
     /// Length, seconds.
     #[arg(long, default_value_t = 3600.0)]
     pub duration: f64,
-    /// Mean of ln(prompt tokens) (default: Azure conv 2023).
-    #[arg(long, default_value_t = 6.633)]
-    pub prompt_mu: f64,
+    /// Request class whose lengths are the defaults: `chat` (Azure conv 2023) or
+    /// `long-output` (reasoning/agentic: outputs with median ~3,400 and mean ~4,700 tokens, after
+    /// DeepSeek-R1's measured mean; capped at 32,768).
+    #[arg(long, value_enum, default_value_t = RequestClass::Chat)]
+    pub class: RequestClass,
+    /// Mean of ln(prompt tokens) (default: the class's).
+    #[arg(long)]
+    pub prompt_mu: Option<f64>,
     /// Standard deviation of ln(prompt tokens).
-    #[arg(long, default_value_t = 0.985)]
-    pub prompt_sigma: f64,
+    #[arg(long)]
+    pub prompt_sigma: Option<f64>,
     /// Mean of ln(output tokens).
-    #[arg(long, default_value_t = 5.019)]
-    pub output_mu: f64,
+    #[arg(long)]
+    pub output_mu: Option<f64>,
     /// Standard deviation of ln(output tokens).
-    #[arg(long, default_value_t = 0.859)]
-    pub output_sigma: f64,
+    #[arg(long)]
+    pub output_sigma: Option<f64>,
+    /// Largest prompt, tokens (default: the class's, 16,384).
+    #[arg(long)]
+    pub max_prompt: Option<u32>,
+    /// Largest output, tokens (default: the class's: 1,000 for chat, as the Azure trace caps
+    /// them; 32,768 for long-output).
+    #[arg(long)]
+    pub max_output: Option<u32>,
     /// Random seed.
     #[arg(long, default_value_t = synth::DEFAULT_SEED)]
     pub seed: u64,
+}
+
+/// The request classes of `synth workload`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum RequestClass {
+    /// Azure LLM inference 2023, conv.
+    Chat,
+    /// Reasoning / agentic requests with long outputs.
+    LongOutput,
 }
 
 /// Runs `synth`.
@@ -88,23 +109,43 @@ pub fn run(globals: &Globals, args: SynthArgs) -> anyhow::Result<()> {
                     anyhow::bail!("{name} must be positive, got {v}");
                 }
             }
+            let base = match a.class {
+                RequestClass::Chat => synth::WorkloadParams::default(),
+                RequestClass::LongOutput => synth::LONG_OUTPUT,
+            };
             let p = synth::WorkloadParams {
                 rate: a.rate,
                 cv: a.cv,
                 duration_s: a.duration,
-                prompt_mu: a.prompt_mu,
-                prompt_sigma: a.prompt_sigma,
-                output_mu: a.output_mu,
-                output_sigma: a.output_sigma,
-                ..synth::WorkloadParams::default()
+                prompt_mu: a.prompt_mu.unwrap_or(base.prompt_mu),
+                prompt_sigma: a.prompt_sigma.unwrap_or(base.prompt_sigma),
+                output_mu: a.output_mu.unwrap_or(base.output_mu),
+                output_sigma: a.output_sigma.unwrap_or(base.output_sigma),
+                max_prompt: a.max_prompt.unwrap_or(base.max_prompt),
+                max_output: a.max_output.unwrap_or(base.max_output),
             };
-            let csv = synth::workload_csv(&p, a.seed);
+            if p.max_prompt == 0 || p.max_output == 0 {
+                anyhow::bail!("--max-prompt and --max-output must be at least 1");
+            }
+            let (csv, clipped) = synth::workload_csv_counted(&p, a.seed);
             crate::store::write_atomic(&a.out, csv.as_bytes())?;
             globals.say(format!(
                 "wrote {} ({} requests)",
                 a.out.display(),
-                csv.lines().count() - 1
+                clipped.requests
             ));
+            for (n, what, cap, flag) in [
+                (clipped.prompts, "prompts", p.max_prompt, "--max-prompt"),
+                (clipped.outputs, "outputs", p.max_output, "--max-output"),
+            ] {
+                if n > 0 {
+                    globals.say(format!(
+                        "note: {n} of {} {what} ({:.1} %) were drawn above {cap} tokens and written as {cap} (raise {flag} to keep them)",
+                        clipped.requests,
+                        100.0 * n as f64 / clipped.requests.max(1) as f64
+                    ));
+                }
+            }
         }
     }
     Ok(())

@@ -523,12 +523,18 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
         mean(&xs)
     };
     let mut out = Vec::with_capacity(rows.len());
+    // A reference not run at a parameter point is the same there as at the first point (see
+    // `ParamPoint::policies`).
+    let at = |param: usize, k: PolicyKind| {
+        rows.get(&(param, policy_rank(k)))
+            .or_else(|| rows.get(&(0, policy_rank(k))))
+    };
     for (&(param, _), row) in &rows {
-        let fastest = rows.get(&(param, policy_rank(PolicyKind::Fastest)));
-        let oracle = rows.get(&(param, policy_rank(PolicyKind::Oracle)));
+        let fastest = at(param, PolicyKind::Fastest);
+        let oracle = at(param, PolicyKind::Oracle);
         let best_blind = HAZARD_BLIND
             .iter()
-            .filter_map(|&k| rows.get(&(param, policy_rank(k))))
+            .filter_map(|&k| at(param, k))
             .filter_map(|r| Some((mean_of(r)?, r)))
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, r)| r);

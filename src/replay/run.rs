@@ -21,6 +21,10 @@ pub struct ParamPoint {
     pub label: String,
     /// The policy constants at this point.
     pub params: Params,
+    /// The policies run at this point (`None`: all of the grid's). A point that changes only
+    /// what some policies read (e.g. `overlap`, which only planned moves use) runs only those;
+    /// the comparison pairs the others' rows at the first point, where they are the same.
+    pub policies: Option<Vec<PolicyKind>>,
 }
 
 impl ParamPoint {
@@ -33,6 +37,7 @@ impl ParamPoint {
                     hysteresis_s: h,
                     ..base
                 },
+                policies: None,
             })
             .collect()
     }
@@ -75,6 +80,7 @@ impl Grid {
         let single = [ParamPoint {
             label: String::new(),
             params: cfg.params,
+            policies: None,
         }];
         let points: &[ParamPoint] = if self.params.is_empty() {
             &single
@@ -88,6 +94,12 @@ impl Grid {
             for (window_index, &window) in self.windows.iter().enumerate() {
                 for &seed in &self.seeds {
                     for (param_index, p) in points.iter().enumerate() {
+                        if p.policies
+                            .as_ref()
+                            .is_some_and(|only| !only.contains(&policy))
+                        {
+                            continue;
+                        }
                         out.push(RunSpec {
                             policy,
                             window_index,

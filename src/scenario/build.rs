@@ -17,7 +17,7 @@ use crate::replay::{
 };
 use crate::rng::Rng;
 use crate::store::Store;
-use crate::survival::curve::{ConditionalSurvival, LinearCurve, StepCurve};
+use crate::survival::curve::{ConditionalSurvival, LinearCurve, StepCurve, WeibullTail};
 use crate::survival::priors::{fit_priors, Priors, PriorsError, PriorsMeta, PriorsOptions};
 use crate::survival::shrinkage::ShrinkageOptions;
 use crate::survival::SurvivalError;
@@ -461,6 +461,33 @@ fn policies(cfg: &ScenarioConfig) -> Result<Vec<PolicyKind>, ScenarioError> {
         .collect()
 }
 
+/// `steps` with the exponential tail `policy.tail` asks for: `flat` drops it, `last-interval`
+/// replaces it with the hazard of the curve's own last interval,
+/// `-ln(s_n / s_{n-1}) / (t_n - t_{n-1})` (kept when that is undefined); `exponential` and
+/// `weibull` keep the pooled rate (the Weibull tail is a wrapper, see [`build`]).
+fn with_tail(steps: StepCurve, tail: &str) -> StepCurve {
+    let (t, s) = (steps.times(), steps.values());
+    let rate = match tail {
+        "flat" => None,
+        "last-interval" => {
+            let n = t.len();
+            let (t0, s0) = match n {
+                0 => return steps,
+                1 => (0.0, 1.0),
+                _ => (t[n - 2], s[n - 2]),
+            };
+            let r = -(s[n - 1] / s0).ln() / (t[n - 1] - t0);
+            if r.is_finite() && r >= 0.0 {
+                Some(r)
+            } else {
+                return steps;
+            }
+        }
+        _ => return steps,
+    };
+    StepCurve::new(t.to_vec(), s.to_vec(), rate).unwrap_or(steps)
+}
+
 /// The capacity and arrival rate behind `workload.load`.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct OfferedLoad {
@@ -550,6 +577,19 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
     let link = presets::find_link(&cfg.hardware.link)?;
     let model = presets::find_model(&cfg.model.preset)?;
     let linear = cfg.policy.survival_curve == "linear";
+    let weibull = match (&priors, cfg.policy.tail.as_str()) {
+        (Some(p), "weibull") => match &p.pooled.parametric {
+            Some(w) => Some((w.weibull_shape, w.weibull_scale_s)),
+            None => {
+                notes.push(
+                    "policy.tail = weibull: the pooled fit has too few events for a Weibull; exponential tail used"
+                        .into(),
+                );
+                None
+            }
+        },
+        _ => None,
+    };
     let mut cluster_nodes = Vec::with_capacity(nodes.selected.len());
     for &i in &nodes.selected {
         let id = &data.node_ids[i];
@@ -559,10 +599,21 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
             None => StepCurve::new(Vec::new(), Vec::new(), None)
                 .map_err(|e| ScenarioError::invalid("policy.survival_curve", e.to_string()))?,
         };
-        let curve: Arc<dyn ConditionalSurvival> = if linear {
-            Arc::new(LinearCurve::new(steps))
-        } else {
-            Arc::new(steps)
+        let steps = with_tail(steps, &cfg.policy.tail);
+        let last_t = steps.times().last().copied().unwrap_or(0.0);
+        let curve: Arc<dyn ConditionalSurvival> = match (linear, weibull) {
+            (true, None) => Arc::new(LinearCurve::new(steps)),
+            (false, None) => Arc::new(steps),
+            (true, Some((k, l))) => {
+                match WeibullTail::new(LinearCurve::new(steps.clone()), last_t, k, l) {
+                    Some(c) => Arc::new(c),
+                    None => Arc::new(LinearCurve::new(steps)),
+                }
+            }
+            (false, Some((k, l))) => match WeibullTail::new(steps.clone(), last_t, k, l) {
+                Some(c) => Arc::new(c),
+                None => Arc::new(steps),
+            },
         };
         cluster_nodes.push(Node {
             name: id.clone(),
@@ -621,13 +672,21 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
             ParamPoint {
                 label: "default".into(),
                 params,
+                policies: None,
             },
+            // Overlap changes only planned moves: the other policies are not run again.
             ParamPoint {
                 label: "overlap".into(),
                 params: crate::policy::Params {
                     overlap: true,
                     ..params
                 },
+                policies: Some(
+                    PolicyKind::ALL
+                        .into_iter()
+                        .filter(|k| k.migrates())
+                        .collect(),
+                ),
             },
         ]);
     }

@@ -61,6 +61,11 @@ overlap = false
 # How policies read the fitted survival curves: "linear" (each Kaplan-Meier drop spread over
 # the interval before it, so short horizons see the hazard) or "step" (the steps as they are).
 survival_curve = "linear"
+# How the curves are read past their last knot (the oldest nodes): "exponential" (the pooled
+# average tail hazard), "last-interval" (each node's hazard over its last interval), "flat"
+# (no hazard past the data) or "weibull" (the pooled Weibull fit, so a decreasing hazard keeps
+# decreasing; exponential when the fit has too few events).
+tail = "exponential"
 
 [workload]
 # Request source in the store (ingested with azure-llm, mooncake or lengths-csv).
@@ -226,6 +231,8 @@ pub struct PolicyConfig {
     /// How policies read the fitted curves: `step` (the Kaplan-Meier steps as they are) or
     /// `linear` (each drop spread over the interval before it).
     pub survival_curve: String,
+    /// The tail model past the last knot: `exponential`, `last-interval`, `flat`, `weibull`.
+    pub tail: String,
 }
 
 impl Default for PolicyConfig {
@@ -241,6 +248,7 @@ impl Default for PolicyConfig {
             min_remaining_s: p.min_remaining_s,
             overlap: p.overlap,
             survival_curve: "linear".into(),
+            tail: "exponential".into(),
         }
     }
 }
@@ -359,6 +367,9 @@ pub struct ScenarioConfig {
     pub replay: ReplaySection,
 }
 
+/// The tail models of `policy.tail`.
+pub const TAILS: [&str; 4] = ["exponential", "last-interval", "flat", "weibull"];
+
 /// Most windows a scenario may ask for (each window is a full replay of every policy).
 pub const MAX_WINDOWS: usize = 10_000;
 
@@ -473,6 +484,12 @@ impl ScenarioConfig {
             return Err(ScenarioError::invalid(
                 "policy.survival_curve",
                 format!("{:?}: use step or linear", self.policy.survival_curve),
+            ));
+        }
+        if !TAILS.contains(&self.policy.tail.as_str()) {
+            return Err(ScenarioError::invalid(
+                "policy.tail",
+                format!("{:?}: use {}", self.policy.tail, TAILS.join(", ")),
             ));
         }
         let p = &self.policy;

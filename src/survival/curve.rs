@@ -624,6 +624,85 @@ impl ConditionalSurvival for LinearCurve {
     }
 }
 
+/// A curve whose reading past its last knot follows a fitted Weibull: up to `last_t` it is the
+/// inner curve; after it, `S(t) = S(last_t) · exp(-(H(t) - H(last_t)))` with the Weibull
+/// cumulative hazard `H(x) = (x / scale)^shape`, and a node older than the curve's support
+/// (`S(age) = 0`) gets the Weibull conditional `S(t | a) = exp(-(H(a + t) - H(a)))`.
+///
+/// With a decreasing hazard (shape < 1) the oldest nodes are the safest; an exponential tail at
+/// the pooled average rate charges them the average hazard instead (on phone traces about twice
+/// the interruptions of the step reading, the regime map's motivating case).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WeibullTail<C> {
+    inner: C,
+    last_t: f64,
+    last_s: f64,
+    shape: f64,
+    scale: f64,
+}
+
+impl<C: ConditionalSurvival> WeibullTail<C> {
+    /// `inner` read as itself up to `last_t` (its last knot) and as the Weibull (`shape`,
+    /// `scale` seconds, both finite and positive) after it; `None` for invalid parameters.
+    pub fn new(inner: C, last_t: f64, shape: f64, scale: f64) -> Option<WeibullTail<C>> {
+        if !(shape.is_finite() && shape > 0.0 && scale.is_finite() && scale > 0.0) {
+            return None;
+        }
+        let last_t = nonneg(last_t);
+        let last_s = inner.survival(last_t);
+        Some(WeibullTail {
+            inner,
+            last_t,
+            last_s,
+            shape,
+            scale,
+        })
+    }
+
+    #[inline]
+    fn cum_hazard(&self, x: f64) -> f64 {
+        (nonneg(x) / self.scale).powf(self.shape)
+    }
+}
+
+impl<C: ConditionalSurvival> ConditionalSurvival for WeibullTail<C> {
+    fn survival(&self, t: f64) -> f64 {
+        if t.is_nan() || t <= self.last_t {
+            self.inner.survival(t)
+        } else {
+            clamp01(self.last_s * (self.cum_hazard(self.last_t) - self.cum_hazard(t)).exp())
+        }
+    }
+
+    /// The Weibull hazard at the last knot (the tail is not exponential; [`Self::conditional`]
+    /// uses the Weibull itself).
+    fn tail_hazard(&self) -> f64 {
+        let x = self.last_t.max(f64::MIN_POSITIVE);
+        self.shape / self.scale * (x / self.scale).powf(self.shape - 1.0)
+    }
+
+    fn conditional(&self, age: f64, t: f64) -> f64 {
+        if t.is_nan() || t <= 0.0 {
+            return 1.0;
+        }
+        let a = nonneg(age);
+        let sa = self.survival(a);
+        if sa > 0.0 {
+            clamp01(self.survival(a + t) / sa)
+        } else {
+            clamp01((self.cum_hazard(a) - self.cum_hazard(a + t)).exp())
+        }
+    }
+
+    fn conditional_grid(&self, age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
+        let step = nonneg(step);
+        out[0] = 1.0;
+        for (k, o) in out.iter_mut().enumerate().skip(1) {
+            *o = self.conditional(age, k as f64 * step);
+        }
+    }
+}
+
 /// Test helper: asserts the documented edge answers of the [module docs](self) for `c` at
 /// each of `ages` (include 0, ages past the last knot and ages where `S = 0`).
 #[cfg(test)]

@@ -156,3 +156,35 @@ fn step_curve_rejects_bad_input() {
     assert!(StepCurve::new(vec![1.0, 2.0], vec![0.8, 0.9], None).is_err());
     assert!(StepCurve::new(vec![1.0], vec![0.8], Some(-1.0)).is_err());
 }
+
+#[test]
+fn weibull_tail_continues_the_curve_and_keeps_old_nodes_safe() {
+    let steps = StepCurve::new(vec![100.0, 200.0], vec![0.8, 0.5], Some(0.01)).unwrap();
+    let c = WeibullTail::new(steps.clone(), 200.0, 0.5, 400.0).unwrap();
+    assert_edges("weibull-tail", &c, &[0.0, 150.0, 200.0, 1e5]);
+    // The curve itself up to its last knot, continuous there, non-increasing after it.
+    assert_eq!(c.survival(150.0), steps.survival(150.0));
+    assert_eq!(c.survival(200.0), 0.5);
+    let mut prev = 0.5;
+    for t in [200.001, 300.0, 1_000.0, 1e5] {
+        let s = c.survival(t);
+        assert!(s <= prev && s > 0.0, "S({t}) = {s}");
+        prev = s;
+    }
+    // A decreasing hazard past the knot: an older node survives the next 100 s more often,
+    // which the exponential tail (the same for every age) cannot say.
+    let young = c.conditional(300.0, 100.0);
+    let old = c.conditional(5_000.0, 100.0);
+    assert!(old > young, "old {old} young {young}");
+    assert_eq!(
+        steps.conditional(300.0, 100.0),
+        steps.conditional(5_000.0, 100.0)
+    );
+    // The grid agrees with the pointwise answers.
+    let mut g = [0.0; GRID_POINTS];
+    c.conditional_grid(250.0, 30.0, &mut g);
+    for (k, &v) in g.iter().enumerate() {
+        assert!((v - c.conditional(250.0, k as f64 * 30.0)).abs() < 1e-12);
+    }
+    assert!(WeibullTail::new(steps, 200.0, 0.0, 1.0).is_none());
+}

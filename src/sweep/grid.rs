@@ -9,6 +9,10 @@
 //! "hardware.preset" = ["a100", "m1-max"]
 //! ```
 //!
+//! An axis may set several keys together: `"hardware.preset+model.preset" = [["a100",
+//! "llama-3-8b"], ["phone", "llama-3.2-1b"]]` (a phone runs a small model) gives two cells,
+//! not four.
+//!
 //! Base keys may be written dotted (`"replay.windows" = 10`) or as tables (`[base.replay]`).
 //! `config = "FILE"` starts from a scenario file (relative to the grid file's directory, then to
 //! the working directory); the other base keys override it. Every cell's scenario is checked
@@ -69,11 +73,33 @@ impl Cell {
     }
 }
 
-/// A value as a cell key shows it: strings bare, everything else as TOML.
+/// A value as a cell key shows it: strings bare, the values of a joint axis joined by `+`,
+/// everything else as TOML.
 pub fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
+        Value::Array(a) => a.iter().map(value_text).collect::<Vec<_>>().join("+"),
         other => other.to_string(),
+    }
+}
+
+/// Sets an axis value: one key, or for a joint axis `k1+k2+...` one array value per key.
+fn set_axis(t: &mut Table, key: &str, v: Value) -> Result<(), String> {
+    if !key.contains('+') {
+        return set_path(t, key, v);
+    }
+    let keys: Vec<&str> = key.split('+').collect();
+    match v {
+        Value::Array(vals) if vals.len() == keys.len() => {
+            for (k, x) in keys.iter().zip(vals) {
+                set_path(t, k, x)?;
+            }
+            Ok(())
+        }
+        _ => Err(format!(
+            "a value of the joint axis {key:?} is a list of {} values, one per key",
+            keys.len()
+        )),
     }
 }
 
@@ -164,7 +190,7 @@ impl GridFile {
         for a in &grid.axes {
             for v in &a.values {
                 let mut t = grid.base.clone();
-                set_path(&mut t, &a.key, v.clone())
+                set_axis(&mut t, &a.key, v.clone())
                     .and_then(|()| to_config(&t))
                     .map_err(|m| bad(format!("axes.{} = {}: {m}", a.key, value_text(v))))?;
             }
@@ -197,7 +223,7 @@ impl GridFile {
             let mut values = Vec::with_capacity(self.axes.len());
             for (a, &p) in self.axes.iter().zip(&picks) {
                 let v = a.values[p].clone();
-                set_path(&mut t, &a.key, v.clone()).map_err(|m| self.bad(m))?;
+                set_axis(&mut t, &a.key, v.clone()).map_err(|m| self.bad(m))?;
                 values.push((a.key.clone(), v));
             }
             let config = to_config(&t).map_err(|m| self.bad(m))?;
@@ -304,21 +330,22 @@ mod tests {
     #[test]
     fn cells_are_the_product_in_file_order() {
         let g = parse(
-            "[base]\n\"replay.windows\" = 3\n[base.workload]\nrate_scale = 2.0\n[axes]\n\"hardware.preset\" = [\"a100\", \"m1-max\"]\n\"policy.overlap\" = [false, true]\n\"replay.seed\" = [1, 2, 3]\n",
+            "[base]\n\"replay.windows\" = 3\n[base.workload]\nrate_scale = 2.0\n[axes]\n\"replay.seed\" = [1, 2, 3]\n\"policy.overlap\" = [false, true]\n\"hardware.preset\" = [\"m1-max\", \"a100\"]\n",
         )
         .unwrap();
         assert_eq!(g.len(), 12);
         let cells = g.cells().unwrap();
         assert_eq!(
             cells[0].key,
-            "hardware.preset=a100,policy.overlap=false,replay.seed=1"
+            "replay.seed=1,policy.overlap=false,hardware.preset=m1-max"
         );
         assert_eq!(
             cells[11].key,
-            "hardware.preset=m1-max,policy.overlap=true,replay.seed=3"
+            "replay.seed=3,policy.overlap=true,hardware.preset=a100"
         );
-        assert_eq!(cells[4].config.policy.overlap, true);
-        assert_eq!(cells[4].config.replay.seed, 2);
+        assert!(cells[6].config.policy.overlap);
+        assert_eq!(cells[6].config.replay.seed, 2);
+        assert_eq!(cells[6].config.hardware.preset, "m1-max");
         assert!(cells
             .iter()
             .all(|c| c.config.replay.windows == 3 && c.config.workload.rate_scale == 2.0));
@@ -342,6 +369,21 @@ mod tests {
             .cells()
             .unwrap_err();
         assert!(e.to_string().contains("repeats"), "{e}");
+    }
+
+    #[test]
+    fn joint_axes_set_keys_together() {
+        let g = parse("[axes]\n\"hardware.preset+model.preset\" = [[\"a100\", \"llama-3-8b\"], [\"phone\", \"llama-3.2-1b\"]]\n\"replay.seed\" = [1, 2]\n").unwrap();
+        let cells = g.cells().unwrap();
+        assert_eq!(cells.len(), 4);
+        assert_eq!(
+            cells[2].key,
+            "hardware.preset+model.preset=phone+llama-3.2-1b,replay.seed=1"
+        );
+        assert_eq!(cells[2].config.hardware.preset, "phone");
+        assert_eq!(cells[2].config.model.preset, "llama-3.2-1b");
+        let e = parse("[axes]\n\"hardware.preset+model.preset\" = [\"a100\"]\n").unwrap_err();
+        assert!(e.to_string().contains("one per key"), "{e}");
     }
 
     #[test]

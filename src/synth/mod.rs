@@ -8,4 +8,4 @@ pub mod traces;
 pub mod workload;
 
 pub use traces::{write_samples, SampleFile, DEFAULT_SEED};
-pub use workload::{workload_csv, WorkloadParams};
+pub use workload::{workload_csv, workload_csv_counted, Clipped, WorkloadParams, LONG_OUTPUT};

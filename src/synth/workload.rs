@@ -50,8 +50,41 @@ impl Default for WorkloadParams {
     }
 }
 
+/// The long-output (reasoning / agentic) request class: log-normal outputs with median
+/// e^8.13 ≈ 3,400 tokens and sigma 0.8, so the mean is 3,400 · e^0.32 ≈ 4,700 tokens, the mean
+/// output of DeepSeek-R1 measured in "Token-Hungry, Yet Precise" (arXiv 2501.18576: 4,717.5
+/// tokens on average), capped at 32,768; prompts as Azure conv.
+pub const LONG_OUTPUT: WorkloadParams = WorkloadParams {
+    rate: 0.5,
+    cv: 1.09,
+    duration_s: 3600.0,
+    prompt_mu: 6.633,
+    prompt_sigma: 0.985,
+    output_mu: 8.13,
+    output_sigma: 0.8,
+    max_prompt: 16_384,
+    max_output: 32_768,
+};
+
+/// How many lengths a generated workload clipped at its caps.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Clipped {
+    /// Requests.
+    pub requests: usize,
+    /// Prompts drawn above `max_prompt` (written as `max_prompt`).
+    pub prompts: usize,
+    /// Outputs drawn above `max_output` (written as `max_output`).
+    pub outputs: usize,
+}
+
 /// Generates the CSV text of a workload.
 pub fn workload_csv(p: &WorkloadParams, seed: u64) -> String {
+    workload_csv_counted(p, seed).0
+}
+
+/// [`workload_csv`] with the number of lengths clipped at the caps.
+pub fn workload_csv_counted(p: &WorkloadParams, seed: u64) -> (String, Clipped) {
+    let mut clipped = Clipped::default();
     let mut rng = Rng::stream(seed, 400);
     let shape = 1.0 / (p.cv * p.cv).max(1e-6);
     let scale = 1.0 / (p.rate * shape);
@@ -62,17 +95,16 @@ pub fn workload_csv(p: &WorkloadParams, seed: u64) -> String {
         if t >= p.duration_s {
             break;
         }
-        let prompt = rng
-            .lognormal(p.prompt_mu, p.prompt_sigma)
-            .round()
-            .clamp(1.0, p.max_prompt as f64) as u32;
-        let output = rng
-            .lognormal(p.output_mu, p.output_sigma)
-            .round()
-            .clamp(1.0, p.max_output as f64) as u32;
+        let prompt = rng.lognormal(p.prompt_mu, p.prompt_sigma).round();
+        let output = rng.lognormal(p.output_mu, p.output_sigma).round();
+        clipped.requests += 1;
+        clipped.prompts += usize::from(prompt > f64::from(p.max_prompt));
+        clipped.outputs += usize::from(output > f64::from(p.max_output));
+        let prompt = prompt.clamp(1.0, f64::from(p.max_prompt)) as u32;
+        let output = output.clamp(1.0, f64::from(p.max_output)) as u32;
         let _ = writeln!(out, "{t:.3},{prompt},{output}");
     }
-    out
+    (out, clipped)
 }
 
 #[cfg(test)]

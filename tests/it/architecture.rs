@@ -19,6 +19,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("synth", 6),
     ("scenario", 6),
     ("output", 7),
+    ("sweep", 7),
     ("report", 8),
     ("tui", 8),
     ("cli", 9),

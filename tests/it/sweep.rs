@@ -326,3 +326,90 @@ fn grid_errors_name_the_key_before_any_work() {
     let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
     assert!(err.contains("0 <= I < N"), "{err}");
 }
+
+#[test]
+fn the_documented_duckdb_query_reads_the_store_in_place() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_with(
+        tmp.path(),
+        &availability(5, 5_000.0, 2, |r| Some(100.0 + 900.0 * r.unit())),
+        &requests(60.0, 0.5, 100, 1),
+    );
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cluster.md"))
+            .unwrap();
+    let sql = doc
+        .split("```sql\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("an sql block in docs/cluster.md")
+        .replace("STORE", &store.display().to_string());
+    let conn = duckdb::Connection::open_in_memory().unwrap();
+    let rows: Vec<(String, i64)> = conn
+        .prepare(&sql)
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
+        .unwrap()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    let mut c = hs(&store);
+    c.args([
+        "-q",
+        "sql",
+        "--format",
+        "csv",
+        "SELECT count(*) FROM sessions WHERE source = 'cluster'",
+    ]);
+    let want: i64 = ok(c).lines().nth(1).unwrap().trim().parse().unwrap();
+    assert_eq!(rows, vec![("cluster".to_string(), want)]);
+}
+
+#[test]
+fn synth_workload_caps_are_flags_and_clipping_is_reported() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("w.csv");
+    let mut c = hs(&tmp.path().join("store"));
+    c.args([
+        "synth",
+        "workload",
+        "--output-mu",
+        "8",
+        "--duration",
+        "600",
+        "--out",
+    ])
+    .arg(&out);
+    let o = c.output().unwrap();
+    assert!(o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("outputs") && err.contains("written as 1000"),
+        "{err}"
+    );
+    let text = std::fs::read_to_string(&out).unwrap();
+    let max = |t: &str| {
+        t.lines()
+            .skip(1)
+            .map(|l| l.rsplit(',').next().unwrap().parse::<u64>().unwrap())
+            .max()
+            .unwrap()
+    };
+    assert_eq!(max(&text), 1000);
+    let mut c = hs(&tmp.path().join("store"));
+    c.args([
+        "synth",
+        "workload",
+        "--output-mu",
+        "8",
+        "--duration",
+        "600",
+        "--max-output",
+        "1000000",
+        "--out",
+    ])
+    .arg(&out);
+    let o = c.output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(!err.contains("outputs ("), "{err}");
+    assert!(max(&std::fs::read_to_string(&out).unwrap()) > 1000);
+}
