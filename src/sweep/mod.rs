@@ -139,8 +139,10 @@ pub fn run_cells(
         })?;
     let done = std::sync::atomic::AtomicUsize::new(0);
     let results: Vec<Result<CellResult, SweepError>> = pool.install(|| {
+        // One task per cell: a slow cell never holds the others back on its thread.
         cells
             .par_iter()
+            .with_max_len(1)
             .map(|c| {
                 let r = run_cell(store, c).map_err(|source| SweepError::Cell {
                     cell: c.key.clone(),
