@@ -238,7 +238,10 @@ fn list(globals: &Globals) -> anyhow::Result<()> {
         .connection()
         .prepare("SELECT sweep_id, created_at, cells FROM sweeps ORDER BY created_at, sweep_id")?;
     let batches: Vec<_> = stmt.query_arrow([])?.collect();
-    let _ = globals;
+    let n: usize = batches.iter().map(|b| b.num_rows()).sum();
+    globals.say(format!(
+        "{n} sweep(s) (`hazardserve sweep summary ID` shows one)"
+    ));
     render(&batches, OutputFormat::Table, &mut std::io::stdout().lock())?;
     Ok(())
 }

@@ -413,3 +413,91 @@ fn synth_workload_caps_are_flags_and_clipping_is_reported() {
     assert!(!err.contains("outputs ("), "{err}");
     assert!(max(&std::fs::read_to_string(&out).unwrap()) > 1000);
 }
+
+#[test]
+fn workload_load_sets_the_rate_from_the_up_capacity() {
+    // Eight nodes that never fail (up for the whole of every window): the capacity is
+    // 8 nodes x 8 slots / s, with s the mean service time of a request with every slot busy on
+    // an H100 (prefill 10,815.51 tok/s, decode 68.03 tok/s, batch slowdown 0.12).
+    let tmp = tempfile::tempdir().unwrap();
+    let reqs = requests(600.0, 0.3, 300, 5);
+    let store = store_with(tmp.path(), &availability(8, 20_000.0, 1, |_| None), &reqs);
+    let rows: Vec<(f64, f64, f64)> = reqs
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let v: Vec<f64> = l.split(',').map(|x| x.parse().unwrap()).collect();
+            (v[0], v[1], v[2])
+        })
+        .collect();
+    let n = rows.len() as f64;
+    let service = rows
+        .iter()
+        .map(|&(_, p, o)| p / 10_815.51 + o * (1.0 + 0.12 * 7.0) / 68.03)
+        .sum::<f64>()
+        / n;
+    let capacity = 8.0 * 8.0 / service;
+    let span = rows.iter().map(|r| r.0).fold(0.0, f64::max);
+    let base = n / (span + span / (n - 1.0));
+    let mut c = hs(&store);
+    c.args([
+        "replay",
+        "--source",
+        "cluster",
+        "--workload",
+        "reqs",
+        "--hardware",
+        "h100",
+        "--windows",
+        "2",
+        "--policies",
+        "fastest",
+        "--load",
+        "0.5",
+        "--no-save",
+        "--format",
+        "json",
+    ]);
+    let out = c.output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    let note = err
+        .lines()
+        .find(|l| l.starts_with("note: workload.load 0.5"))
+        .unwrap_or_else(|| panic!("no load note in {err}"));
+    let num = |after: &str| -> f64 {
+        let rest = &note[note.find(after).unwrap() + after.len()..];
+        rest.split(|ch: char| !(ch.is_ascii_digit() || ch == '.'))
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    let rel = |a: f64, b: f64| (a - b).abs() / b;
+    assert!(
+        rel(num("mean up capacity of "), capacity) < 1e-3,
+        "{note} vs {capacity}"
+    );
+    assert!(
+        rel(num("arrival rate x"), 0.5 * capacity / base) < 1e-3,
+        "{note}"
+    );
+    // load and rate_scale both set the rate: one is refused.
+    let mut c = hs(&store);
+    c.args([
+        "replay",
+        "--source",
+        "cluster",
+        "--workload",
+        "reqs",
+        "--load",
+        "0.5",
+        "--rate-scale",
+        "2",
+    ]);
+    fails(c);
+}
