@@ -232,7 +232,7 @@ pub fn trigger(globals: &Globals, args: TriggerArgs) -> anyhow::Result<()> {
     after_help = "Examples:\n  hazardserve crossover --model llama-3-8b\n  hazardserve crossover --model llama-2-7b --prefill 250,2000,11048 --format json"
 )]
 pub struct CrossoverArgs {
-    /// Model preset (KV bytes per token): llama-2-7b, llama-2-13b, llama-3-8b, llama-70b.
+    /// Model preset (KV bytes per token; `hazardserve presets` lists them).
     #[arg(long, default_value = "llama-3-8b")]
     pub model: String,
     /// Destination prefill rates, tokens/s (comma-separated; default: the hardware presets).
@@ -275,5 +275,63 @@ pub fn crossover(globals: &Globals, args: CrossoverArgs) -> anyhow::Result<()> {
     if rows.iter().any(|r| r.c_star.is_none()) {
         globals.say("note: an empty (null) c_star means KV transfer never beats recompute there");
     }
+    args.output.emit(globals, &[b])
+}
+
+/// `presets` arguments.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  hazardserve presets
+  hazardserve presets --format json
+
+Hardware figures are single-request llama.cpp benchmarks (prefill, decode) with the decode
+slowdown b per other concurrent request fitted to a batched benchmark of the device class;
+models give KV bytes per token from their config.json; links give bandwidth. Scenario keys:
+[hardware] preset, [model] preset, [hardware] link.")]
+pub struct PresetsArgs {
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `hazardserve presets`: every hardware, model and link preset with its figures and source.
+pub fn presets_cmd(globals: &Globals, args: PresetsArgs) -> anyhow::Result<()> {
+    let mut kind = Vec::new();
+    let mut name = Vec::new();
+    let mut figures = Vec::new();
+    let mut source = Vec::new();
+    for h in presets::HARDWARE {
+        kind.push(Some("hardware".to_string()));
+        name.push(Some(h.name.to_string()));
+        figures.push(Some(format!(
+            "prefill {} tok/s, decode {} tok/s, batch slowdown {} ({})",
+            h.prefill_tok_s, h.decode_tok_s, h.batch_slowdown, h.measured_with
+        )));
+        source.push(Some(h.source.to_string()));
+    }
+    for m in presets::MODELS {
+        kind.push(Some("model".to_string()));
+        name.push(Some(m.name.to_string()));
+        figures.push(Some(format!(
+            "{} layers, {} KV heads, head dim {}: {} KV bytes/token",
+            m.layers, m.kv_heads, m.head_dim, m.kv_bytes_per_token
+        )));
+        source.push(Some(m.source.to_string()));
+    }
+    for (alias, l) in presets::LINK_ALIASES.iter().zip(LINKS) {
+        kind.push(Some("link".to_string()));
+        name.push(Some(alias.to_string()));
+        figures.push(Some(format!(
+            "{} bytes/s ({})",
+            l.bandwidth_bytes_s, l.name
+        )));
+        source.push(Some(l.source.to_string()));
+    }
+    let b = output::batch(vec![
+        ("kind", Col::Str(kind)),
+        ("name", Col::Str(name)),
+        ("figures", Col::Str(figures)),
+        ("source", Col::Str(source)),
+    ])?;
     args.output.emit(globals, &[b])
 }

@@ -78,6 +78,8 @@ pub enum Command {
     Trigger(analysis_cmd::TriggerArgs),
     /// Tabulate the context size above which KV transfer beats recompute, per link and prefill rate.
     Crossover(analysis_cmd::CrossoverArgs),
+    /// List the hardware, model and link presets with their figures and sources.
+    Presets(analysis_cmd::PresetsArgs),
     /// Replay a request workload over a source's nodes under every policy and compare them.
     Replay(replay_cmd::ReplayArgs),
     /// Print the policy comparison of a stored replay run (default: the latest).
@@ -244,6 +246,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Compare(a) => replay_cmd::compare(&globals, a),
         Command::Sweep(a) => sweep_cmd::sweep(&globals, a),
         Command::Crossover(a) => analysis_cmd::crossover(&globals, a),
+        Command::Presets(a) => analysis_cmd::presets_cmd(&globals, a),
         Command::Fit(a) => fit_cmd::fit(&globals, a),
         Command::Priors(c) => fit_cmd::priors(&globals, c),
         Command::Synth(a) => synth_cmd::run(&globals, a),

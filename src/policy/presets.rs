@@ -16,6 +16,8 @@ use serde::Serialize;
 pub struct ModelPreset {
     /// Short name.
     pub name: &'static str,
+    /// Where the figures come from.
+    pub source: &'static str,
     /// Transformer layers.
     pub layers: u32,
     /// Key/value heads (GQA groups).
@@ -34,6 +36,7 @@ const fn kv_fp16(layers: u32, kv_heads: u32, head_dim: u32) -> f64 {
 /// Source: <https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json>.
 pub const LLAMA2_7B: ModelPreset = ModelPreset {
     name: "llama-2-7b",
+    source: "https://huggingface.co/meta-llama/Llama-2-7b-hf/blob/main/config.json",
     layers: 32,
     kv_heads: 32,
     head_dim: 128,
@@ -44,6 +47,7 @@ pub const LLAMA2_7B: ModelPreset = ModelPreset {
 /// Source: <https://huggingface.co/meta-llama/Llama-2-13b-hf/blob/main/config.json>.
 pub const LLAMA2_13B: ModelPreset = ModelPreset {
     name: "llama-2-13b",
+    source: "https://huggingface.co/meta-llama/Llama-2-13b-hf/blob/main/config.json",
     layers: 40,
     kv_heads: 40,
     head_dim: 128,
@@ -54,6 +58,7 @@ pub const LLAMA2_13B: ModelPreset = ModelPreset {
 /// Source: <https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json>.
 pub const LLAMA3_8B: ModelPreset = ModelPreset {
     name: "llama-3-8b",
+    source: "https://huggingface.co/meta-llama/Meta-Llama-3-8B/blob/main/config.json",
     layers: 32,
     kv_heads: 8,
     head_dim: 128,
@@ -65,6 +70,7 @@ pub const LLAMA3_8B: ModelPreset = ModelPreset {
 /// <https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json>.
 pub const LLAMA_70B: ModelPreset = ModelPreset {
     name: "llama-70b",
+    source: "https://huggingface.co/meta-llama/Meta-Llama-3-70B/blob/main/config.json",
     layers: 80,
     kv_heads: 8,
     head_dim: 128,
@@ -76,6 +82,7 @@ pub const LLAMA_70B: ModelPreset = ModelPreset {
 /// (`num_hidden_layers` 16, `num_key_value_heads` 8, `head_dim` 64).
 pub const LLAMA32_1B: ModelPreset = ModelPreset {
     name: "llama-3.2-1b",
+    source: "https://huggingface.co/meta-llama/Llama-3.2-1B/blob/main/config.json",
     layers: 16,
     kv_heads: 8,
     head_dim: 64,
@@ -86,6 +93,7 @@ pub const LLAMA32_1B: ModelPreset = ModelPreset {
 /// Source: <https://huggingface.co/meta-llama/Llama-3.2-3B/blob/main/config.json>.
 pub const LLAMA32_3B: ModelPreset = ModelPreset {
     name: "llama-3.2-3b",
+    source: "https://huggingface.co/meta-llama/Llama-3.2-3B/blob/main/config.json",
     layers: 28,
     kv_heads: 8,
     head_dim: 128,
@@ -109,6 +117,8 @@ pub fn model(name: &str) -> Option<ModelPreset> {
 pub struct HardwarePreset {
     /// Short name.
     pub name: &'static str,
+    /// Where the figures come from.
+    pub source: &'static str,
     /// Model and quantisation the figures were measured with.
     pub measured_with: &'static str,
     /// Prefill rate `p`, tokens/s.
@@ -145,6 +155,7 @@ pub const PHONE_BATCH_SLOWDOWN: f64 = 1.0;
 /// <https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference>.
 pub const RTX4090_7B_F16: HardwarePreset = HardwarePreset {
     name: "rtx4090",
+    source: "https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference (batch slowdown: https://github.com/ggml-org/llama.cpp/pull/3749)",
     measured_with: "llama-7b f16, llama.cpp",
     prefill_tok_s: 11_048.0,
     decode_tok_s: 61.0,
@@ -157,6 +168,7 @@ pub const RTX4090_7B_F16: HardwarePreset = HardwarePreset {
 /// <https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference>.
 pub const M1_MAX_8B_Q4: HardwarePreset = HardwarePreset {
     name: "m1-max",
+    source: "https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference (batch slowdown: https://github.com/ggml-org/llama.cpp/pull/10491)",
     measured_with: "llama-3-8b q4, llama.cpp metal",
     prefill_tok_s: 500.0,
     decode_tok_s: 46.0,
@@ -168,6 +180,7 @@ pub const M1_MAX_8B_Q4: HardwarePreset = HardwarePreset {
 /// GPUs" table (May 2024): <https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference>.
 pub const A100_8B_F16: HardwarePreset = HardwarePreset {
     name: "a100",
+    source: "https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference (batch slowdown: https://github.com/ggml-org/llama.cpp/pull/3749)",
     measured_with: "llama-3-8b f16, llama.cpp",
     prefill_tok_s: 7_741.34,
     decode_tok_s: 54.84,
@@ -178,6 +191,7 @@ pub const A100_8B_F16: HardwarePreset = HardwarePreset {
 /// 68.0 tok/s. Source: as [`A100_8B_F16`].
 pub const H100_8B_F16: HardwarePreset = HardwarePreset {
     name: "h100",
+    source: "https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference (batch slowdown: https://github.com/ggml-org/llama.cpp/pull/3749)",
     measured_with: "llama-3-8b f16, llama.cpp",
     prefill_tok_s: 10_815.51,
     decode_tok_s: 68.03,
@@ -189,6 +203,7 @@ pub const H100_8B_F16: HardwarePreset = HardwarePreset {
 /// node; XiongjieDai measured 213 / 13.8 tok/s for Llama-2-7B F16 on a 24-core M1 Max.
 pub const DESIGN_WAN_PEER: HardwarePreset = HardwarePreset {
     name: "wan-peer",
+    source: "design note trigger example (250 tok/s prefill; 20 tok/s decode assumed; batch slowdown: https://github.com/ggml-org/llama.cpp/pull/10491)",
     measured_with: "design note example",
     prefill_tok_s: 250.0,
     decode_tok_s: 20.0,
@@ -202,6 +217,7 @@ pub const DESIGN_WAN_PEER: HardwarePreset = HardwarePreset {
 /// Use with the `llama-3.2-1b` model preset.
 pub const PHONE_1B_Q4: HardwarePreset = HardwarePreset {
     name: "phone",
+    source: "https://github.com/ggml-org/llama.cpp/blob/master/docs/backend/snapdragon/README.md (batch slowdown: https://github.com/ggml-org/llama.cpp/issues/4064)",
     measured_with: "llama-3.2-1b q4_0, llama.cpp hexagon npu",
     prefill_tok_s: 169.42,
     decode_tok_s: 51.54,
@@ -230,6 +246,8 @@ pub fn hardware(name: &str) -> Option<HardwarePreset> {
 pub struct LinkPreset {
     /// Short name.
     pub name: &'static str,
+    /// Where the figures come from.
+    pub source: &'static str,
     /// Bandwidth, bytes/s.
     pub bandwidth_bytes_s: f64,
 }
@@ -237,24 +255,28 @@ pub struct LinkPreset {
 /// 100 Mb/s WAN uplink: 12.5 MB/s.
 pub const WAN_100M: LinkPreset = LinkPreset {
     name: "wan-100mbps",
+    source: "100 Mb/s uplink = 12.5 MB/s",
     bandwidth_bytes_s: 12.5e6,
 };
 
 /// 1 Gigabit Ethernet: 125 MB/s.
 pub const GBE_1: LinkPreset = LinkPreset {
     name: "1gbe",
+    source: "1 Gb/s Ethernet = 125 MB/s",
     bandwidth_bytes_s: 125e6,
 };
 
 /// 10 Gigabit Ethernet: 1.25 GB/s.
 pub const GBE_10: LinkPreset = LinkPreset {
     name: "10gbe",
+    source: "10 Gb/s Ethernet = 1.25 GB/s",
     bandwidth_bytes_s: 1.25e9,
 };
 
 /// 100 Gb/s RDMA (InfiniBand EDR / RoCE): 12.5 GB/s.
 pub const RDMA_100G: LinkPreset = LinkPreset {
     name: "rdma-100gbps",
+    source: "100 Gb/s InfiniBand EDR / RoCE = 12.5 GB/s",
     bandwidth_bytes_s: 12.5e9,
 };
 
@@ -262,6 +284,7 @@ pub const RDMA_100G: LinkPreset = LinkPreset {
 /// datasheet, <https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf>).
 pub const NVLINK: LinkPreset = LinkPreset {
     name: "nvlink",
+    source: "https://www.nvidia.com/content/dam/en-zz/Solutions/Data-Center/a100/pdf/nvidia-a100-datasheet-us-nvidia-1758950-r4-web.pdf",
     bandwidth_bytes_s: 300e9,
 };
 

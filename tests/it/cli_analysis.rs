@@ -224,3 +224,46 @@ fn cli_sql_shows_the_documented_utc_columns() {
         "{t}"
     );
 }
+
+#[test]
+fn presets_list_every_preset_with_its_figures_and_source() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = crate::common::hs(&tmp.path().join("store"));
+    c.args(["presets", "--format", "json"]);
+    let rows: Vec<serde_json::Value> = serde_json::from_str(&crate::common::ok(c)).unwrap();
+    let names: Vec<&str> = rows.iter().map(|r| r["name"].as_str().unwrap()).collect();
+    for want in [
+        "a100",
+        "h100",
+        "rtx4090",
+        "m1-max",
+        "phone",
+        "llama-3.2-1b",
+        "llama-3-8b",
+        "wan",
+        "10gbe",
+    ] {
+        assert!(names.contains(&want), "{want} missing from {names:?}");
+    }
+    assert!(rows
+        .iter()
+        .all(|r| !r["source"].as_str().unwrap().is_empty()));
+    let phone = rows.iter().find(|r| r["name"] == "phone").unwrap();
+    let fig = phone["figures"].as_str().unwrap();
+    assert!(
+        fig.contains("decode 51.54") && fig.contains("batch slowdown 1"),
+        "{fig}"
+    );
+    assert!(phone["source"].as_str().unwrap().contains("snapdragon"));
+    // Every preset a scenario accepts is listed, and the list holds nothing else.
+    for r in &rows {
+        let name = r["name"].as_str().unwrap();
+        let known = match r["kind"].as_str().unwrap() {
+            "hardware" => hazardserve::policy::presets::find_hardware(name).is_ok(),
+            "model" => hazardserve::policy::presets::find_model(name).is_ok(),
+            "link" => hazardserve::policy::presets::find_link(name).is_ok(),
+            other => panic!("kind {other}"),
+        };
+        assert!(known, "{name}");
+    }
+}
