@@ -26,7 +26,10 @@ use crate::output::OutputFormat;
     name = "hazardserve",
     version,
     about,
-    after_help = "Examples:\n  hazardserve demo\n  hazardserve ingest --format tick-json --polarity available --source cbl ../shared/traces-public/cantbelate-spot-traces\n  hazardserve sources --format json\n  hazardserve sessions --source cbl --format csv > sessions.csv"
+    after_help = "Examples:\n  hazardserve demo\n  hazardserve ingest --format tick-json --polarity available --source cbl ../shared/traces-public/cantbelate-spot-traces\n  hazardserve sources --format json\n  hazardserve sessions --source cbl --format csv > sessions.csv
+
+Exit status: 0 success, 1 failure, 2 usage error, 3 the store is being written by another
+process (try again when it is done)."
 )]
 pub struct Cli {
     /// The store directory.
@@ -256,6 +259,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
 
 /// The binary's entry point: parse, run, print any error and its causes (each once) as one
 /// line, exit 1 on failure.
+/// Exit status when another process is writing the store (0 success, 1 failure, 2 usage).
+pub const EXIT_LOCKED: u8 = 3;
+
+/// Runs the command line; exit status 0 on success, 1 on failure, 2 on a usage error (clap's)
+/// and [`EXIT_LOCKED`] when another process holds the store's writer lock.
 pub fn main() -> ExitCode {
     // Die quietly when the reader of our output goes away (`hazardserve sessions ... | head`),
     // like other command-line tools, instead of reporting a broken pipe.
@@ -273,7 +281,17 @@ pub fn main() -> ExitCode {
                 msg.push_str(&format!(": {cause}"));
             }
             eprintln!("{msg}");
-            ExitCode::FAILURE
+            let locked = e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<crate::store::StoreError>(),
+                    Some(crate::store::StoreError::Locked(..))
+                )
+            });
+            if locked {
+                ExitCode::from(EXIT_LOCKED)
+            } else {
+                ExitCode::FAILURE
+            }
         }
     }
 }

@@ -279,8 +279,11 @@ fn sigkill_mid_write_leaves_the_store_as_it_was_and_the_lock_keeps_writers_apart
         let mut c = hs(&store);
         c.args(["ingest", "--format", "add-remove", "--source", "other"])
             .arg(&second);
-        let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+        let out = fails(c);
+        let err = String::from_utf8_lossy(&out.stderr).into_owned();
         assert!(err.contains("being written by another process"), "{err}");
+        // A distinct exit status, documented in `--help`: 3 = the store is locked.
+        assert_eq!(out.status.code(), Some(3), "{err}");
         // Readers still see the committed state while the writer is paused.
         assert_eq!(before.0, snapshot(&store).0);
         child.kill().unwrap(); // SIGKILL
