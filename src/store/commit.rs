@@ -614,7 +614,7 @@ pub fn commit_tables(
     validate_source_name(source)?;
     let previous = match store.manifest(source) {
         Ok(m) => Some(Ok(m)),
-        Err(StoreError::NoSuchSource(_)) => None,
+        Err(StoreError::NoSuchSource(..)) => None,
         Err(StoreError::Damaged(_, why)) => Some(Err(why)),
         Err(e) => return Err(e),
     };

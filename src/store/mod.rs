@@ -112,9 +112,9 @@ pub enum StoreError {
         "the name {0:?} is already used by a source or run of the other kind; pick another name"
     )]
     NameTaken(String),
-    /// The named source does not exist.
-    #[error("no source {0:?} in the store (see `hazardserve sources`)")]
-    NoSuchSource(String),
+    /// The named source does not exist (with the names of similar sources, if any).
+    #[error("no source {0:?} in the store{hint} (see `hazardserve sources`)", hint = did_you_mean(.1))]
+    NoSuchSource(String, Vec<String>),
     /// The source exists with other content and `--replace` was not given.
     #[error("source {0:?} already exists with different content; pass --replace to replace it, or --source NAME to ingest under another name")]
     Exists(String),
@@ -316,6 +316,27 @@ impl Store {
         None
     }
 
+    /// Up to three source names close to `name`: names that start with it (or that it starts
+    /// with), or within two edits of it, closest first.
+    pub fn similar_sources(&self, name: &str) -> Vec<String> {
+        let Ok(entries) = std::fs::read_dir(self.root.join("manifests")) else {
+            return Vec::new();
+        };
+        let lower = name.to_lowercase();
+        let mut near: Vec<(usize, String)> = entries
+            .flatten()
+            .filter_map(|e| {
+                let n = e.file_name().to_str()?.strip_suffix(".json")?.to_string();
+                let l = n.to_lowercase();
+                let d = edit_distance(&lower, &l);
+                let prefix = !lower.is_empty() && (l.starts_with(&lower) || lower.starts_with(&l));
+                (prefix || d <= 2).then_some((if prefix { 0 } else { d }, n))
+            })
+            .collect();
+        near.sort();
+        near.into_iter().take(3).map(|(_, n)| n).collect()
+    }
+
     /// The manifest of one source.
     pub fn manifest(&self, source: &str) -> Result<Manifest> {
         let path = self.root.join("manifests").join(format!("{source}.json"));
@@ -323,7 +344,10 @@ impl Store {
         let plain =
             !source.is_empty() && !source.contains(['/', '\\']) && source != "." && source != "..";
         if !plain || !path.is_file() {
-            return Err(StoreError::NoSuchSource(source.to_string()));
+            return Err(StoreError::NoSuchSource(
+                source.to_string(),
+                self.similar_sources(source),
+            ));
         }
         let m = Manifest::read(&path).map_err(|e| match e {
             StoreError::Corrupt { message, .. } => {
@@ -350,6 +374,31 @@ impl Store {
     pub fn query(&self) -> Result<Catalog> {
         Catalog::in_memory(self)
     }
+}
+
+/// `"; did you mean a, b?"` for similar names, or nothing.
+fn did_you_mean(names: &[String]) -> String {
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", names.join(", "))
+    }
+}
+
+/// Levenshtein distance between two strings (by characters).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
 }
 
 /// Checks a source name: it becomes a directory name (`source=<name>`, read back by Hive-style

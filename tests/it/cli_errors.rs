@@ -146,3 +146,38 @@ fn cli_errors_files() {
         )
     );
 }
+
+#[test]
+fn an_unknown_source_suggests_similar_names() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let input = crate::common::write(tmp.path(), "x.csv", "0,add,n1\n5000,remove,n1\n");
+    for name in ["gce-preemptible", "stunner-80", "stunner-100"] {
+        let mut c = crate::common::hs(&store);
+        c.args(["-q", "ingest", "--format", "add-remove", "--source", name])
+            .arg(&input);
+        crate::common::ok(c);
+    }
+    let err = |source: &str| {
+        let mut c = crate::common::hs(&store);
+        c.args(["nodes", "--source", source]);
+        let out = crate::common::fails(c);
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    assert!(
+        err("gce").contains("did you mean gce-preemptible?"),
+        "{}",
+        err("gce")
+    );
+    assert!(
+        err("stuner-80").contains("did you mean stunner-80?"),
+        "{}",
+        err("stuner-80")
+    );
+    assert!(
+        err("stunner").contains("stunner-100, stunner-80"),
+        "{}",
+        err("stunner")
+    );
+    assert!(!err("fta").contains("did you mean"), "{}", err("fta"));
+}
