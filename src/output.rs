@@ -523,6 +523,19 @@ fn json_object<'a>(pairs: impl Iterator<Item = (&'a String, &'a String)>) -> Str
     format!("{{{}}}", body.join(","))
 }
 
+/// `value [lo, hi]` with [`human_float`] numbers, or `value` without an interval.
+pub fn interval_text(v: f64, ci: Option<(f64, f64)>) -> String {
+    match ci {
+        Some((lo, hi)) => format!(
+            "{} [{}, {}]",
+            human_float(v),
+            human_float(lo),
+            human_float(hi)
+        ),
+        None => human_float(v),
+    }
+}
+
 /// A float for people: four significant digits, scientific notation when very large or small.
 pub fn human_float(x: f64) -> String {
     if !x.is_finite() {

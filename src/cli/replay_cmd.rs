@@ -8,7 +8,7 @@ use anyhow::{bail, Context};
 use clap::Args;
 
 use super::Globals;
-use crate::output::{self, human_float, render, Col, OutputFormat};
+use crate::output::{self, render, Col, OutputFormat};
 use crate::replay::{Metric, PolicySummary, METRICS};
 use crate::scenario::config::DEFAULT_CONFIG;
 use crate::scenario::{self, RunOptions, RunResult, ScenarioConfig};
@@ -283,15 +283,8 @@ pub fn print_rows(rows: &[PolicySummary], format: OutputFormat) -> anyhow::Resul
         render(&[output::batch(cols)?], format, &mut out)?;
         return Ok(());
     }
-    let interval = |v: f64, ci: Option<[f64; 2]>| match ci {
-        Some([lo, hi]) => format!(
-            "{} [{}, {}]",
-            human_float(v),
-            human_float(lo),
-            human_float(hi)
-        ),
-        None => human_float(v),
-    };
+    let interval =
+        |v: f64, ci: Option<[f64; 2]>| output::interval_text(v, ci.map(|[lo, hi]| (lo, hi)));
     let mut cols: Vec<(&str, Col)> = vec![("policy", labels)];
     for m in [
         Metric::MeanCompletion,

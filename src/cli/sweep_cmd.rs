@@ -293,15 +293,8 @@ pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Resu
         ("overlap_gain", |c| c.overlap_gain.as_ref()),
         ("migration_effect", |c| c.migration_effect.as_ref()),
     ];
-    let interval = |d: crate::replay::PairedDiff| match (d.ci_low, d.ci_high) {
-        (Some(lo), Some(hi)) => format!(
-            "{} [{}, {}]",
-            human_float(d.diff),
-            human_float(lo),
-            human_float(hi)
-        ),
-        _ => human_float(d.diff),
-    };
+    let interval =
+        |d: crate::replay::PairedDiff| output::interval_text(d.diff, d.ci_low.zip(d.ci_high));
     if format == OutputFormat::Csv || format == OutputFormat::Parquet {
         for (name, pick) in comparisons {
             for m in sweep::MAP_METRICS {

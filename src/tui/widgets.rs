@@ -103,17 +103,9 @@ pub fn fmt_secs(x: f64) -> String {
 
 /// `value [lo, hi]`, or `value` without a CI.
 pub fn fmt_ci(v: Option<f64>, ci: Option<(f64, f64)>) -> String {
-    match (v, ci) {
-        (Some(v), Some((lo, hi))) => {
-            format!(
-                "{} [{}, {}]",
-                human_float(v),
-                human_float(lo),
-                human_float(hi)
-            )
-        }
-        (Some(v), None) => human_float(v),
-        _ => "-".into(),
+    match v {
+        Some(v) => crate::output::interval_text(v, ci),
+        None => "-".into(),
     }
 }
 

@@ -115,6 +115,15 @@ fn summary(store: &Path, id: &str) -> Vec<Value> {
     serde_json::from_str(&ok(c)).expect("summary JSON")
 }
 
+/// Writes `grid` as `dir/grid.toml`, runs it as sweep `id` and returns its summary.
+fn sweep_summary(store: &Path, dir: &Path, id: &str, grid: &str) -> Vec<Value> {
+    let grid = write(dir, "grid.toml", grid);
+    let mut c = hs(store);
+    c.args(["-q", "sweep", "--id", id, "--grid"]).arg(&grid);
+    ok(c);
+    summary(store, id)
+}
+
 /// The stored cells of a sweep without its id, in cell order (what must be equal).
 fn cells(store: &Path, id: &str) -> String {
     let mut c = hs(store);
@@ -245,17 +254,10 @@ fn a_cell_where_nothing_fails_shows_no_effect_and_no_migration() {
         &availability(8, 20_000.0, 1, |_| None),
         &requests(600.0, 0.3, 300, 5),
     );
-    let grid = write(
-        tmp.path(),
-        "grid.toml",
-        &format!(
-            "[base]\n\"nodes.source\" = \"cluster\"\n\"workload.source\" = \"reqs\"\n\"replay.windows\" = 4\n\"workload.load\" = 0.5\n{POLICIES}[axes]\n\"hardware.preset\" = [\"a100\", \"phone\"]\n"
-        ),
+    let grid = format!(
+        "[base]\n\"nodes.source\" = \"cluster\"\n\"workload.source\" = \"reqs\"\n\"replay.windows\" = 4\n\"workload.load\" = 0.5\n{POLICIES}[axes]\n\"hardware.preset\" = [\"a100\", \"phone\"]\n"
     );
-    let mut c = hs(&store);
-    c.args(["-q", "sweep", "--id", "calm", "--grid"]).arg(&grid);
-    ok(c);
-    for cell in summary(&store, "calm") {
+    for cell in sweep_summary(&store, tmp.path(), "calm", &grid) {
         let d = &cell["hazard_vs_fastest"]["mean_completion_s"];
         let (lo, hi) = (
             d["ci_low"].as_f64().unwrap(),
@@ -280,17 +282,10 @@ fn hazard_pays_on_a_cluster_built_for_it() {
         &availability(24, 60_000.0, 11, weibull),
         &requests(3_000.0, 0.2, 1_500, 9),
     );
-    let grid = write(
-        tmp.path(),
-        "grid.toml",
-        &format!(
-            "[base]\n\"nodes.source\" = \"cluster\"\n\"workload.source\" = \"reqs\"\n\"replay.windows\" = 10\n\"replay.window_length_s\" = 3000\n\"workload.load\" = 0.4\n\"hardware.preset\" = \"m1-max\"\n\"hardware.link\" = \"10gbe\"\n\"workload.estimator\" = \"exact\"\n{POLICIES}"
-        ),
+    let grid = format!(
+        "[base]\n\"nodes.source\" = \"cluster\"\n\"workload.source\" = \"reqs\"\n\"replay.windows\" = 10\n\"replay.window_length_s\" = 3000\n\"workload.load\" = 0.4\n\"hardware.preset\" = \"m1-max\"\n\"hardware.link\" = \"10gbe\"\n\"workload.estimator\" = \"exact\"\n{POLICIES}"
     );
-    let mut c = hs(&store);
-    c.args(["-q", "sweep", "--id", "pays", "--grid"]).arg(&grid);
-    ok(c);
-    let s = summary(&store, "pays");
+    let s = sweep_summary(&store, tmp.path(), "pays", &grid);
     assert_eq!(s.len(), 1);
     let cell = &s[0];
     let d = &cell["hazard_vs_fastest"]["mean_completion_s"];
