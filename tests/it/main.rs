@@ -29,6 +29,7 @@ mod survival_priors;
 mod survival_props;
 mod survival_validate;
 mod sweep;
+mod sweep_slurm;
 mod tui_common;
 mod tui_e2e;
 mod tui_snapshots;

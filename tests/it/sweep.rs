@@ -9,10 +9,10 @@ use serde_json::Value;
 use crate::common::{fails, hs, ok, write};
 
 /// A small seeded generator (the tests need no statistics from it, only variety).
-struct Lcg(u64);
+pub(crate) struct Lcg(pub(crate) u64);
 
 impl Lcg {
-    fn unit(&mut self) -> f64 {
+    pub(crate) fn unit(&mut self) -> f64 {
         self.0 = self
             .0
             .wrapping_mul(6_364_136_223_846_793_005)
@@ -23,7 +23,7 @@ impl Lcg {
 
 /// An add-remove log (ms) of `nodes` nodes over `horizon_s`: up-sessions from `up(rng)`
 /// seconds (`None` = never fails), down times of 30 to 90 s.
-fn availability(
+pub(crate) fn availability(
     nodes: usize,
     horizon_s: f64,
     seed: u64,
@@ -67,7 +67,7 @@ fn availability(
 
 /// A request CSV: Poisson arrivals at `rate` per second over `span_s`, prompts of 200 to 600
 /// tokens, outputs around `output` tokens.
-fn requests(span_s: f64, rate: f64, output: u64, seed: u64) -> String {
+pub(crate) fn requests(span_s: f64, rate: f64, output: u64, seed: u64) -> String {
     let mut rng = Lcg(seed);
     let mut out = String::from("arrival_s,prompt_tokens,output_tokens\n");
     let mut t = 0.0;
@@ -80,7 +80,7 @@ fn requests(span_s: f64, rate: f64, output: u64, seed: u64) -> String {
     out
 }
 
-fn store_with(dir: &Path, nodes_csv: &str, requests_csv: &str) -> PathBuf {
+pub(crate) fn store_with(dir: &Path, nodes_csv: &str, requests_csv: &str) -> PathBuf {
     let store = dir.join("store");
     let a = write(dir, "nodes.jsonl", nodes_csv);
     let r = write(dir, "requests.csv", requests_csv);
@@ -125,7 +125,7 @@ fn sweep_summary(store: &Path, dir: &Path, id: &str, grid: &str) -> Vec<Value> {
 }
 
 /// The stored cells of a sweep without its id, in cell order (what must be equal).
-fn cells(store: &Path, id: &str) -> String {
+pub(crate) fn cells(store: &Path, id: &str) -> String {
     let mut c = hs(store);
     c.args([
         "-q",
@@ -140,7 +140,7 @@ fn cells(store: &Path, id: &str) -> String {
 }
 
 /// Asserts two stored sweeps are equal, showing where they first differ.
-fn same(a: &str, b: &str, what: &str) {
+pub(crate) fn same(a: &str, b: &str, what: &str) {
     if a == b {
         return;
     }
@@ -153,7 +153,7 @@ fn same(a: &str, b: &str, what: &str) {
     );
 }
 
-const POLICIES: &str = "\"replay.policies\" = [\"hazard\", \"hazard-nomigrate\", \"fastest\", \"least-loaded\", \"uptime\", \"oracle\"]\n";
+pub(crate) const POLICIES: &str = "\"replay.policies\" = [\"hazard\", \"hazard-nomigrate\", \"fastest\", \"least-loaded\", \"uptime\", \"oracle\"]\n";
 
 #[test]
 fn sweep_is_the_same_under_any_jobs_and_shards() {
