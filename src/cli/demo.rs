@@ -132,6 +132,7 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
     let result = super::replay_cmd::run_scenario(globals, &cfg, &opts)?;
     let run = result.run_id;
     super::replay_cmd::print_rows(&result.rows, OutputFormat::Table)?;
+    demo_sweep(globals)?;
     let store = globals.store.display();
     use std::io::IsTerminal;
     if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
@@ -141,7 +142,41 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
         return crate::tui::run(&globals.store, Some(run));
     }
     println!(
-        "\nNext: `hazardserve --store {store} tui` to inspect everything, `hazardserve --store {store} compare {run}`, `hazardserve --store {store} fit --source sample-gce`."
+        "\nNext: `hazardserve --store {store} tui` to inspect everything, `hazardserve --store {store} compare {run}`, `hazardserve --store {store} sweep summary {DEMO_SWEEP}`, `hazardserve --store {store} fit --source sample-gce`."
+    );
+    Ok(())
+}
+
+/// The demo's grid (`reports/sweeps/demo.toml`).
+const DEMO_GRID: &str = include_str!("../../reports/sweeps/demo.toml");
+
+/// The id the demo stores its sweep under.
+const DEMO_SWEEP: &str = "demo-map";
+
+/// Runs the demo's small regime map and stores it as [`DEMO_SWEEP`].
+fn demo_sweep(globals: &Globals) -> anyhow::Result<()> {
+    use crate::sweep::{self, GridFile};
+    let grid = GridFile::parse(DEMO_GRID, "reports/sweeps/demo.toml", Path::new("."))?;
+    let cells = grid.cells()?;
+    println!(
+        "\nregime map of the samples ({} cells: nodes x hardware x load, 4 windows each):",
+        cells.len()
+    );
+    let store = crate::store::Store::open(&globals.store)?;
+    let key = sweep::content_key(&store, DEMO_GRID, sweep::grid_sources(&cells))?;
+    let results = if sweep::is_stored(&store, DEMO_SWEEP, &key) {
+        globals.say(format!("{DEMO_SWEEP}: already in the store"));
+        sweep::load_sweep(&store, DEMO_SWEEP)?
+    } else {
+        let results = sweep::run_cells(&store, &cells, 0, &|_| {})?;
+        let lock = crate::store::WriteLock::acquire_wait(&store)?;
+        sweep::save_sweep(&store, &lock, DEMO_SWEEP, &key, DEMO_GRID, &results)?;
+        results
+    };
+    let pays = results.iter().filter(|r| r.pays()).count();
+    println!(
+        "stored as {DEMO_SWEEP}: hazard beats the best hazard-blind baseline and uptime in {pays} of {} cells (`hazardserve sweep summary {DEMO_SWEEP}`, or the TUI's Sweep screen)",
+        results.len()
     );
     Ok(())
 }

@@ -140,10 +140,23 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
         return Ok(());
     }
     let store = Store::open(&globals.store)?;
-    if shard.is_none() {
-        // Fail before hours of work, not after.
-        Store::check_writable(&globals.store)?;
-    }
+    let key = match shard {
+        Some(_) => None,
+        None => {
+            // Fail before hours of work, not after.
+            Store::check_writable(&globals.store)?;
+            let key = sweep::content_key(&store, &grid.text, sweep::grid_sources(&cells))?;
+            if let Some(id) = &args.id {
+                if sweep::is_stored(&store, id, &key) {
+                    globals.say(format!(
+                        "sweep {id} of this grid over these inputs is already in the store (`hazardserve sweep summary {id}`)"
+                    ));
+                    return Ok(());
+                }
+            }
+            Some(key)
+        }
+    };
     globals.say(format!(
         "sweep {}: {} of {} cells{}",
         path.display(),
@@ -206,20 +219,28 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
         ));
         return Ok(());
     }
-    store_sweep(globals, &store, args.id, &grid.text, &results)
+    store_sweep(globals, &store, args.id, key, &grid.text, &results)
 }
 
 fn store_sweep(
     globals: &Globals,
     store: &Store,
     id: Option<String>,
+    key: Option<String>,
     grid_text: &str,
     results: &[CellResult],
 ) -> anyhow::Result<()> {
     let id = id.unwrap_or_else(new_sweep_id);
     crate::store::validate_source_name(&id)?;
+    // Without a content key (inputs no longer in the store) the sweep is always stored anew.
+    let key = key.unwrap_or_else(|| {
+        format!(
+            "{id}|{}",
+            chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
+        )
+    });
     let lock = WriteLock::acquire_wait(store)?;
-    sweep::save_sweep(store, &lock, &id, grid_text, results)?;
+    sweep::save_sweep(store, &lock, &id, &key, grid_text, results)?;
     globals.say(format!("stored as {id} (`hazardserve sweep summary {id}`)"));
     Ok(())
 }
@@ -228,21 +249,39 @@ fn merge(globals: &Globals, args: MergeArgs) -> anyhow::Result<()> {
     let (grid_text, cells) = sweep::read_shards(&args.dirs)?;
     let store = Store::open_or_create(&globals.store)?;
     globals.say(format!("merging {} cells", cells.len()));
-    store_sweep(globals, &store, args.id, &grid_text, &cells)
+    let sources = sweep::result_sources(&cells);
+    let key = sweep::content_key(&store, &grid_text, sources.iter().map(String::as_str)).ok();
+    store_sweep(globals, &store, args.id, key, &grid_text, &cells)
 }
 
 fn list(globals: &Globals) -> anyhow::Result<()> {
     let store = Store::open(&globals.store)?;
-    let cat = store.query()?;
-    let mut stmt = cat
-        .connection()
-        .prepare("SELECT sweep_id, created_at, cells FROM sweeps ORDER BY created_at, sweep_id")?;
-    let batches: Vec<_> = stmt.query_arrow([])?.collect();
-    let n: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let rows = sweep::list_sweeps(&store)?;
     globals.say(format!(
-        "{n} sweep(s) (`hazardserve sweep summary ID` shows one)"
+        "{} sweep(s) (`hazardserve sweep summary ID` shows one)",
+        rows.len()
     ));
-    render(&batches, OutputFormat::Table, &mut std::io::stdout().lock())?;
+    let batch = arrow::record_batch::RecordBatch::try_from_iter([
+        (
+            "sweep_id",
+            std::sync::Arc::new(arrow::array::StringArray::from_iter_values(
+                rows.iter().map(|r| r.sweep_id.as_str()),
+            )) as arrow::array::ArrayRef,
+        ),
+        (
+            "created_at",
+            std::sync::Arc::new(arrow::array::StringArray::from_iter_values(
+                rows.iter().map(|r| r.created_at.as_str()),
+            )),
+        ),
+        (
+            "cells",
+            std::sync::Arc::new(arrow::array::Int64Array::from_iter_values(
+                rows.iter().map(|r| r.cells),
+            )),
+        ),
+    ])?;
+    render(&[batch], OutputFormat::Table, &mut std::io::stdout().lock())?;
     Ok(())
 }
 

@@ -21,7 +21,10 @@ pub mod stored;
 
 pub use cell::{run_cell, CellResult, MAP_METRICS};
 pub use grid::{Cell, GridFile};
-pub use stored::{latest_sweep, load_sweep, read_shards, save_sweep, write_shard, ShardInfo};
+pub use stored::{
+    content_key, grid_sources, is_stored, latest_sweep, list_sweeps, load_sweep, read_shards,
+    result_sources, save_sweep, write_shard, ShardInfo, SweepRow,
+};
 
 use crate::scenario::ScenarioError;
 use crate::store::{Store, StoreError};

@@ -136,11 +136,60 @@ pub fn cells_from_batch(b: &RecordBatch) -> Result<Vec<CellResult>, SweepError> 
     Ok(out)
 }
 
-/// Commits a finished sweep (every cell) as source `sweep_id`.
+/// What a sweep's results depend on: the program version, the grid text and the content of
+/// every source its cells read (nodes and workload). A sweep stored under the same id with the
+/// same key is not run or stored again.
+pub fn content_key<'a>(
+    store: &Store,
+    grid_text: &str,
+    sources: impl IntoIterator<Item = &'a str>,
+) -> Result<String, SweepError> {
+    let mut names: Vec<&str> = sources.into_iter().collect();
+    names.sort_unstable();
+    names.dedup();
+    let mut key = format!("{}|{grid_text}", env!("CARGO_PKG_VERSION"));
+    for n in names {
+        key.push('|');
+        key.push_str(&store.manifest(n)?.content_key);
+    }
+    Ok(key)
+}
+
+/// The sources (nodes and workload) the cells of a grid read.
+pub fn grid_sources(cells: &[super::Cell]) -> Vec<&str> {
+    cells
+        .iter()
+        .flat_map(|c| {
+            [
+                c.config.nodes.source.as_str(),
+                c.config.workload.source.as_str(),
+            ]
+        })
+        .collect()
+}
+
+/// The sources (nodes and workload) the cells of stored results read, from their scenarios.
+pub fn result_sources(cells: &[CellResult]) -> Vec<String> {
+    cells
+        .iter()
+        .filter_map(|c| toml::from_str::<crate::scenario::ScenarioConfig>(&c.config).ok())
+        .flat_map(|cfg| [cfg.nodes.source, cfg.workload.source])
+        .collect()
+}
+
+/// Whether sweep `sweep_id` is stored with content key `key` (see [`content_key`]).
+pub fn is_stored(store: &Store, sweep_id: &str, key: &str) -> bool {
+    store.manifest(sweep_id).is_ok_and(|m| m.content_key == key)
+}
+
+/// Commits a finished sweep (every cell) as source `sweep_id` under content key `key` (see
+/// [`content_key`]; a sweep id names one sweep, so a new sweep under an existing id replaces
+/// it, and the same key again leaves the store unchanged).
 pub fn save_sweep(
     store: &Store,
     lock: &WriteLock,
     sweep_id: &str,
+    key: &str,
     grid_text: &str,
     cells: &[CellResult],
 ) -> Result<IngestOutcome, SweepError> {
@@ -159,12 +208,7 @@ pub fn save_sweep(
         StagedTable::one("sweeps", sweeps),
         StagedTable::one("sweep_cells", cells_batch(sweep_id, cells)?),
     ];
-    // A sweep id names one sweep: a new sweep under an existing id replaces it.
-    let key = format!(
-        "{sweep_id}|{}",
-        chrono::Utc::now().timestamp_nanos_opt().unwrap_or(0)
-    );
-    Ok(commit_tables(store, lock, sweep_id, &key, tables, true)?)
+    Ok(commit_tables(store, lock, sweep_id, key, tables, true)?)
 }
 
 /// The cells of a stored sweep, in grid order.
@@ -186,6 +230,40 @@ pub fn load_sweep(store: &Store, sweep_id: &str) -> Result<Vec<CellResult>, Swee
     }
     if out.is_empty() {
         return Err(SweepError::NoSuchSweep(sweep_id.to_string()));
+    }
+    Ok(out)
+}
+
+/// One stored sweep.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SweepRow {
+    /// Sweep id.
+    pub sweep_id: String,
+    /// When it was stored (RFC 3339, UTC).
+    pub created_at: String,
+    /// Cells.
+    pub cells: i64,
+}
+
+/// Every stored sweep, oldest first.
+pub fn list_sweeps(store: &Store) -> Result<Vec<SweepRow>, SweepError> {
+    let cat = store.query()?;
+    let mut stmt = cat
+        .connection()
+        .prepare("SELECT sweep_id, created_at, cells FROM sweeps ORDER BY created_at, sweep_id")
+        .map_err(StoreError::from)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok(SweepRow {
+                sweep_id: r.get(0)?,
+                created_at: r.get(1)?,
+                cells: r.get(2)?,
+            })
+        })
+        .map_err(StoreError::from)?;
+    let mut out = Vec::new();
+    for r in rows {
+        out.push(r.map_err(StoreError::from)?);
     }
     Ok(out)
 }

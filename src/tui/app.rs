@@ -12,12 +12,11 @@ use std::sync::Arc;
 use crossterm::event::KeyEvent;
 
 use super::data::{
-    LoadJob, Loaded, NodeData, Overview, PolicyRow, ReplayData, RequestExplain, RequestKey,
-    RequestList, RequestRow, SourceData, SourceRow, TriggerData, TriggerKey, VerdictView, POOLED,
-    TRIGGER_CONTEXTS,
+    LoadJob, Loaded, Overview, ReplayData, RequestExplain, RequestKey, RequestList, SourceData,
+    SourceRow, SweepData, TriggerData, TriggerKey, VerdictView, POOLED, TRIGGER_CONTEXTS,
 };
 
-/// The six screens, in tab order.
+/// The seven screens, in tab order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Screen {
     /// Every source of the store.
@@ -32,17 +31,20 @@ pub enum Screen {
     Request,
     /// Risk gain against uptime for a node pair.
     Trigger,
+    /// The regime map of a sweep.
+    Sweep,
 }
 
 impl Screen {
     /// Every screen, in tab order.
-    pub const ALL: [Screen; 6] = [
+    pub const ALL: [Screen; 7] = [
         Screen::Sources,
         Screen::Nodes,
         Screen::Survival,
         Screen::Replay,
         Screen::Request,
         Screen::Trigger,
+        Screen::Sweep,
     ];
 
     /// Position in [`Screen::ALL`].
@@ -59,6 +61,7 @@ impl Screen {
             Screen::Replay => "Replay",
             Screen::Request => "Request",
             Screen::Trigger => "Trigger",
+            Screen::Sweep => "Sweep",
         }
     }
 
@@ -69,14 +72,14 @@ impl Screen {
             Screen::Nodes => Some(Screen::Survival),
             Screen::Survival => Some(Screen::Trigger),
             Screen::Replay => Some(Screen::Request),
-            Screen::Request | Screen::Trigger => None,
+            Screen::Request | Screen::Trigger | Screen::Sweep => None,
         }
     }
 
     /// The screen Backspace/Left returns to.
     pub(crate) fn parent(self) -> Option<Screen> {
         match self {
-            Screen::Sources => None,
+            Screen::Sources | Screen::Sweep => None,
             Screen::Nodes | Screen::Replay => Some(Screen::Sources),
             Screen::Survival => Some(Screen::Nodes),
             Screen::Request => Some(Screen::Replay),
@@ -92,6 +95,7 @@ impl Screen {
             Screen::Replay => List::Policies,
             Screen::Request => List::Requests,
             Screen::Trigger => List::Destinations,
+            Screen::Sweep => List::Cells,
         }
     }
 }
@@ -109,6 +113,8 @@ pub enum List {
     Requests,
     /// Destination nodes of the trigger screen.
     Destinations,
+    /// Cells of the regime map (filtered by their row's axis values).
+    Cells,
 }
 
 impl List {
@@ -119,6 +125,7 @@ impl List {
             List::Policies => 2,
             List::Requests => 3,
             List::Destinations => 4,
+            List::Cells => 5,
         }
     }
 
@@ -129,7 +136,7 @@ impl List {
             List::Nodes => &["node", "sessions", "median", "age", "weight"],
             List::Policies => &["run order", "mean", "p99", "interruptions", "gap closed"],
             List::Requests => &["eventful", "completion", "arrival", "request"],
-            List::Destinations => &[],
+            List::Destinations | List::Cells => &[],
         }
     }
 }
@@ -193,9 +200,19 @@ pub struct App {
     /// Index into [`TRIGGER_CONTEXTS`].
     pub context_idx: usize,
     /// Filter text per list.
-    pub filters: [String; 5],
+    pub filters: [String; 6],
     /// Sort per list.
-    pub sorts: [Sort; 5],
+    pub sorts: [Sort; 6],
+    /// The sweep to show (switched with `[`/`]` on the Sweep screen); `None`: the latest.
+    pub sweep: Option<String>,
+    /// Selected cell of the regime map (its key).
+    pub sel_cell: Option<String>,
+    /// The sweep cell whose comparison the Replay screen shows instead of a run.
+    pub cell: Option<String>,
+    /// Index into [`crate::sweep::MAP_METRICS`]: the metric the map colours by.
+    pub map_metric: usize,
+    /// Reloads asked for so far (tells reload jobs apart).
+    pub reloads: u64,
     /// The filter being typed (`/`), if any.
     pub input: Option<String>,
     /// The key help is shown.
@@ -227,13 +244,12 @@ impl App {
             sel_dest: None,
             context_idx: 3,
             filters: Default::default(),
-            sorts: [
-                Sort::default(),
-                Sort::default(),
-                Sort::default(),
-                Sort::default(),
-                Sort::default(),
-            ],
+            sorts: [Sort::default(); 6],
+            sweep: None,
+            sel_cell: None,
+            cell: None,
+            map_metric: 0,
+            reloads: 0,
             input: None,
             help: false,
             quit: false,
@@ -330,12 +346,56 @@ impl App {
         LoadJob::Replay(self.run.clone())
     }
 
-    /// The loaded replay run (`Ready(None)`: the store has no runs).
+    /// The loaded replay run (`Ready(None)`: the store has no runs), or the comparison of the
+    /// sweep cell opened from the Sweep screen.
     pub fn replay(&self) -> Option<Load<Option<&Arc<ReplayData>>>> {
+        if let Some(key) = &self.cell {
+            return self.load_of(&self.sweep_job(), |l| match l {
+                Loaded::Sweep(Some(s)) => s.cell(key).map(|c| Some(&c.replay)),
+                _ => None,
+            });
+        }
         self.load_of(&self.replay_job(), |l| match l {
             Loaded::Replay(r) => Some(r.as_ref()),
             _ => None,
         })
+    }
+
+    /// The sweep job of the current sweep choice.
+    pub fn sweep_job(&self) -> LoadJob {
+        LoadJob::Sweep(self.sweep.clone())
+    }
+
+    /// The loaded sweep (`Ready(None)`: the store has no sweeps).
+    pub fn sweep_load(&self) -> Option<Load<Option<&Arc<SweepData>>>> {
+        self.load_of(&self.sweep_job(), |l| match l {
+            Loaded::Sweep(s) => Some(s.as_ref()),
+            _ => None,
+        })
+    }
+
+    /// The loaded sweep, when there is one.
+    pub fn sweep_data(&self) -> Option<&Arc<SweepData>> {
+        match self.sweep_load() {
+            Some(Load::Ready(Some(s))) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Forgets everything loaded and reads the store again (its contents may have changed).
+    pub fn reload(&mut self) {
+        self.reloads += 1;
+        self.loads.clear();
+        self.in_flight.clear();
+        self.outbox.clear();
+        self.request(LoadJob::Reload(self.reloads));
+    }
+
+    /// True while a reload waits for the loader to empty its caches.
+    pub fn reloading(&self) -> bool {
+        self.in_flight
+            .iter()
+            .any(|j| matches!(j, LoadJob::Reload(_)))
     }
 
     /// The loaded replay run, when there is one.
@@ -346,8 +406,12 @@ impl App {
         }
     }
 
-    /// The request-list job of the selected policy.
+    /// The request-list job of the selected policy (none for a sweep cell: cells keep no
+    /// requests).
     pub fn requests_job(&self) -> Option<LoadJob> {
+        if self.cell.is_some() {
+            return None;
+        }
         let r = self.replay_data()?;
         Some(LoadJob::Requests {
             run: r.run.run_id.clone(),
@@ -365,6 +429,9 @@ impl App {
 
     /// The explanation job of the selected request.
     pub fn explain_job(&self) -> Option<LoadJob> {
+        if self.cell.is_some() {
+            return None;
+        }
         let r = self.replay_data()?;
         Some(LoadJob::Explain {
             run: r.run.run_id.clone(),
@@ -404,231 +471,6 @@ impl App {
         })
     }
 
-    /// Filter text of a list.
-    pub fn filter(&self, list: List) -> &str {
-        &self.filters[list.slot()]
-    }
-
-    /// Sort of a list.
-    pub fn sort(&self, list: List) -> Sort {
-        self.sorts[list.slot()]
-    }
-
-    /// The sources shown: filtered and sorted.
-    pub fn visible_sources(&self) -> Vec<&SourceRow> {
-        let Some(o) = self.overview() else {
-            return Vec::new();
-        };
-        let f = self.filter(List::Sources).to_lowercase();
-        let mut v: Vec<&SourceRow> = o
-            .sources
-            .iter()
-            .filter(|r| {
-                f.is_empty()
-                    || r.source.to_lowercase().contains(&f)
-                    || r.kind.to_lowercase().contains(&f)
-                    || r.adapter.to_lowercase().contains(&f)
-            })
-            .collect();
-        let s = self.sort(List::Sources);
-        v.sort_by(|a, b| {
-            let o = match s.column {
-                1 => a.nodes.cmp(&b.nodes),
-                2 => a.sessions.cmp(&b.sessions),
-                3 => a.censored_share().total_cmp(&b.censored_share()),
-                4 => a.span_s().total_cmp(&b.span_s()),
-                _ => std::cmp::Ordering::Equal,
-            }
-            .then_with(|| a.source.cmp(&b.source));
-            if s.descending {
-                o.reverse()
-            } else {
-                o
-            }
-        });
-        v
-    }
-
-    /// The nodes of `d` shown: filtered and sorted.
-    pub fn visible_nodes<'a>(&self, d: &'a SourceData) -> Vec<&'a NodeData> {
-        let f = self.filter(List::Nodes).to_lowercase();
-        let mut v: Vec<&NodeData> = d
-            .nodes
-            .iter()
-            .filter(|n| f.is_empty() || n.id.to_lowercase().contains(&f))
-            .collect();
-        let s = self.sort(List::Nodes);
-        v.sort_by(|a, b| {
-            let o = match s.column {
-                1 => a.sessions.cmp(&b.sessions),
-                2 => cmp_opt(a.median_s, b.median_s),
-                3 => cmp_opt(a.current_age_s, b.current_age_s),
-                4 => cmp_opt(a.weight, b.weight),
-                _ => std::cmp::Ordering::Equal,
-            }
-            .then_with(|| a.id.cmp(&b.id));
-            if s.descending {
-                o.reverse()
-            } else {
-                o
-            }
-        });
-        v
-    }
-
-    /// The policies of `r` shown: filtered and sorted.
-    pub fn visible_policies<'a>(&self, r: &'a ReplayData) -> Vec<&'a PolicyRow> {
-        let f = self.filter(List::Policies).to_lowercase();
-        let mut v: Vec<(usize, &PolicyRow)> = r
-            .rows
-            .iter()
-            .enumerate()
-            .filter(|(_, p)| f.is_empty() || p.name.to_lowercase().contains(&f))
-            .collect();
-        let s = self.sort(List::Policies);
-        v.sort_by(|(ia, a), (ib, b)| {
-            let o = match s.column {
-                1 => cmp_opt(a.mean.value, b.mean.value),
-                2 => cmp_opt(a.p99.value, b.p99.value),
-                3 => cmp_opt(a.interruptions.value, b.interruptions.value),
-                4 => cmp_opt(a.gap_closed.value, b.gap_closed.value),
-                _ => std::cmp::Ordering::Equal,
-            }
-            .then_with(|| ia.cmp(ib));
-            if s.descending {
-                o.reverse()
-            } else {
-                o
-            }
-        });
-        v.into_iter().map(|(_, p)| p).collect()
-    }
-
-    /// The requests of `l` shown: filtered (request index, workload id or node) and sorted.
-    pub fn visible_requests<'a>(&self, l: &'a RequestList) -> Vec<&'a RequestRow> {
-        let f = self.filter(List::Requests).to_lowercase();
-        let mut v: Vec<(usize, &RequestRow)> = l
-            .rows
-            .iter()
-            .enumerate()
-            .filter(|(_, r)| {
-                f.is_empty()
-                    || format!("#{}", r.request).contains(&f)
-                    || r.request_id.to_string().contains(&f)
-                    || r.first_node
-                        .as_deref()
-                        .is_some_and(|n| n.to_lowercase().contains(&f))
-                    || r.final_node
-                        .as_deref()
-                        .is_some_and(|n| n.to_lowercase().contains(&f))
-            })
-            .collect();
-        let s = self.sort(List::Requests);
-        v.sort_by(|(ia, a), (ib, b)| {
-            let o = match s.column {
-                1 => cmp_opt(a.completion_s, b.completion_s),
-                2 => (a.window, a.seed)
-                    .cmp(&(b.window, b.seed))
-                    .then(a.arrival_s.total_cmp(&b.arrival_s)),
-                3 => a.key().cmp(&b.key()),
-                _ => std::cmp::Ordering::Equal,
-            }
-            .then_with(|| ia.cmp(ib));
-            if s.descending {
-                o.reverse()
-            } else {
-                o
-            }
-        });
-        v.into_iter().map(|(_, r)| r).collect()
-    }
-
-    /// The trigger destinations shown: the pooled curve, then the filtered nodes.
-    pub fn visible_dests(&self, d: &SourceData) -> Vec<String> {
-        let f = self.filter(List::Destinations).to_lowercase();
-        std::iter::once(POOLED.to_string())
-            .chain(
-                d.nodes
-                    .iter()
-                    .filter(|n| f.is_empty() || n.id.to_lowercase().contains(&f))
-                    .map(|n| n.id.clone()),
-            )
-            .collect()
-    }
-
-    /// The keys of the list the current screen moves through, in display order, and the
-    /// selected key.
-    pub(crate) fn list_keys(&self, list: List) -> (Vec<String>, Option<String>) {
-        match list {
-            List::Sources => (
-                self.visible_sources()
-                    .iter()
-                    .map(|r| r.source.clone())
-                    .collect(),
-                self.sel_source.clone(),
-            ),
-            List::Nodes => match self.selected_source_data() {
-                Some(d) => (
-                    self.visible_nodes(d).iter().map(|n| n.id.clone()).collect(),
-                    self.sel_node.clone(),
-                ),
-                None => (Vec::new(), None),
-            },
-            List::Policies => match self.replay_data() {
-                Some(r) => (
-                    self.visible_policies(r)
-                        .iter()
-                        .map(|p| p.name.clone())
-                        .collect(),
-                    self.sel_policy.clone(),
-                ),
-                None => (Vec::new(), None),
-            },
-            List::Requests => match self.requests() {
-                Some(Load::Ready(l)) => (
-                    self.visible_requests(l)
-                        .iter()
-                        .map(|r| key_string(r.key()))
-                        .collect(),
-                    self.sel_request.map(key_string),
-                ),
-                _ => (Vec::new(), None),
-            },
-            List::Destinations => match self.selected_source_data() {
-                Some(d) => (self.visible_dests(d), self.sel_dest.clone()),
-                None => (Vec::new(), None),
-            },
-        }
-    }
-
-    pub(crate) fn set_selected(&mut self, list: List, key: String) {
-        match list {
-            List::Sources => {
-                if self.sel_source.as_deref() != Some(key.as_str()) {
-                    self.sel_source = Some(key);
-                    self.sel_node = None;
-                    self.sel_dest = None;
-                }
-            }
-            List::Nodes => self.sel_node = Some(key),
-            List::Policies => {
-                if self.sel_policy.as_deref() != Some(key.as_str()) {
-                    self.sel_policy = Some(key);
-                    self.sel_request = None;
-                }
-            }
-            List::Requests => self.sel_request = parse_key(&key),
-            List::Destinations => self.sel_dest = Some(key),
-        }
-    }
-
-    /// Position of the selection in the visible list of `list`.
-    pub fn selected_index(&self, list: List) -> Option<usize> {
-        let (keys, sel) = self.list_keys(list);
-        let sel = sel?;
-        keys.iter().position(|k| *k == sel)
-    }
-
     /// Makes every selection valid (defaults once data arrives) and queues the loads the
     /// current screen needs.
     pub(crate) fn normalize(&mut self) {
@@ -665,6 +507,7 @@ impl App {
             List::Policies,
             List::Requests,
             List::Destinations,
+            List::Cells,
         ] {
             let (keys, sel) = self.list_keys(list);
             let valid = sel.as_ref().is_some_and(|s| keys.contains(s));
@@ -678,7 +521,13 @@ impl App {
     }
 
     fn ensure_data(&mut self) {
+        if self.reloading() {
+            return;
+        }
         self.request(LoadJob::Overview);
+        if self.screen == Screen::Sweep || self.cell.is_some() {
+            self.request(self.sweep_job());
+        }
         let Some(o) = self.overview() else {
             return;
         };
@@ -718,26 +567,4 @@ impl App {
             }
         }
     }
-}
-
-fn cmp_opt(a: Option<f64>, b: Option<f64>) -> std::cmp::Ordering {
-    match (a, b) {
-        (Some(x), Some(y)) => x.total_cmp(&y),
-        (Some(_), None) => std::cmp::Ordering::Greater,
-        (None, Some(_)) => std::cmp::Ordering::Less,
-        (None, None) => std::cmp::Ordering::Equal,
-    }
-}
-
-fn key_string(k: RequestKey) -> String {
-    format!("{}/{}/{}", k.window, k.seed, k.request)
-}
-
-fn parse_key(s: &str) -> Option<RequestKey> {
-    let mut it = s.split('/');
-    Some(RequestKey {
-        window: it.next()?.parse().ok()?,
-        seed: it.next()?.parse().ok()?,
-        request: it.next()?.parse().ok()?,
-    })
 }

@@ -15,18 +15,20 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context};
 
 use super::data::{
-    shared_prefix, split_display, LoadJob, Loaded, Metric, NodeData, NodeShrinkage, Overview,
-    PolicyRow, ReplayData, RequestExplain, RequestKey, RequestList, SourceData, StoreState,
-    TriggerData, TriggerKey, VerdictView, POOLED, REQUEST_LIMIT, STRIP_BINS, STRIP_FULL,
-    STRIP_UNOBSERVED,
+    shared_prefix, split_display, CellOrigin, LoadJob, Loaded, Metric, NodeData, NodeShrinkage,
+    Overview, PolicyRow, ReplayData, RequestExplain, RequestKey, RequestList, RunRow, SourceData,
+    StoreState, SweepCell, SweepData, TriggerData, TriggerKey, VerdictView, POOLED, REQUEST_LIMIT,
+    STRIP_BINS, STRIP_FULL, STRIP_UNOBSERVED,
 };
 use crate::fit::{self, NodeFitOptions};
 use crate::policy::analysis::{trigger_rows, TriggerScenario, DEFAULT_UPTIMES_S};
 use crate::queries::{Reader, COMPLETION_QUANTILE_STEPS};
+use crate::replay::PolicySummary;
 use crate::scenario::{self, explain, Scenario};
 use crate::store::{Store, StoreError};
 use crate::survival::curve::ConditionalSurvival;
 use crate::survival::priors::PriorsEstimator;
+use crate::sweep;
 
 /// Executes jobs against one store, caching what later jobs reuse (fitted sources, scenarios).
 pub struct Loader {
@@ -68,6 +70,14 @@ impl Loader {
                 .explain(run, policy, *key)
                 .map(|r| Loaded::Explain(Arc::new(r))),
             LoadJob::Trigger(k) => self.trigger(k).map(|r| Loaded::Trigger(Arc::new(r))),
+            LoadJob::Sweep(id) => self
+                .sweep(id.as_deref())
+                .map(|r| Loaded::Sweep(r.map(Arc::new))),
+            LoadJob::Reload(_) => {
+                self.sources.clear();
+                self.scenarios.clear();
+                Ok(Loaded::Reloaded)
+            }
         };
         r.map_err(|e| {
             let mut msg = e.to_string();
@@ -164,55 +174,80 @@ impl Loader {
         for q in reader.completion_quantiles(&info.run_id)? {
             cdfs.insert((q.policy, q.param), (q.requests, q.completed, q.quantiles));
         }
-        let metric = |v: &serde_json::Value, k: &str| Metric {
-            value: v.get(k).and_then(|x| x.as_f64()),
-            ci: v
-                .get(format!("{k}_ci"))
-                .and_then(|c| Some((c.get(0)?.as_f64()?, c.get(1)?.as_f64()?))),
-        };
-        let mut rows = Vec::new();
-        for s in &summary {
-            let (policy, param) = (
-                s.label.kind.name().to_string(),
-                s.label
-                    .param
-                    .clone()
-                    .unwrap_or_else(|| "default".to_string()),
-            );
-            let (requests, completed, q) = cdfs
-                .get(&(policy.clone(), param.clone()))
-                .cloned()
-                .unwrap_or_default();
-            let share = completed as f64 / requests.max(1) as f64;
-            let cdf = q
-                .iter()
-                .enumerate()
-                .map(|(i, &x)| (x, share * i as f64 / COMPLETION_QUANTILE_STEPS as f64))
-                .collect();
-            let v = &s.to_json();
-            rows.push(PolicyRow {
-                name: s.label.to_string(),
-                policy,
-                param,
-                mean: metric(v, "mean_completion_s"),
-                p50: metric(v, "p50_completion_s"),
-                p99: metric(v, "p99_completion_s"),
-                ttft_p50: metric(v, "ttft_p50_s"),
-                slo: metric(v, "slo_attainment"),
-                goodput: metric(v, "slo_goodput"),
-                interruptions: metric(v, "unplanned_interruptions"),
-                migrations: metric(v, "planned_migrations"),
-                gap_closed: metric(v, "gap_closed"),
-                requests,
-                completed,
-                cdf,
-            });
-        }
+        let rows = summary
+            .iter()
+            .map(|s| {
+                let (requests, completed, q) = cdfs
+                    .get(&(s.label.kind.name().to_string(), param_of(s)))
+                    .cloned()
+                    .unwrap_or_default();
+                let share = completed as f64 / requests.max(1) as f64;
+                let cdf = q
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &x)| (x, share * i as f64 / COMPLETION_QUANTILE_STEPS as f64))
+                    .collect();
+                policy_row(s, requests, completed, cdf)
+            })
+            .collect();
         Ok(Some(ReplayData {
             run: info,
             runs: runs.into_iter().map(|r| r.run_id).collect(),
             rows,
+            cell: None,
         }))
+    }
+
+    fn sweep(&self, id: Option<&str>) -> anyhow::Result<Option<SweepData>> {
+        let store = self.store()?;
+        let mut sweeps: Vec<String> = sweep::list_sweeps(&store)?
+            .into_iter()
+            .map(|r| r.sweep_id)
+            .collect();
+        sweeps.reverse();
+        let id = match id {
+            Some(id) => id.to_string(),
+            None => match sweeps.first() {
+                Some(s) => s.clone(),
+                None => return Ok(None),
+            },
+        };
+        let cells = sweep::load_sweep(&store, &id)?
+            .into_iter()
+            .map(|result| {
+                let cfg: Option<scenario::ScenarioConfig> = toml::from_str(&result.config).ok();
+                let run = RunRow {
+                    run_id: result.key.clone(),
+                    nodes_source: cfg
+                        .as_ref()
+                        .map_or_else(String::new, |c| c.nodes.source.clone()),
+                    workload_source: cfg
+                        .as_ref()
+                        .map_or_else(String::new, |c| c.workload.source.clone()),
+                    windows: cfg.as_ref().map_or(0, |c| c.replay.windows as i64),
+                    seeds: cfg
+                        .as_ref()
+                        .map_or_else(String::new, |c| c.replay.seeds.to_string()),
+                    cutoff_s: f64::NAN,
+                };
+                let rows = result
+                    .rows
+                    .iter()
+                    .map(|s| policy_row(s, s.requests, s.requests, Vec::new()))
+                    .collect();
+                let replay = Arc::new(ReplayData {
+                    run,
+                    runs: Vec::new(),
+                    rows,
+                    cell: Some(CellOrigin {
+                        sweep_id: id.clone(),
+                        key: result.key.clone(),
+                    }),
+                });
+                SweepCell { result, replay }
+            })
+            .collect();
+        Ok(Some(SweepData::new(id, sweeps, cells)))
     }
 
     fn requests(&self, run: &str, display: &str) -> anyhow::Result<RequestList> {
@@ -293,6 +328,42 @@ impl Loader {
             dest_age_s: sc.dest_age_s,
             remaining,
         })
+    }
+}
+
+/// The stored parameter point of a summary row (`default` when it has none).
+fn param_of(s: &PolicySummary) -> String {
+    s.label
+        .param
+        .clone()
+        .unwrap_or_else(|| "default".to_string())
+}
+
+/// A comparison row as the Replay screen shows it, from the row `compare --format json` prints.
+fn policy_row(s: &PolicySummary, requests: u64, completed: u64, cdf: Vec<(f64, f64)>) -> PolicyRow {
+    let v = &s.to_json();
+    let metric = |k: &str| Metric {
+        value: v.get(k).and_then(|x| x.as_f64()),
+        ci: v
+            .get(format!("{k}_ci"))
+            .and_then(|c| Some((c.get(0)?.as_f64()?, c.get(1)?.as_f64()?))),
+    };
+    PolicyRow {
+        name: s.label.to_string(),
+        policy: s.label.kind.name().to_string(),
+        param: param_of(s),
+        mean: metric("mean_completion_s"),
+        p50: metric("p50_completion_s"),
+        p99: metric("p99_completion_s"),
+        ttft_p50: metric("ttft_p50_s"),
+        slo: metric("slo_attainment"),
+        goodput: metric("slo_goodput"),
+        interruptions: metric("unplanned_interruptions"),
+        migrations: metric("planned_migrations"),
+        gap_closed: metric("gap_closed"),
+        requests,
+        completed,
+        cdf,
     }
 }
 

@@ -1,13 +1,15 @@
 //! `hazardserve tui`: a terminal UI over the store, read-only, for looking at what the other
 //! commands computed.
 //!
-//! Screens (Tab / Shift-Tab or 1-6): 1 **Sources** (counts, censoring, span, hazard shape),
+//! Screens (Tab / Shift-Tab or 1-7): 1 **Sources** (counts, censoring, span, hazard shape),
 //! 2 **Nodes** of the selected source (sortable, with an up/down strip per node), 3 **Survival**
 //! of the selected node (its Kaplan-Meier curve, its shrunk curve, the pooled curve with its
 //! band, at-risk counts, conditional survival at its current age), 4 **Replay** (the policy
 //! comparison of a run with CIs, completion-time CDFs, the oracle gap), 5 **Request** (one
-//! request's timeline with the `E = T + L` numbers behind each decision) and 6 **Trigger**
-//! (`risk_gain` against uptime for a node pair and a context size).
+//! request's timeline with the `E = T + L` numbers behind each decision), 6 **Trigger**
+//! (`risk_gain` against uptime for a node pair and a context size) and 7 **Sweep** (the regime
+//! map of a stored sweep; Enter opens a cell's comparison on the Replay screen). `r` reloads
+//! the store.
 //!
 //! Architecture (Elm-like): [`app::App`] is the state, [`app::Msg`] what happens to it,
 //! [`update::update`] the only code that changes it (key handling included), and
@@ -26,6 +28,7 @@
 
 pub mod app;
 pub mod data;
+pub mod lists;
 pub mod loader;
 pub mod screens;
 pub mod terminal;
@@ -51,7 +54,7 @@ use update::update;
 /// `tui` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Keys: Tab/Shift-Tab or 1-6 switch screens, j/k move, Enter drills down, / filters, s sorts, ? shows the help, q quits.
+    after_help = "Keys: Tab/Shift-Tab or 1-7 switch screens, j/k move, Enter drills down, / filters, s sorts, r reloads the store, ? shows the help, q quits.
 
 Examples:
   hazardserve tui

@@ -7,7 +7,8 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use super::app::{App, Load, Msg, Screen};
-use super::data::TRIGGER_CONTEXTS;
+use super::data::{LoadJob, TRIGGER_CONTEXTS};
+use crate::sweep::MAP_METRICS;
 
 /// Applies one message to the app.
 pub fn update(app: &mut App, msg: Msg) {
@@ -26,6 +27,18 @@ pub fn update(app: &mut App, msg: Msg) {
             }
             app.notice = None;
             on_key(app, k);
+        }
+        Msg::Loaded(LoadJob::Reload(n), result) => {
+            app.in_flight.retain(|j| *j != LoadJob::Reload(n));
+            if n == app.reloads {
+                // Whatever arrived between the key and the loader emptying its caches may be
+                // stale: start from nothing.
+                app.loads.clear();
+                app.notice = Some(match result {
+                    Ok(_) => "store reloaded".into(),
+                    Err(e) => format!("reload failed: {e}"),
+                });
+            }
         }
         Msg::Loaded(job, result) => {
             app.in_flight.retain(|j| *j != job);
@@ -92,11 +105,23 @@ fn on_key(app: &mut App, k: KeyEvent) {
             app.screen =
                 Screen::ALL[(app.screen.index() + Screen::ALL.len() - 1) % Screen::ALL.len()]
         }
-        KeyCode::Char(c @ '1'..='6') => {
+        KeyCode::Char(c @ '1'..='7') => {
             let i = (c as usize).saturating_sub('1' as usize);
             if let Some(&s) = Screen::ALL.get(i) {
                 app.screen = s;
             }
+        }
+        KeyCode::Char('r') => app.reload(),
+        _ if app.screen == Screen::Sweep && sweep_key(app, k.code) => {}
+        KeyCode::Char('h') | KeyCode::Left | KeyCode::Backspace
+            if app.screen == Screen::Replay && app.cell.is_some() =>
+        {
+            app.screen = Screen::Sweep;
+        }
+        KeyCode::Char('[') | KeyCode::Char(']') if app.cell.is_some() => {
+            app.cell = None;
+            app.sel_policy = None;
+            app.notice = Some("the stored replay runs".into());
         }
         KeyCode::Char('j') | KeyCode::Down => move_by(app, 1),
         KeyCode::Char('k') | KeyCode::Up => move_by(app, -1),
@@ -146,7 +171,109 @@ fn on_key(app: &mut App, k: KeyEvent) {
     }
 }
 
+/// Keys of the Sweep screen: moves over the map, opens a cell, switches the metric or the
+/// sweep. Returns false for keys it leaves to the common bindings.
+fn sweep_key(app: &mut App, code: KeyCode) -> bool {
+    match code {
+        KeyCode::Char('j') | KeyCode::Down => move_cell(app, 1, 0),
+        KeyCode::Char('k') | KeyCode::Up => move_cell(app, -1, 0),
+        KeyCode::PageDown => move_cell(app, 10, 0),
+        KeyCode::PageUp => move_cell(app, -10, 0),
+        KeyCode::Char('g') | KeyCode::Home => move_cell(app, isize::MIN / 2, 0),
+        KeyCode::Char('G') | KeyCode::End => move_cell(app, isize::MAX / 2, 0),
+        KeyCode::Char('l') | KeyCode::Right => move_cell(app, 0, 1),
+        KeyCode::Char('h') | KeyCode::Left => move_cell(app, 0, -1),
+        KeyCode::Enter => match app.sel_cell.clone() {
+            Some(key) if app.sweep_data().is_some() => {
+                app.notice = Some(format!("cell {key}"));
+                app.cell = Some(key);
+                app.sel_policy = None;
+                app.screen = Screen::Replay;
+            }
+            _ => app.notice = Some("no cell to open".into()),
+        },
+        KeyCode::Char('m') => {
+            app.map_metric = (app.map_metric + 1) % MAP_METRICS.len();
+            app.notice = Some(format!(
+                "colouring by {}",
+                MAP_METRICS[app.map_metric].key()
+            ));
+        }
+        KeyCode::Char('[') => switch_sweep(app, 1),
+        KeyCode::Char(']') => switch_sweep(app, -1),
+        _ => return false,
+    }
+    true
+}
+
+/// Moves the map selection by rows and columns (clamped; empty slots are skipped over).
+fn move_cell(app: &mut App, drow: isize, dcol: isize) {
+    let Some(d) = app.sweep_data().cloned() else {
+        return;
+    };
+    let rows = app.visible_map_rows(&d);
+    if rows.is_empty() {
+        return;
+    }
+    let (r0, c0) = app
+        .sel_cell
+        .as_deref()
+        .and_then(|k| d.position(k))
+        .and_then(|(r, c)| Some((rows.iter().position(|&x| x == r)?, c)))
+        .unwrap_or((0, 0));
+    let last_row = rows.len() as isize - 1;
+    let last_col = d.columns.len() as isize - 1;
+    let mut r = (r0 as isize).saturating_add(drow).clamp(0, last_row);
+    let mut c = (c0 as isize).saturating_add(dcol).clamp(0, last_col);
+    // Step on past empty slots in the direction of travel.
+    loop {
+        if let Some(i) = d.grid[rows[r as usize]][c as usize] {
+            app.sel_cell = Some(d.cells[i].result.key.clone());
+            return;
+        }
+        let (nr, nc) = (r + drow.signum(), c + dcol.signum());
+        if (drow == 0 && dcol == 0) || nr < 0 || nr > last_row || nc < 0 || nc > last_col {
+            return;
+        }
+        (r, c) = (nr, nc);
+    }
+}
+
+/// Shows the sweep `delta` places further in the store's sweep list (newest first).
+fn switch_sweep(app: &mut App, delta: isize) {
+    let Some(d) = app.sweep_data() else {
+        app.notice = Some("no sweep loaded".into());
+        return;
+    };
+    let sweeps = d.sweeps.clone();
+    let cur = d.sweep_id.clone();
+    let pos = sweeps.iter().position(|x| *x == cur).unwrap_or(0) as isize;
+    let new = (pos + delta).clamp(0, sweeps.len() as isize - 1) as usize;
+    match sweeps.get(new) {
+        Some(id) if *id != cur => {
+            app.sweep = Some(id.clone());
+            app.sel_cell = None;
+            app.cell = None;
+            app.notice = Some(format!("sweep {id}"));
+        }
+        _ => {
+            app.notice = Some(if sweeps.len() <= 1 {
+                "this store has one sweep".into()
+            } else {
+                "no more sweeps that way".into()
+            })
+        }
+    }
+}
+
 fn drill_down(app: &mut App) {
+    if app.screen == Screen::Replay && app.cell.is_some() {
+        app.notice = Some(
+            "a sweep cell keeps no requests: replay its scenario (`hazardserve replay --config`) to see them"
+                .into(),
+        );
+        return;
+    }
     if app.screen == Screen::Sources {
         let workload = app
             .selected_source_row()

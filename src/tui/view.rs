@@ -46,6 +46,7 @@ pub fn view(app: &App, f: &mut Frame) {
         Screen::Replay => screens::replay::render(app, f, body),
         Screen::Request => screens::request::render(app, f, body),
         Screen::Trigger => screens::trigger::render(app, f, body),
+        Screen::Sweep => screens::sweep::render(app, f, body),
     }
     render_status(app, f, status);
     if app.help {
@@ -88,9 +89,15 @@ fn hints(app: &App) -> &'static str {
         Screen::Sources => "j/k move · Enter nodes · / filter · s sort · ? help · q quit",
         Screen::Nodes => "j/k move · Enter survival · / filter · s sort · ? help · q quit",
         Screen::Survival => "j/k node · Enter trigger · h back · ? help · q quit",
+        Screen::Replay if app.cell.is_some() => {
+            "j/k policy · h back to the map · [ ] stored runs · ? help · q quit"
+        }
         Screen::Replay => "j/k policy · Enter requests · [ ] run · s sort · ? help · q quit",
         Screen::Request => "j/k request · / filter · s sort · h back · ? help · q quit",
         Screen::Trigger => "j/k destination · +/- context · h back · ? help · q quit",
+        Screen::Sweep => {
+            "arrows/hjkl move · Enter compare · m metric · [ ] sweep · r reload · q quit"
+        }
     }
 }
 
@@ -145,7 +152,10 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
     };
     let mut lines = vec![
         key("Tab / S-Tab", "next / previous screen"),
-        key("1 … 6", "Sources Nodes Survival Replay Request Trigger"),
+        key(
+            "1 … 7",
+            "Sources Nodes Survival Replay Request Trigger Sweep",
+        ),
         key("j k ↓ ↑", "move (PgDn PgUp: 10 rows, g G: first, last)"),
         key(
             "Enter → l",
@@ -154,6 +164,7 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
         key("h ← Bksp", "back up"),
         key("/", "filter the list (Enter keeps, Esc clears)"),
         key("s  S", "sort by the next column / reverse the order"),
+        key("r", "reload the store (after an ingest, replay or sweep)"),
         key("?", "this help (any key closes it)"),
         key("q Esc Ctrl-C", "quit (Esc clears a filter first)"),
     ];
@@ -163,6 +174,15 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
         }
         Screen::Trigger => {
             lines.push(key("+  -", "larger / smaller context on the source node"));
+        }
+        Screen::Sweep => {
+            lines.push(key("h j k l", "move across and down the map (arrows too)"));
+            lines.push(key("Enter", "the cell's policy comparison (Replay screen)"));
+            lines.push(key(
+                "m",
+                "colour by the next metric (mean, p99, interruptions)",
+            ));
+            lines.push(key("[  ]", "older / newer sweep"));
         }
         _ => {}
     }

@@ -13,7 +13,9 @@ use crate::sweep::{availability, cells, requests, same, store_with, POLICIES};
 fn cluster_up() -> bool {
     // `sbatch --version` needs a configuration, so only a failure to start means "absent".
     if let Err(e) = Command::new("sbatch").arg("--version").output() {
-        skip(&format!("sbatch cannot run ({e}): install Debian's slurm-wlm and munge"));
+        skip(&format!(
+            "sbatch cannot run ({e}): install Debian's slurm-wlm and munge"
+        ));
         return false;
     }
     let up = Command::new("sinfo")
@@ -53,7 +55,8 @@ fn the_job_array_script_shards_a_sweep_on_slurm() {
         ),
     );
     let mut c = hs(&store);
-    c.args(["-q", "sweep", "--id", "local", "--grid"]).arg(&grid);
+    c.args(["-q", "sweep", "--id", "local", "--grid"])
+        .arg(&grid);
     ok(c);
 
     let shards = tmp.path().join("shards");
@@ -87,12 +90,17 @@ fn the_job_array_script_shards_a_sweep_on_slurm() {
         );
     }
     let mut c = hs(&store);
-    c.args(["-q", "sweep", "merge", "--id", "slurm"]).arg(&shards);
+    c.args(["-q", "sweep", "merge", "--id", "slurm"])
+        .arg(&shards);
     ok(c);
     let local = cells(&store, "local");
     assert!(
         local.contains("3,\"hardware.preset=m1-max,workload.load=0.8\""),
         "{local}"
     );
-    same(&local, &cells(&store, "slurm"), "unsharded and Slurm-sharded");
+    same(
+        &local,
+        &cells(&store, "slurm"),
+        "unsharded and Slurm-sharded",
+    );
 }

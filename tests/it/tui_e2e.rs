@@ -143,6 +143,12 @@ fn tui_e2e_keys_through_every_screen() {
     t.wait_for(&["Trigger ·", "4500 tokens", "trigger"]);
     t.literal("+");
     t.wait_for(&["8000 tokens"]);
+    t.keys(&["7"]);
+    t.wait_for(&["demo-map", "hazard − best blind", "sample-hpc · phone"]);
+    t.keys(&["j", "Enter"]);
+    t.wait_for(&["demo-map cell", "hardware.preset=m1-max", "Policies (12)"]);
+    t.keys(&["h"]);
+    t.wait_for(&["Selected cell"]);
     t.literal("?");
     t.wait_for(&["Keys", "drill down"]);
     // Any key closes the help (not Escape here: ESC followed quickly by a key reads as Alt+key).

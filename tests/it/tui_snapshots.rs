@@ -8,7 +8,7 @@ use hazardserve::tui::loader::Loader;
 use hazardserve::tui::update::update;
 
 use super::common;
-use super::tui_common::{demo_app, key, pump, render};
+use super::tui_common::{demo_app, key, press, pump, render};
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
 
@@ -53,6 +53,45 @@ fn tui_screen_trigger() {
 }
 
 #[test]
+fn tui_screen_sweep() {
+    snapshot_screen("sweep", '7');
+}
+
+#[test]
+fn tui_sweep_cell_opens_its_comparison_on_the_replay_screen() {
+    let (mut app, mut loader) = demo_app();
+    // The demo's map: nodes.source x hardware.preset down, workload.load across. Down twice
+    // and right once: sample-spot, phone, load 0.7.
+    press(&mut app, &mut loader, "7jjl");
+    assert_eq!(
+        app.sel_cell.as_deref(),
+        Some("nodes.source=sample-spot,hardware.preset=phone,workload.load=0.7")
+    );
+    insta::assert_snapshot!("sweep_selected_80x24", render(&app, 80, 24));
+    press(&mut app, &mut loader, "\n");
+    assert_eq!(app.screen, Screen::Replay);
+    let text = render(&app, 160, 48);
+    assert!(
+        text.contains("nodes.source=sample-spot,hardware.preset=phone,workload.load=0.7"),
+        "{text}"
+    );
+    for policy in ["hazard", "fastest", "least-loaded", "uptime", "oracle"] {
+        assert!(text.contains(policy), "{policy} missing:\n{text}");
+    }
+    insta::assert_snapshot!("sweep_cell_replay_160x48", text);
+    // Enter on a cell's comparison explains why there are no requests; h goes back to the map.
+    press(&mut app, &mut loader, "\n");
+    assert_eq!(app.screen, Screen::Replay);
+    assert!(render(&app, 160, 48).contains("keeps no requests"));
+    press(&mut app, &mut loader, "h");
+    assert_eq!(app.screen, Screen::Sweep);
+    // [ on the Replay screen leaves the cell for the stored runs.
+    press(&mut app, &mut loader, "4[");
+    assert!(app.cell.is_none());
+    assert!(render(&app, 160, 48).contains("run-demo"));
+}
+
+#[test]
 fn tui_help_overlay() {
     let (mut app, mut loader) = demo_app();
     update(&mut app, key(KeyCode::Char('?')));
@@ -65,7 +104,7 @@ fn tui_screens_are_stable_across_renders() {
     // Two independent loads of the same store draw the same frames (no clocks, no hash order).
     let (mut a, mut la) = demo_app();
     let (mut b, mut lb) = demo_app();
-    for d in ['1', '2', '3', '4', '5', '6'] {
+    for d in ['1', '2', '3', '4', '5', '6', '7'] {
         update(&mut a, key(KeyCode::Char(d)));
         pump(&mut a, &mut la);
         update(&mut b, key(KeyCode::Char(d)));
@@ -82,7 +121,7 @@ fn tui_empty_store_says_what_to_run() {
     let mut app = App::new(None);
     pump(&mut app, &mut loader);
     insta::assert_snapshot!("empty_store_sources_80x24", render(&app, 80, 24));
-    for d in ['2', '3', '4', '5', '6'] {
+    for d in ['2', '3', '4', '5', '6', '7'] {
         update(&mut app, key(KeyCode::Char(d)));
         pump(&mut app, &mut loader);
         let text = render(&app, 80, 24);
@@ -91,7 +130,7 @@ fn tui_empty_store_says_what_to_run() {
             "screen {d} of an empty store explains what to do:\n{text}"
         );
     }
-    assert_eq!(app.screen, Screen::Trigger);
+    assert_eq!(app.screen, Screen::Sweep);
 }
 
 #[test]
@@ -157,4 +196,49 @@ fn tui_unknown_run_is_reported_on_screen() {
         text.contains("run-demo"),
         "lists the runs there are:\n{text}"
     );
+}
+
+#[test]
+fn tui_reload_key_reads_a_sweep_stored_after_the_tui_opened() {
+    use super::sweep::{availability, requests, store_with, POLICIES};
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_with(
+        tmp.path(),
+        &availability(6, 20_000.0, 3, |r| Some(300.0 + 2000.0 * r.unit())),
+        &requests(600.0, 0.5, 300, 2),
+    );
+    let mut loader = Loader::new(&store);
+    let mut app = App::new(None);
+    pump(&mut app, &mut loader);
+    press(&mut app, &mut loader, "7");
+    let before = render(&app, 80, 24);
+    assert!(before.contains("No sweeps in this store yet"), "{before}");
+
+    let grid = common::write(
+        tmp.path(),
+        "grid.toml",
+        &format!(
+            "[base]\n\"nodes.source\" = \"cluster\"\n\"workload.source\" = \"reqs\"\n\"replay.windows\" = 2\n{POLICIES}[axes]\n\"hardware.preset\" = [\"a100\", \"phone\"]\n"
+        ),
+    );
+    let mut c = common::hs(&store);
+    c.args(["-q", "sweep", "--id", "later", "--grid"])
+        .arg(&grid);
+    common::ok(c);
+    // Without a reload the TUI still shows what it read when it opened.
+    press(&mut app, &mut loader, "7");
+    assert!(render(&app, 80, 24).contains("No sweeps in this store yet"));
+    press(&mut app, &mut loader, "r");
+    assert!(!app.is_loading());
+    let after = render(&app, 80, 24);
+    assert!(
+        after.contains("later") && after.contains("hardware.preset"),
+        "{after}"
+    );
+    assert!(after.contains("store reloaded"), "{after}");
+    // One axis: its values go down the map.
+    assert!(after.contains("a100") && after.contains("phone"), "{after}");
+    press(&mut app, &mut loader, "j\n");
+    assert_eq!(app.screen, Screen::Replay);
+    assert_eq!(app.cell.as_deref(), Some("hardware.preset=phone"));
 }

@@ -101,15 +101,15 @@ fn tui_update_first_loads() {
 fn tui_update_screens_cycle() {
     let mut app = app();
     let mut seen = Vec::new();
-    for _ in 0..6 {
+    for _ in 0..Screen::ALL.len() {
         seen.push(app.screen);
         update(&mut app, key(KeyCode::Tab));
     }
     assert_eq!(seen, Screen::ALL.to_vec());
     assert_eq!(app.screen, Screen::Sources, "Tab wraps around");
     update(&mut app, key(KeyCode::BackTab));
-    assert_eq!(app.screen, Screen::Trigger, "Shift-Tab wraps backwards");
-    for (d, s) in ['1', '2', '3', '4', '5', '6'].iter().zip(Screen::ALL) {
+    assert_eq!(app.screen, Screen::Sweep, "Shift-Tab wraps backwards");
+    for (d, s) in ['1', '2', '3', '4', '5', '6', '7'].iter().zip(Screen::ALL) {
         update(&mut app, key(KeyCode::Char(*d)));
         assert_eq!(app.screen, s);
     }

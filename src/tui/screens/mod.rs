@@ -5,4 +5,5 @@ pub mod replay;
 pub mod request;
 pub mod sources;
 pub mod survival;
+pub mod sweep;
 pub mod trigger;

@@ -96,29 +96,43 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
 
     let seeds = r.run.seeds.trim_matches(|c| c == '[' || c == ']');
     let pos = r.runs.iter().position(|x| *x == r.run.run_id).unwrap_or(0);
-    f.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::styled(format!(" {}", r.run.run_id), header_style()),
-            Span::raw(format!(
-                " · {} on {} · {} windows × seeds {}",
-                r.run.workload_source, r.run.nodes_source, r.run.windows, seeds,
-            )),
-            Span::styled(
-                if wide {
-                    format!(
-                        " · priors fitted before {} · run {} of {} ([ ] switch)",
-                        fmt_num(Some(r.run.cutoff_s)),
-                        pos + 1,
-                        r.runs.len()
-                    )
-                } else {
-                    format!(" · run {}/{}", pos + 1, r.runs.len())
-                },
-                dim(),
-            ),
-        ])),
-        info,
-    );
+    if let Some(origin) = &r.cell {
+        f.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled(format!(" {}", origin.sweep_id), header_style()),
+                Span::styled(" cell ", dim()),
+                Span::raw(format!(
+                    "{} · {} on {} · {} windows",
+                    origin.key, r.run.workload_source, r.run.nodes_source, r.run.windows,
+                )),
+            ])),
+            info,
+        );
+    } else {
+        f.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled(format!(" {}", r.run.run_id), header_style()),
+                Span::raw(format!(
+                    " · {} on {} · {} windows × seeds {}",
+                    r.run.workload_source, r.run.nodes_source, r.run.windows, seeds,
+                )),
+                Span::styled(
+                    if wide {
+                        format!(
+                            " · priors fitted before {} · run {} of {} ([ ] switch)",
+                            fmt_num(Some(r.run.cutoff_s)),
+                            pos + 1,
+                            r.runs.len()
+                        )
+                    } else {
+                        format!(" · run {}/{}", pos + 1, r.runs.len())
+                    },
+                    dim(),
+                ),
+            ])),
+            info,
+        );
+    }
 
     let index_of = |name: &str| r.rows.iter().position(|p| p.name == name).unwrap_or(0);
     let mut header = vec!["policy", "mean completion s"];
@@ -254,7 +268,20 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                 .bounds([0.0, 1.0])
                 .labels(axis_labels(0.0, 1.0, 3, |y| format!("{y:.1}"))),
         );
-    f.render_widget(chart, cdf_area);
+    if r.rows.iter().all(|p| p.cdf.is_empty()) {
+        f.render_widget(
+            message(
+                "Completion time CDF",
+                vec![Line::from(Span::styled(
+                    "A sweep cell keeps its comparison, not its requests: replay the cell's scenario for the CDF.",
+                    dim(),
+                ))],
+            ),
+            cdf_area,
+        );
+    } else {
+        f.render_widget(chart, cdf_area);
+    }
 
     let bars: Vec<SignedBar> = rows
         .iter()
