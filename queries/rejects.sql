@@ -1,5 +1,7 @@
--- The records of one source (?1) that could not be used, with file, line and reason.
+-- Purpose: the records of one source that ingest rejected, with the file, line and reason.
+-- Param source: the source
+-- Columns: file, line, reason, raw
 SELECT file, line, reason, raw
 FROM rejects
-WHERE source = ?
+WHERE source = $source
 ORDER BY file, line

@@ -1,4 +1,5 @@
--- Every source in the store with its counts, censoring shares and observation span.
+-- Purpose: every source in the store with its counts, censoring shares and observation span.
+-- Columns: source, adapter, kind, nodes, sessions, events, censored, left_truncated, requests, rejects, censored_share, left_truncated_share, time_base, observation_start, observation_end, span_days, ingested_at
 SELECT
     source,
     adapter,

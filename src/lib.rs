@@ -6,7 +6,8 @@
 //! - [`ingest`] (the `hazardserve-ingest` crate): format adapters, pure parsing of availability
 //!   and request traces into canonical Arrow batches;
 //! - [`store`]: the embedded store (Parquet files plus a DuckDB catalog), atomic commits;
-//! - [`queries`]: the named SQL queries run against the store;
+//! - [`queries`]: the program's own SQL statements against the store, as typed rows;
+//! - [`named_queries`]: the documented SQL analyses users run by name (`hazardserve query`);
 //! - [`public`]: the catalogue of public traces and how each is ingested;
 //! - [`survival`]: Kaplan-Meier, shrinkage, parametric fits, validation and hazard priors;
 //! - [`fit`]: survival of a stored source (loading its sessions, fitting groups);
@@ -24,6 +25,7 @@
 
 mod cli;
 pub mod fit;
+pub mod named_queries;
 pub mod output;
 pub mod policy;
 pub mod public;

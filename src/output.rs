@@ -598,6 +598,17 @@ pub fn batch(cols: Vec<(&str, Col)>) -> Result<RecordBatch, RenderError> {
     Ok(RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)?)
 }
 
+/// A time on a source's clock as people read it: ISO-8601 UTC on a UTC clock, seconds on a
+/// relative one.
+pub fn clock_time(t: f64, time_base: &str) -> String {
+    if time_base == "utc" {
+        if let Some(d) = chrono::DateTime::from_timestamp(t.floor() as i64, 0) {
+            return d.format("%Y-%m-%dT%H:%M:%SZ").to_string();
+        }
+    }
+    format!("{t:.0} s")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

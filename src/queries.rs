@@ -1,10 +1,9 @@
 //! The named SQL statements of `queries/`, compiled into the binary and run by DuckDB with
 //! bound parameters.
 //!
-//! Two kinds: [`QUERIES`] are the listings users run (`hazardserve sources`, `nodes`,
-//! `sessions`, `rejects`, `sql --query NAME`) and get back as Arrow batches; the others are the
-//! program's own statements, run through a [`Reader`] whose methods return typed rows (the TUI
-//! reads the store only this way and never opens DuckDB itself).
+//! These are the program's own statements, run through a [`Reader`] whose methods return typed
+//! rows (the TUI reads the store only this way and never opens DuckDB itself); the queries users
+//! run by name are in [`crate::named_queries`].
 
 use duckdb::{Row, ToSql};
 
@@ -19,35 +18,6 @@ pub struct NamedQuery {
     pub params: usize,
     /// The SQL text.
     pub sql: &'static str,
-}
-
-/// Every named query users can run (`hazardserve sql --query NAME`).
-pub const QUERIES: &[NamedQuery] = &[
-    NamedQuery {
-        name: "sources",
-        params: 0,
-        sql: include_str!("../queries/sources.sql"),
-    },
-    NamedQuery {
-        name: "nodes",
-        params: 1,
-        sql: include_str!("../queries/nodes.sql"),
-    },
-    NamedQuery {
-        name: "sessions",
-        params: 1,
-        sql: include_str!("../queries/sessions.sql"),
-    },
-    NamedQuery {
-        name: "rejects",
-        params: 1,
-        sql: include_str!("../queries/rejects.sql"),
-    },
-];
-
-/// Looks a named query up.
-pub fn get(name: &str) -> Option<&'static NamedQuery> {
-    QUERIES.iter().find(|q| q.name == name)
 }
 
 /// Defines the program's own statements: `NAME = "file" / params`.
@@ -442,9 +412,8 @@ mod tests {
 
     #[test]
     fn every_statement_declares_its_parameters() {
-        for q in QUERIES.iter().chain(STATEMENTS) {
+        for q in STATEMENTS {
             assert_eq!(placeholders(q.sql), q.params, "query {}", q.name);
         }
-        assert!(get("sources").is_some() && get("runs").is_none());
     }
 }

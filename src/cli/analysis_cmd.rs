@@ -87,8 +87,8 @@ pub struct TriggerArgs {
     /// Link bandwidth in bytes/s instead of a tier.
     #[arg(long)]
     pub bandwidth: Option<f64>,
-    /// Model preset (KV bytes per token).
-    #[arg(long, default_value = "llama-2-7b", conflicts_with = "kv_bytes")]
+    /// Model preset (KV bytes per token; the same default as `crossover` and scenarios).
+    #[arg(long, default_value = "llama-3-8b", conflicts_with = "kv_bytes")]
     pub model: String,
     /// KV bytes per token instead of a model preset.
     #[arg(long)]

@@ -102,6 +102,7 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
     list::sources(
         globals,
         ListArgs {
+            wide: false,
             output: OutputArgs::table(),
         },
     )?;

@@ -291,17 +291,6 @@ fn clock_words(time_base: &str) -> &'static str {
     }
 }
 
-/// A time on a source's clock as people read it: ISO-8601 UTC on a UTC clock, seconds on a
-/// relative one.
-fn clock_time(t: f64, time_base: &str) -> String {
-    if time_base == "utc" {
-        if let Some(d) = chrono::DateTime::from_timestamp(t.floor() as i64, 0) {
-            return d.format("%Y-%m-%dT%H:%M:%SZ").to_string();
-        }
-    }
-    format!("{t:.0} s")
-}
-
 /// `hazardserve fit`.
 pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
     let store = Store::open(&globals.store)?;
@@ -331,10 +320,10 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
                 bail!(
                     "--split {}: {} is outside the observation of source {} ({} to {}; {clock})",
                     args.split,
-                    clock_time(t, &data.time_base),
+                    crate::output::clock_time(t, &data.time_base),
                     args.source,
-                    clock_time(from, &data.time_base),
-                    clock_time(to, &data.time_base),
+                    crate::output::clock_time(from, &data.time_base),
+                    crate::output::clock_time(to, &data.time_base),
                 );
             }
         }
@@ -343,13 +332,13 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
                 format!(
                     "validating source {} (observed {} to {}; {clock})",
                     args.source,
-                    clock_time(from, &data.time_base),
-                    clock_time(to, &data.time_base)
+                    crate::output::clock_time(from, &data.time_base),
+                    crate::output::clock_time(to, &data.time_base)
                 )
             })?;
         globals.say(format!(
             "split at {} ({} clock): {} training rows, {} test sessions ({} ended after the split)",
-            clock_time(report.split_time_s, &data.time_base),
+            crate::output::clock_time(report.split_time_s, &data.time_base),
             data.time_base,
             report.n_train,
             report.n_test,

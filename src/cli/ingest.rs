@@ -475,8 +475,20 @@ pub fn run(globals: &Globals, args: IngestArgs) -> anyhow::Result<()> {
 /// Prints notes and a summary of rejects on stderr.
 pub fn report_parse(globals: &Globals, parsed: &Parsed) {
     let (notes, rejects) = parsed.notes_and_rejects();
-    for note in notes {
-        globals.say(format!("note: {note}"));
+    // A note that every file of a directory raises is said once, with a count.
+    let mut counted: Vec<(&str, usize)> = Vec::new();
+    for note in notes.iter() {
+        match counted.iter_mut().find(|(n, _)| *n == note.as_str()) {
+            Some((_, c)) => *c += 1,
+            None => counted.push((note.as_str(), 1)),
+        }
+    }
+    for (note, n) in counted {
+        if n > 1 {
+            globals.say(format!("note ({n} times): {note}"));
+        } else {
+            globals.say(format!("note: {note}"));
+        }
     }
     if !rejects.is_empty() {
         globals.say(format!(

@@ -56,13 +56,62 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
             );
         }
     }
+    // A source is there when the fixed part of each of its paths (up to the first glob
+    // character) exists under DIR.
+    let present = |s: &crate::public::PublicSource| {
+        s.paths.iter().all(|p| {
+            let fixed = p.split(['*', '?', '[']).next().unwrap_or(p);
+            args.dir.join(fixed).exists()
+        })
+    };
+    let wanted: Vec<&crate::public::PublicSource> = PUBLIC_SOURCES
+        .iter()
+        .filter(|s| args.only.is_empty() || args.only.iter().any(|o| o == s.source))
+        .collect();
+    let (here, missing): (
+        Vec<&crate::public::PublicSource>,
+        Vec<&crate::public::PublicSource>,
+    ) = wanted.into_iter().partition(|s| present(s));
+    if here.is_empty() {
+        let mut tops: Vec<&str> = PUBLIC_SOURCES
+            .iter()
+            .filter_map(|s| s.paths.first()?.split('/').next())
+            .collect();
+        tops.dedup();
+        anyhow::bail!(
+            "{}: no public traces here (looked for {}; see traces/SOURCES.md)",
+            args.dir.display(),
+            tops.join(", ")
+        );
+    }
+    if !missing.is_empty() && !args.only.is_empty() {
+        anyhow::bail!(
+            "{}: not found under {}: {}",
+            missing
+                .iter()
+                .map(|s| s.source)
+                .collect::<Vec<_>>()
+                .join(", "),
+            args.dir.display(),
+            missing
+                .iter()
+                .flat_map(|s| s.paths.iter().copied())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    for s in &missing {
+        globals.say(format!(
+            "warning: {}: skipped, {} is not under {}",
+            s.source,
+            s.paths.join(", "),
+            args.dir.display()
+        ));
+    }
     crate::store::Store::check_writable(&globals.store)?;
     let started = std::time::Instant::now();
     let mut sessions = 0usize;
-    for s in PUBLIC_SOURCES
-        .iter()
-        .filter(|s| args.only.is_empty() || args.only.iter().any(|o| o == s.source))
-    {
+    for s in here {
         let t = std::time::Instant::now();
         let paths: Vec<String> = s
             .paths

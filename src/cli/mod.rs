@@ -7,7 +7,9 @@ mod fit_cmd;
 mod ingest;
 mod ingest_public;
 mod list;
+mod query_cmd;
 mod replay_cmd;
+mod shell_cmd;
 mod store_cmd;
 mod sweep_cmd;
 mod synth_cmd;
@@ -26,7 +28,13 @@ use crate::output::OutputFormat;
     name = "hazardserve",
     version,
     about,
-    after_help = "Examples:\n  hazardserve demo\n  hazardserve ingest --format tick-json --polarity available --source cbl ../shared/traces-public/cantbelate-spot-traces\n  hazardserve sources --format json\n  hazardserve sessions --source cbl --format csv > sessions.csv
+    after_help = "Examples:
+  hazardserve demo
+  hazardserve ingest-public ../shared/traces-public
+  hazardserve sources
+  hazardserve fit --source gce-preemptible
+  hazardserve sessions --source cbl-preemption-4node --format csv > sessions.csv
+  hazardserve tui
 
 Exit status: 0 success, 1 failure, 2 usage error, 3 the store is being written by another
 process (try again when it is done)."
@@ -61,21 +69,38 @@ pub enum Command {
     /// Ingest every known public trace under a directory (one source per trace).
     IngestPublic(ingest_public::IngestPublicArgs),
     /// List the sources in the store.
+    #[command(after_help = "Examples:
+  hazardserve sources
+  hazardserve sources --format json")]
     Sources(ListArgs),
     /// List the nodes of a source.
+    #[command(after_help = "Examples:
+  hazardserve nodes --source gce-preemptible
+  hazardserve nodes --source stunner-80 --format csv > stunner-nodes.csv")]
     Nodes(SourceListArgs),
     /// List or export the up-sessions of a source.
     Sessions(SessionsArgs),
     /// List the rejected records of a source.
+    #[command(after_help = "Examples:
+  hazardserve rejects --source bamboo-events
+  hazardserve rejects --source gce-preemptible --format json")]
     Rejects(SourceListArgs),
-    /// Run SQL against the store's tables (sources, nodes, sessions, rejects).
+    /// Run SQL against the store's tables (sources, nodes, sessions, rejects, requests, runs,
+    /// replay_requests, replay_summary, sweeps, sweep_cells).
     Sql(SqlArgs),
+    /// Run a named analysis from queries/ (availability, churn, censoring, ...) with bound
+    /// parameters; --list describes them.
+    Query(query_cmd::QueryArgs),
     /// Kaplan-Meier estimate of any CSV (durations, events, optional entry ages).
     Km(fit_cmd::KmArgs),
     /// Fit pooled and per-node survival of a source's up-sessions, with the hazard-shape verdict.
     Fit(fit_cmd::FitArgs),
     /// Hazard priors for serving systems.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Example:
+  hazardserve priors export --source gce-preemptible --out gce-priors.json"
+    )]
     Priors(fit_cmd::PriorsCommand),
     /// Tabulate the pre-emptive migration trigger for a two-node hop over source uptimes.
     Trigger(analysis_cmd::TriggerArgs),
@@ -90,11 +115,25 @@ pub enum Command {
     /// Run a grid of scenarios (the regime map), shard it on a cluster, merge and summarise it.
     Sweep(sweep_cmd::SweepArgs),
     /// Maintain the store.
-    #[command(subcommand)]
+    #[command(
+        subcommand,
+        after_help = "Examples:
+  hazardserve store verify
+  hazardserve store rebuild
+  hazardserve store remove --source sample-gce"
+    )]
     Store(store_cmd::StoreCommand),
     /// Generate sample traces from distributions measured on public traces.
+    #[command(after_help = "Examples:
+  hazardserve synth traces --out traces/samples
+  hazardserve synth workload --class long-output --out long.csv")]
     Synth(synth_cmd::SynthArgs),
-    /// Inspect the store in a terminal UI (sources, nodes, survival, replay, requests, trigger).
+    /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
+    Completions(shell_cmd::CompletionsArgs),
+    /// Print the manual page (or write one per command with --out-dir).
+    Man(shell_cmd::ManArgs),
+    /// Inspect the store in a terminal UI (sources, nodes, survival, replay, requests, trigger,
+    /// sweeps).
     Tui(crate::tui::TuiArgs),
 }
 
@@ -136,6 +175,9 @@ impl OutputArgs {
 /// `--format` and `--out` of listing commands.
 #[derive(Debug, Args)]
 pub struct ListArgs {
+    /// Every column in the table (csv, json and parquet always have every column).
+    #[arg(long)]
+    pub wide: bool,
     /// Output.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -155,7 +197,7 @@ pub struct SourceListArgs {
 /// `sessions` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve sessions --source gce --format json\n  hazardserve sessions --source gce --format parquet --out gce-sessions.parquet"
+    after_help = "Examples:\n  hazardserve sessions --source gce-preemptible --format json\n  hazardserve sessions --source gce-preemptible --format parquet --out gce-sessions.parquet"
 )]
 pub struct SessionsArgs {
     /// The source name (see `hazardserve sources`).
@@ -169,15 +211,15 @@ pub struct SessionsArgs {
 /// `sql` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve sql \"SELECT source, count(*) FROM sessions GROUP BY ALL\"\n  hazardserve sql --query nodes --param gce"
+    after_help = "Examples:\n  hazardserve sql \"SELECT source, count(*) FROM sessions GROUP BY ALL\"\n  hazardserve sql --query nodes --param source=gce-preemptible"
 )]
 pub struct SqlArgs {
     /// The SQL text (omit when using --query).
     pub sql: Option<String>,
-    /// Run a named query from queries/ instead (sources, nodes, sessions, rejects).
+    /// Run a named query from queries/ instead (`hazardserve query --list` lists them).
     #[arg(long, conflicts_with = "sql")]
     pub query: Option<String>,
-    /// Parameters of the named query, in order.
+    /// Parameters: KEY=VALUE, or values in the named query's declared order.
     #[arg(long = "param")]
     pub params: Vec<String>,
     /// Output.
@@ -242,6 +284,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Sessions(a) => list::sessions(&globals, a),
         Command::Rejects(a) => list::rejects(&globals, a),
         Command::Sql(a) => list::sql(&globals, a),
+        Command::Query(a) => query_cmd::run(&globals, a),
+        Command::Completions(a) => shell_cmd::completions(a),
+        Command::Man(a) => shell_cmd::man(a),
         Command::Store(c) => store_cmd::run(&globals, c),
         Command::Km(a) => fit_cmd::km(&globals, a),
         Command::Trigger(a) => analysis_cmd::trigger(&globals, a),

@@ -79,6 +79,13 @@ pub enum SweepCommand {
 #[command(after_help = "Examples:
   hazardserve sweep summary
   hazardserve sweep summary sweep-20261201T101500 --format json
+  hazardserve sweep summary regime-map --axis policy.survival_curve+policy.tail \
+      --within nodes.source+nodes.sample
+
+With --axis: one row per value of the axis (and of --within), hazard under the value minus
+hazard under the reference, paired by window within each group of cells equal on every other
+axis; diff is the mean over those groups with a 95 % bootstrap interval over groups, better
+and worse count the groups whose own paired interval excludes 0.
 
 JSON: one object per cell with the axis values by key, hazard_vs_fastest,
 hazard_vs_best_blind, hazard_vs_uptime, overlap_gain and migration_effect (each keyed by
@@ -88,6 +95,19 @@ ci_high}: hazard minus the other, paired by window, negative = hazard better), g
 pub struct SummaryArgs {
     /// The sweep id (default: the latest).
     pub sweep: Option<String>,
+    /// Compare the values of this axis instead: `hazard` under each value minus `hazard` under
+    /// the reference value, paired by window in cells equal on every other axis.
+    #[arg(long, value_name = "AXIS")]
+    pub axis: Option<String>,
+    /// With --axis: one row per value of this other axis (where does each value win?).
+    #[arg(long, value_name = "AXIS", requires = "axis")]
+    pub within: Option<String>,
+    /// With --axis: the value the others are compared with (default: the axis's first value).
+    #[arg(long, value_name = "VALUE", requires = "axis")]
+    pub reference: Option<String>,
+    /// With --axis: mean_completion_s, p99_completion_s or unplanned_interruptions.
+    #[arg(long, default_value = "mean_completion_s", requires = "axis")]
+    pub metric: String,
     /// Output format: table, csv or json.
     #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
     pub format: OutputFormat,
@@ -294,7 +314,104 @@ fn summary(globals: &Globals, args: SummaryArgs) -> anyhow::Result<()> {
     };
     let cells = sweep::load_sweep(&store, &id)?;
     globals.say(format!("sweep {id}: {} cells", cells.len()));
-    print_summary(&cells, args.format)
+    match &args.axis {
+        Some(axis) => {
+            let metric = Metric::from_key(&args.metric).with_context(|| {
+                format!(
+                    "--metric {}: use one of {}",
+                    args.metric,
+                    sweep::MAP_METRICS.map(|m| m.key()).join(", ")
+                )
+            })?;
+            let rows = sweep::compare_axis(
+                &cells,
+                axis,
+                args.within.as_deref(),
+                args.reference.as_deref(),
+                metric,
+            )?;
+            print_axis(&rows, args.within.as_deref(), metric, args.format)
+        }
+        None => print_summary(&cells, args.format),
+    }
+}
+
+/// Prints an axis comparison: JSON objects `{within, value, reference, contexts, diff, ci_low,
+/// ci_high, better, worse}`; CSV the same columns; a table with `diff [lo, hi]`.
+fn print_axis(
+    rows: &[sweep::AxisRow],
+    within: Option<&str>,
+    metric: Metric,
+    format: OutputFormat,
+) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    let diff = |r: &sweep::AxisRow| r.diff;
+    let mut cols: Vec<(String, Col)> = Vec::new();
+    if let Some(w) = within {
+        cols.push((
+            w.to_string(),
+            Col::Str(rows.iter().map(|r| Some(r.within.clone())).collect()),
+        ));
+    }
+    cols.push((
+        "value".into(),
+        Col::Str(rows.iter().map(|r| Some(r.value.clone())).collect()),
+    ));
+    cols.push((
+        "reference".into(),
+        Col::Str(rows.iter().map(|r| Some(r.reference.clone())).collect()),
+    ));
+    cols.push((
+        "contexts".into(),
+        Col::I64(rows.iter().map(|r| Some(r.contexts as i64)).collect()),
+    ));
+    let key = format!("hazard_diff_{}", metric.key());
+    if format == OutputFormat::Table {
+        cols.push((
+            key,
+            Col::Str(
+                rows.iter()
+                    .map(|r| {
+                        Some(diff(r).map_or("-".into(), |d| {
+                            output::interval_text(d.diff, d.ci_low.zip(d.ci_high))
+                        }))
+                    })
+                    .collect(),
+            ),
+        ));
+    } else {
+        cols.push((
+            key,
+            Col::F64(rows.iter().map(|r| diff(r).map(|d| d.diff)).collect()),
+        ));
+        cols.push((
+            "ci_low".into(),
+            Col::F64(
+                rows.iter()
+                    .map(|r| diff(r).and_then(|d| d.ci_low))
+                    .collect(),
+            ),
+        ));
+        cols.push((
+            "ci_high".into(),
+            Col::F64(
+                rows.iter()
+                    .map(|r| diff(r).and_then(|d| d.ci_high))
+                    .collect(),
+            ),
+        ));
+    }
+    cols.push((
+        "better".into(),
+        Col::I64(rows.iter().map(|r| Some(r.better as i64)).collect()),
+    ));
+    cols.push((
+        "worse".into(),
+        Col::I64(rows.iter().map(|r| Some(r.worse as i64)).collect()),
+    ));
+    let cols: Vec<(&str, Col)> = cols.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
+    render(&[output::batch(cols)?], format, &mut out)?;
+    Ok(())
 }
 
 /// Prints the regime map: JSON as [`CellResult::summary_json`] objects; CSV flat (one column

@@ -422,8 +422,9 @@ fn versus_windows(
     }
 }
 
-/// Per-window values (mean over seeds) of the runs of `label`.
-fn window_values(runs: &[RunMetrics], label: &PolicyLabel) -> WindowValues {
+/// Per-window values (mean over seeds) of the runs of `label`, by window index, in
+/// [`METRICS`] order.
+pub fn window_values(runs: &[RunMetrics], label: &PolicyLabel) -> WindowValues {
     let mut per_seed: BTreeMap<usize, Vec<[Option<f64>; N_METRICS]>> = BTreeMap::new();
     for r in runs {
         if PolicyLabel::with_param(r.policy, &r.param_label) == *label {

@@ -35,7 +35,7 @@ pub mod run;
 pub mod synthetic;
 
 pub use compare::{
-    aggregate, paired, GapClosed, GapState, PairedDiff, PolicyLabel, PolicySummary,
+    aggregate, paired, window_values, GapClosed, GapState, PairedDiff, PolicyLabel, PolicySummary,
     SummaryParseError, Versus,
 };
 pub use engine::{simulate, simulate_with};

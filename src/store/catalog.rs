@@ -239,11 +239,17 @@ impl Catalog {
         })
     }
 
-    /// Runs `sql` with positional string parameters and collects the Arrow result.
+    /// Runs `sql` with positional string parameters and collects the Arrow result. An empty
+    /// result is one batch without rows, so that its schema (the CSV header) is kept.
     pub fn query_arrow(&self, sql: &str, params: &[&str]) -> Result<Vec<RecordBatch>> {
         let mut stmt = self.conn.prepare(sql)?;
         let p: Vec<&dyn duckdb::ToSql> = params.iter().map(|s| s as &dyn duckdb::ToSql).collect();
-        let batches: Vec<RecordBatch> = stmt.query_arrow(p.as_slice())?.collect();
+        let arrow = stmt.query_arrow(p.as_slice())?;
+        let schema = arrow.get_schema();
+        let batches: Vec<RecordBatch> = arrow.collect();
+        if batches.is_empty() {
+            return Ok(vec![RecordBatch::new_empty(schema)]);
+        }
         Ok(batches)
     }
 

@@ -6,13 +6,15 @@
 //! overlap gain (`hazard --overlap` minus `hazard`), and the net effect of planned migration
 //! (`hazard` minus `hazard-nomigrate`).
 
+use std::collections::BTreeMap;
+
 use serde_json::{json, Map, Value};
 
 use super::grid::{value_text, Cell};
 use crate::policy::PolicyKind;
 use crate::replay::{
-    aggregate, paired, run_grid_metrics, AggregateOptions, GapState, Metric, PairedDiff,
-    PolicyLabel, PolicySummary, RunMetrics, Versus,
+    aggregate, paired, run_grid_metrics, window_values, AggregateOptions, GapState, Metric,
+    PairedDiff, PolicyLabel, PolicySummary, RunMetrics, Versus,
 };
 use crate::scenario::{build, ScenarioError};
 use crate::store::Store;
@@ -46,6 +48,9 @@ pub struct CellResult {
     pub migration_effect: Option<Versus>,
     /// Requests simulated over every run of the cell.
     pub requests: u64,
+    /// `hazard`'s value of each of [`MAP_METRICS`] per window (mean over seeds), so that cells
+    /// that differ in one axis can be paired by window (see [`super::axis`]).
+    pub hazard_windows: BTreeMap<usize, [Option<f64>; MAP_METRICS.len()]>,
 }
 
 /// Builds and replays one cell (store inputs are only read).
@@ -84,6 +89,10 @@ pub fn result_of(cell: &Cell, runs: &[RunMetrics], opts: &AggregateOptions) -> C
             opts,
         ),
         requests: runs.iter().map(|r| r.summary.requests).sum(),
+        hazard_windows: window_values(runs, &hazard)
+            .into_iter()
+            .map(|(w, v)| (w, MAP_METRICS.map(|m| v[m as usize])))
+            .collect(),
         rows,
     }
 }

@@ -15,10 +15,12 @@ use std::path::PathBuf;
 
 use rayon::prelude::*;
 
+pub mod axis;
 pub mod cell;
 pub mod grid;
 pub mod stored;
 
+pub use axis::{compare_axis, AxisRow};
 pub use cell::{run_cell, CellResult, MAP_METRICS};
 pub use grid::{Cell, GridFile};
 pub use stored::{
@@ -83,6 +85,9 @@ pub enum SweepError {
     /// A shard request like `4/3`.
     #[error("--shard {0}: use I/N with 0 <= I < N, e.g. 0/3")]
     BadShard(String),
+    /// An axis comparison was asked for something the sweep does not have.
+    #[error("{0}")]
+    Axis(String),
     /// The store could not be read or written.
     #[error(transparent)]
     Store(#[from] StoreError),

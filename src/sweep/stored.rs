@@ -10,7 +10,7 @@ use arrow::record_batch::RecordBatch;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
-use super::cell::CellResult;
+use super::cell::{CellResult, MAP_METRICS};
 use super::SweepError;
 use crate::replay::{PolicySummary, Versus};
 use crate::store::tables::{sweep_cells_schema, sweeps_schema};
@@ -31,6 +31,17 @@ fn result_json(c: &CellResult) -> String {
         "vs_uptime": opt(&c.vs_uptime),
         "overlap_gain": opt(&c.overlap_gain),
         "migration_effect": opt(&c.migration_effect),
+        // Read by SQL (`hazardserve query sweep_pays`); recomputed from the rows when loaded.
+        "pays": c.pays(),
+        "migration_pays": c.migration_pays(),
+        "hazard_windows": c.hazard_windows.iter().map(|(w, v)| {
+            let mut o = serde_json::Map::new();
+            o.insert("window".into(), json!(w));
+            for (m, x) in MAP_METRICS.iter().zip(v) {
+                o.insert(m.key().into(), json!(x));
+            }
+            Value::Object(o)
+        }).collect::<Vec<_>>(),
     })
     .to_string()
 }
@@ -126,6 +137,18 @@ pub fn cells_from_batch(b: &RecordBatch) -> Result<Vec<CellResult>, SweepError> 
             vs_uptime: versus("vs_uptime")?,
             overlap_gain: versus("overlap_gain")?,
             migration_effect: versus("migration_effect")?,
+            // Sweeps stored before per-window values were kept have none.
+            hazard_windows: r["hazard_windows"]
+                .as_array()
+                .map(|ws| {
+                    ws.iter()
+                        .filter_map(|w| {
+                            let window = usize::try_from(w["window"].as_u64()?).ok()?;
+                            Some((window, MAP_METRICS.map(|m| w[m.key()].as_f64())))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default(),
             requests: if requests.is_null(i) {
                 0
             } else {

@@ -213,6 +213,8 @@ pub struct App {
     pub map_metric: usize,
     /// Reloads asked for so far (tells reload jobs apart).
     pub reloads: u64,
+    /// Draw without colours (`NO_COLOR` is set).
+    pub no_color: bool,
     /// The filter being typed (`/`), if any.
     pub input: Option<String>,
     /// The key help is shown.
@@ -250,6 +252,7 @@ impl App {
             cell: None,
             map_metric: 0,
             reloads: 0,
+            no_color: false,
             input: None,
             help: false,
             quit: false,

@@ -96,6 +96,8 @@ pub fn run(store: &Path, run: Option<String>) -> anyhow::Result<()> {
     let (tx, rx) = mpsc::channel::<Msg>();
     let worker = worker::Worker::spawn(store, tx.clone())?;
     let mut app = App::new(run);
+    // https://no-color.org: set and not empty.
+    app.no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let mut guard = terminal::setup().context("opening the terminal UI")?;
     let stop = Arc::new(AtomicBool::new(false));
     let input = {

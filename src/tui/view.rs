@@ -52,6 +52,22 @@ pub fn view(app: &App, f: &mut Frame) {
     if app.help {
         render_help(app, f, body);
     }
+    if app.no_color {
+        strip_colour(f.buffer_mut());
+    }
+}
+
+/// `NO_COLOR`: every cell in the terminal's own colours; what a background colour marked (the
+/// selected row, the active tab) is shown reversed instead. Curves and map cells stay apart by
+/// their markers.
+pub fn strip_colour(buf: &mut ratatui::buffer::Buffer) {
+    for cell in buf.content.iter_mut() {
+        if cell.bg != Color::Reset {
+            cell.modifier.insert(Modifier::REVERSED);
+        }
+        cell.fg = Color::Reset;
+        cell.bg = Color::Reset;
+    }
 }
 
 fn render_tabs(app: &App, f: &mut Frame, area: Rect) {

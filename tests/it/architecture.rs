@@ -12,6 +12,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("public", 0),
     ("store", 1),
     ("queries", 2),
+    ("named_queries", 2),
     ("survival", 2),
     ("fit", 3),
     ("policy", 4),

@@ -4,6 +4,7 @@ mod architecture;
 mod cli_analysis;
 mod cli_errors;
 mod cli_fit;
+mod cli_query;
 mod cli_replay;
 mod cli_store;
 mod common;

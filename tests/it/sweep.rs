@@ -496,3 +496,66 @@ fn workload_load_sets_the_rate_from_the_up_capacity() {
     ]);
     fails(c);
 }
+
+#[test]
+fn summary_axis_pairs_one_axis_across_otherwise_equal_cells() {
+    // Decreasing hazard (Weibull k = 0.5): the curve reading changes hazard's placements.
+    let tmp = tempfile::tempdir().unwrap();
+    let store = store_with(
+        tmp.path(),
+        &availability(16, 60_000.0, 21, |r| {
+            Some(600.0 * (-r.unit().ln()).powf(2.0))
+        }),
+        &requests(2_000.0, 0.3, 800, 4),
+    );
+    let grid = format!(
+        "[base]\n\"nodes.source\" = \"cluster\"\n\"workload.source\" = \"reqs\"\n\"replay.windows\" = 6\n\"replay.window_length_s\" = 2000\n\"workload.load\" = 0.5\n{POLICIES}[axes]\n\"hardware.preset\" = [\"a100\", \"phone\"]\n\"policy.survival_curve+policy.tail\" = [[\"linear\", \"exponential\"], [\"step\", \"exponential\"], [\"linear\", \"flat\"]]\n"
+    );
+    sweep_summary(&store, tmp.path(), "readings", &grid);
+    let axis = "policy.survival_curve+policy.tail";
+    let mut c = hs(&store);
+    c.args([
+        "-q",
+        "sweep",
+        "summary",
+        "readings",
+        "--axis",
+        axis,
+        "--within",
+        "hardware.preset",
+        "--format",
+        "json",
+    ]);
+    let rows: Vec<Value> = serde_json::from_str(&ok(c)).expect("axis JSON");
+    // Two tiers x two readings against the first reading.
+    assert_eq!(rows.len(), 4, "{rows:?}");
+    for r in &rows {
+        assert_eq!(r["reference"], "linear+exponential", "{r}");
+        assert_eq!(r["contexts"], 1, "{r}");
+        let d = r["hazard_diff_mean_completion_s"].as_f64().unwrap();
+        let (lo, hi) = (r["ci_low"].as_f64(), r["ci_high"].as_f64());
+        // One context per row: the interval is over one point (none), counts are 0 or 1.
+        assert!(lo.is_none() && hi.is_none(), "{r}");
+        assert!(d.is_finite());
+        assert!(r["better"].as_i64().unwrap() + r["worse"].as_i64().unwrap() <= 1);
+    }
+    assert_eq!(rows[0]["hardware.preset"], "a100");
+    assert_eq!(rows[3]["value"], "linear+flat");
+    // The pooled comparison has two contexts per reading and a bootstrap interval over them.
+    let mut c = hs(&store);
+    c.args([
+        "-q", "sweep", "summary", "readings", "--axis", axis, "--format", "json",
+    ]);
+    let pooled: Vec<Value> = serde_json::from_str(&ok(c)).unwrap();
+    assert_eq!(pooled.len(), 2);
+    assert_eq!(pooled[0]["contexts"], 2);
+    assert!(pooled[0]["ci_low"].as_f64().unwrap() <= pooled[0]["ci_high"].as_f64().unwrap());
+    // Errors name the axes there are.
+    let mut c = hs(&store);
+    c.args(["sweep", "summary", "readings", "--axis", "policy.h"]);
+    let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+    assert!(
+        err.contains("not an axis of this sweep") && err.contains("hardware.preset"),
+        "{err}"
+    );
+}

@@ -242,3 +242,32 @@ fn tui_reload_key_reads_a_sweep_stored_after_the_tui_opened() {
     assert_eq!(app.screen, Screen::Replay);
     assert_eq!(app.cell.as_deref(), Some("hardware.preset=phone"));
 }
+
+#[test]
+fn tui_no_color_draws_in_the_terminal_colours_and_marks_the_selection_reversed() {
+    use ratatui::style::{Color, Modifier};
+    let (mut app, mut loader) = demo_app();
+    press(&mut app, &mut loader, "7");
+    let draw = |app: &App| {
+        let mut t = ratatui::Terminal::new(ratatui::backend::TestBackend::new(100, 30)).unwrap();
+        t.draw(|f| hazardserve::tui::view::view(app, f)).unwrap();
+        t.backend().buffer().clone()
+    };
+    let coloured = draw(&app);
+    assert!(coloured.content.iter().any(|c| c.fg != Color::Reset));
+    app.no_color = true;
+    let plain = draw(&app);
+    assert!(plain
+        .content
+        .iter()
+        .all(|c| c.fg == Color::Reset && c.bg == Color::Reset));
+    assert!(plain
+        .content
+        .iter()
+        .any(|c| c.modifier.contains(Modifier::REVERSED)));
+    // The same text either way.
+    assert_eq!(
+        super::tui_common::buffer_text(&coloured),
+        super::tui_common::buffer_text(&plain)
+    );
+}

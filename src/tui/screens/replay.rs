@@ -21,6 +21,14 @@ pub fn policy_color(i: usize) -> ratatui::style::Color {
     PALETTE[i % PALETTE.len()]
 }
 
+/// The glyph of the `i`-th policy: its CDF is drawn with it and the table shows it before the
+/// name, so curves are told apart without colour too.
+pub fn policy_mark(i: usize) -> (Marker, char) {
+    const MARKS: [char; 9] = ['•', '*', '+', 'x', 'o', '#', '~', '=', '%'];
+    let c = MARKS[i % MARKS.len()];
+    (Marker::Custom(c), c)
+}
+
 fn no_runs(app: &App) -> Vec<Line<'static>> {
     let mut lines = vec![
         Line::from("No replay runs in this store yet."),
@@ -148,7 +156,10 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             let color = policy_color(index_of(&p.name));
             let mut cells = vec![
                 Cell::from(Line::from(vec![
-                    Span::styled("● ", Style::default().fg(color)),
+                    Span::styled(
+                        format!("{} ", policy_mark(index_of(&p.name)).1),
+                        Style::default().fg(color),
+                    ),
                     Span::raw(p.name.clone()),
                 ])),
                 Cell::from(cell(&p.mean)),
@@ -249,7 +260,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                 style = style.add_modifier(Modifier::BOLD);
             }
             Dataset::default()
-                .marker(Marker::Braille)
+                .marker(policy_mark(*i).0)
                 .graph_type(GraphType::Line)
                 .style(style)
                 .data(pts)

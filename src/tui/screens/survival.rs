@@ -132,8 +132,8 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let mut datasets = vec![
         Dataset::default()
             .name("pooled 95% CI")
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
+            .marker(Marker::Dot)
+            .graph_type(GraphType::Scatter)
             .style(Style::default().fg(BAND_COLOR))
             .data(&band),
         Dataset::default()
@@ -147,7 +147,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         datasets.push(
             Dataset::default()
                 .name("shrunk")
-                .marker(Marker::Braille)
+                .marker(Marker::Custom('*'))
                 .graph_type(GraphType::Line)
                 .style(Style::default().fg(SHRUNK_COLOR))
                 .data(&shrunk_pts),
@@ -156,7 +156,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     datasets.push(
         Dataset::default()
             .name("node KM")
-            .marker(Marker::Braille)
+            .marker(Marker::HalfBlock)
             .graph_type(GraphType::Line)
             .style(Style::default().fg(KM_COLOR))
             .data(&km),
@@ -165,7 +165,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         datasets.push(
             Dataset::default()
                 .name("age now")
-                .marker(Marker::Braille)
+                .marker(Marker::Custom('│'))
                 .graph_type(GraphType::Line)
                 .style(Style::default().fg(AGE_COLOR))
                 .data(&age_line),
@@ -264,10 +264,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Line::from(spans)
     };
     let legend = Line::from(vec![
-        Span::styled(" ━ node KM", Style::default().fg(KM_COLOR)),
-        Span::styled(" ━ shrunk", Style::default().fg(SHRUNK_COLOR)),
-        Span::styled(" ━ pooled", Style::default().fg(POOLED_COLOR)),
-        Span::styled(" ▒ pooled 95% CI", Style::default().fg(BAND_COLOR)),
+        // Each curve has its own glyph as well as its colour (NO_COLOR, colour blindness).
+        Span::styled(" ▀ node KM", Style::default().fg(KM_COLOR)),
+        Span::styled(" * shrunk", Style::default().fg(SHRUNK_COLOR)),
+        Span::styled(" ⣿ pooled", Style::default().fg(POOLED_COLOR)),
+        Span::styled(" • pooled 95% CI", Style::default().fg(BAND_COLOR)),
         Span::raw(" + censored"),
         Span::styled(" │ age now", Style::default().fg(AGE_COLOR)),
         Span::styled(

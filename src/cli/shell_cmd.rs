@@ -1,0 +1,59 @@
+//! `hazardserve completions SHELL` and `hazardserve man`: shell completion scripts and manual
+//! pages, generated from the same command definitions as `--help`.
+
+use std::path::PathBuf;
+
+use anyhow::Context;
+use clap::{Args, CommandFactory};
+
+use super::Cli;
+
+/// `completions` arguments.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  hazardserve completions bash > ~/.local/share/bash-completion/completions/hazardserve
+  hazardserve completions zsh > ~/.zfunc/_hazardserve
+  hazardserve completions fish > ~/.config/fish/completions/hazardserve.fish
+  hazardserve completions powershell >> $PROFILE")]
+pub struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `man` arguments.
+#[derive(Debug, Args)]
+#[command(after_help = "Examples:
+  hazardserve man | man -l -
+  hazardserve man --out-dir share/man/man1   # hazardserve.1 and hazardserve-<command>.1")]
+pub struct ManArgs {
+    /// Write one page per command (hazardserve.1, hazardserve-fit.1, ...) into this directory
+    /// instead of printing the main page.
+    #[arg(long, value_name = "DIR")]
+    pub out_dir: Option<PathBuf>,
+}
+
+/// Prints the completion script.
+pub fn completions(args: CompletionsArgs) -> anyhow::Result<()> {
+    let mut cmd = Cli::command();
+    clap_complete::generate(args.shell, &mut cmd, "hazardserve", &mut std::io::stdout());
+    Ok(())
+}
+
+/// Prints the manual page, or writes every page.
+pub fn man(args: ManArgs) -> anyhow::Result<()> {
+    let cmd = Cli::command();
+    match args.out_dir {
+        None => {
+            clap_mangen::Man::new(cmd)
+                .render(&mut std::io::stdout())
+                .context("writing the manual page")?;
+        }
+        Some(dir) => {
+            std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+            clap_mangen::generate_to(cmd, &dir)
+                .with_context(|| format!("writing manual pages into {}", dir.display()))?;
+        }
+    }
+    Ok(())
+}
