@@ -146,6 +146,10 @@ pub struct OutputArgs {
     /// Write the result to this file (atomically) instead of standard output.
     #[arg(long, value_name = "FILE")]
     pub out: Option<PathBuf>,
+    /// Print every row of a table (a table of more than 40 rows shows its first and last 20
+    /// and how many are between; csv, json and parquet always have every row).
+    #[arg(long)]
+    pub all: bool,
 }
 
 impl OutputArgs {
@@ -154,6 +158,7 @@ impl OutputArgs {
         OutputArgs {
             format: OutputFormat::Table,
             out: None,
+            all: false,
         }
     }
 
@@ -163,7 +168,12 @@ impl OutputArgs {
         globals: &Globals,
         batches: &[arrow::record_batch::RecordBatch],
     ) -> anyhow::Result<()> {
-        crate::output::emit(batches, self.format, self.out.as_deref())?;
+        let rows = if self.all {
+            crate::output::TableRows::All
+        } else {
+            crate::output::TableRows::Elided
+        };
+        crate::output::emit_rows(batches, self.format, self.out.as_deref(), rows)?;
         if let Some(path) = &self.out {
             let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
             globals.say(format!("wrote {} ({rows} rows)", path.display()));

@@ -262,3 +262,35 @@ fn completions_and_man_pages_come_from_the_command_definitions() {
         "no store is created"
     );
 }
+
+#[test]
+fn long_tables_elide_their_middle_and_all_streams_every_row() {
+    let store = demo_store();
+    let data_rows = |t: &str| t.lines().filter(|l| l.starts_with("| preemption/")).count();
+    let mut c = hs(store);
+    c.args(["-q", "sessions", "--source", "sample-spot"]);
+    let short = ok(c);
+    assert_eq!(data_rows(&short), 40, "{short}");
+    assert!(
+        short.contains("… 15 more rows (--all prints every row"),
+        "{short}"
+    );
+    let mut c = hs(store);
+    c.args(["-q", "sessions", "--source", "sample-spot", "--all"]);
+    let all = ok(c);
+    assert_eq!(data_rows(&all), 55, "{all}");
+    // The streamed table has the same layout as the elided one (same widths, same cells).
+    let first_lines = |t: &str| t.lines().take(8).map(str::to_string).collect::<Vec<_>>();
+    assert_eq!(first_lines(&short), first_lines(&all));
+    assert_eq!(short.lines().last(), all.lines().last());
+    let mut c = hs(store);
+    c.args([
+        "-q",
+        "sessions",
+        "--source",
+        "sample-spot",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(ok(c).lines().count(), 56);
+}
