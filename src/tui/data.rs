@@ -215,6 +215,8 @@ pub struct PolicyRow {
     pub ttft_p50: Metric,
     /// SLO attainment.
     pub slo: Metric,
+    /// Requests not finished by their window's end, per window (censored, never dropped).
+    pub unfinished: Metric,
     /// Goodput, tokens/s.
     pub goodput: Metric,
     /// Unplanned interruptions per run.

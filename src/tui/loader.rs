@@ -357,6 +357,7 @@ fn policy_row(s: &PolicySummary, requests: u64, completed: u64, cdf: Vec<(f64, f
         p99: metric("p99_completion_s"),
         ttft_p50: metric("ttft_p50_s"),
         slo: metric("slo_attainment"),
+        unfinished: metric("unfinished"),
         goodput: metric("slo_goodput"),
         interruptions: metric("unplanned_interruptions"),
         migrations: metric("planned_migrations"),

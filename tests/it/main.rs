@@ -8,6 +8,7 @@ mod cli_query;
 mod cli_replay;
 mod cli_store;
 mod common;
+mod interop;
 mod policy_claims;
 mod policy_cost;
 mod policy_migration;

@@ -145,11 +145,24 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let index_of = |name: &str| r.rows.iter().position(|p| p.name == name).unwrap_or(0);
     let mut header = vec!["policy", "mean completion s"];
     if wide {
-        header.extend(["p50 s", "p99 s", "TTFT s", "SLO attainment", "tok/s"]);
+        header.extend([
+            "p50 s",
+            "p99 s",
+            "TTFT s",
+            "SLO attainment",
+            "unfin",
+            "tok/s",
+            "intr",
+            "migr",
+            "gap closed",
+        ]);
     } else {
-        header.push("p99 s");
+        header.extend(["p99 s", "SLO", "unfin", "intr", "migr", "gap"]);
     }
-    header.extend(["interrupts", "migr", "gap closed"]);
+    let pct = |m: &Metric| {
+        m.value
+            .map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v))
+    };
     let body: Vec<Row> = rows
         .iter()
         .map(|p| {
@@ -170,40 +183,51 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                     Cell::from(cell(&p.p99)),
                     Cell::from(format!("{:>7}", fmt_num(p.ttft_p50.value))),
                     Cell::from(cell(&p.slo)),
+                    Cell::from(format!("{:>5}", fmt_num(p.unfinished.value))),
                     Cell::from(format!("{:>7}", fmt_num(p.goodput.value))),
+                    Cell::from(format!("{:>5}", fmt_num(p.interruptions.value))),
+                    Cell::from(format!("{:>4}", fmt_num(p.migrations.value))),
+                    Cell::from(cell(&p.gap_closed)),
                 ]);
             } else {
-                cells.push(Cell::from(fmt_num(p.p99.value)));
+                cells.extend([
+                    Cell::from(fmt_num(p.p99.value)),
+                    Cell::from(format!("{:>5}", pct(&p.slo))),
+                    Cell::from(format!("{:>5}", fmt_num(p.unfinished.value))),
+                    Cell::from(format!("{:>5}", fmt_num(p.interruptions.value))),
+                    Cell::from(format!("{:>4}", fmt_num(p.migrations.value))),
+                    Cell::from(fmt_num(p.gap_closed.value)),
+                ]);
             }
-            cells.extend([
-                Cell::from(format!("{:>10}", fmt_num(p.interruptions.value))),
-                Cell::from(format!("{:>4}", fmt_num(p.migrations.value))),
-                Cell::from(if wide {
-                    cell(&p.gap_closed)
-                } else {
-                    format!("{:>10}", fmt_num(p.gap_closed.value))
-                }),
-            ]);
             Row::new(cells)
         })
         .collect();
-    let mut widths = vec![Constraint::Length(18), Constraint::Length(21)];
-    if wide {
-        widths.extend([
+    let widths: Vec<Constraint> = if wide {
+        vec![
+            Constraint::Length(18),
+            Constraint::Length(21),
             Constraint::Length(6),
             Constraint::Length(21),
             Constraint::Length(7),
-            Constraint::Length(25),
+            Constraint::Length(23),
+            Constraint::Length(5),
             Constraint::Length(7),
-        ]);
+            Constraint::Length(5),
+            Constraint::Length(4),
+            Constraint::Min(10),
+        ]
     } else {
-        widths.push(Constraint::Length(6));
-    }
-    widths.extend([
-        Constraint::Length(10),
-        Constraint::Length(4),
-        Constraint::Min(10),
-    ]);
+        vec![
+            Constraint::Length(18),
+            Constraint::Length(20),
+            Constraint::Length(6),
+            Constraint::Length(5),
+            Constraint::Length(5),
+            Constraint::Length(5),
+            Constraint::Length(4),
+            Constraint::Min(6),
+        ]
+    };
     let sort = app.sort(List::Policies);
     let title = format!(
         " Policies ({}) · 95% CIs over windows · by {} {} ",
