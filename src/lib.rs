@@ -17,7 +17,8 @@
 //! - [`sweep`]: grids of scenarios (the regime map), sharded runs and their summary;
 //! - [`synth`]: generators of sample traces and workloads;
 //! - [`rng`]: the small seeded random number generator every stage shares;
-//! - [`output`]: the one output path (table, CSV, JSON, Parquet) of the command line.
+//! - [`output`]: the one output path (table, CSV, JSON, Parquet) of the command line;
+//! - [`report`]: the Markdown + HTML report with SVG plots.
 //!
 //! The command line (`cli`) and the terminal UI (`tui`) are the binary's, not public API: the
 //! binary enters through [`cli_main`]. `tui` is reachable only so that the TUI's tests can drive
@@ -31,6 +32,7 @@ pub mod policy;
 pub mod public;
 pub mod queries;
 pub mod replay;
+pub mod report;
 pub mod rng;
 pub mod scenario;
 pub mod store;

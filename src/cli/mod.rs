@@ -9,6 +9,7 @@ mod ingest_public;
 mod list;
 mod query_cmd;
 mod replay_cmd;
+mod report_cmd;
 mod shell_cmd;
 mod store_cmd;
 mod sweep_cmd;
@@ -128,6 +129,8 @@ pub enum Command {
   hazardserve synth traces --out traces/samples
   hazardserve synth workload --class long-output --out long.csv")]
     Synth(synth_cmd::SynthArgs),
+    /// Write a Markdown + HTML report with SVG plots (survival, policy comparison, regime map).
+    Report(report_cmd::ReportArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
     Completions(shell_cmd::CompletionsArgs),
     /// Print the manual page (or write one per command with --out-dir).
@@ -295,6 +298,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Rejects(a) => list::rejects(&globals, a),
         Command::Sql(a) => list::sql(&globals, a),
         Command::Query(a) => query_cmd::run(&globals, a),
+        Command::Report(a) => report_cmd::run(&globals, a),
         Command::Completions(a) => shell_cmd::completions(a),
         Command::Man(a) => shell_cmd::man(a),
         Command::Store(c) => store_cmd::run(&globals, c),

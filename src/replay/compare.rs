@@ -195,7 +195,8 @@ impl Default for GapClosed {
 }
 
 impl GapState {
-    fn as_str(self) -> Option<&'static str> {
+    /// Why there is no measured value (`none`: no gap, `not a policy`), or `None` when measured.
+    pub fn as_str(self) -> Option<&'static str> {
         match self {
             GapState::None => Some("none"),
             GapState::NotAPolicy => Some("not a policy"),

@@ -21,6 +21,7 @@ mod replay_leakage;
 mod replay_oracle;
 mod replay_props;
 mod replay_support;
+mod report;
 mod samples;
 mod scenario_fuzz;
 mod scenario_leakage;

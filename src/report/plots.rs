@@ -1,0 +1,330 @@
+//! The report's plots as SVG text, drawn with plotters: survival curves with their band and
+//! the Weibull fit, a policy comparison with intervals, completion-time CDFs and the regime-map
+//! heatmap. Every plot names its axes with their units.
+
+use plotters::prelude::*;
+
+use super::ReportError;
+
+/// Plot size, pixels.
+const SIZE: (u32, u32) = (760, 440);
+
+fn err(e: impl std::fmt::Display) -> ReportError {
+    ReportError::Plot(e.to_string())
+}
+
+/// Colours of the series, in order.
+const COLOURS: [RGBColor; 9] = [
+    RGBColor(31, 119, 180),
+    RGBColor(255, 127, 14),
+    RGBColor(44, 160, 44),
+    RGBColor(214, 39, 40),
+    RGBColor(148, 103, 189),
+    RGBColor(140, 86, 75),
+    RGBColor(227, 119, 194),
+    RGBColor(127, 127, 127),
+    RGBColor(188, 189, 34),
+];
+
+/// A step curve `S(t)` for `t` in hours, its 95 % band, and the fitted Weibull survival.
+pub struct SurvivalPlot<'a> {
+    /// Title.
+    pub title: &'a str,
+    /// (hours, S) steps.
+    pub steps: Vec<(f64, f64)>,
+    /// (hours, low, high) of the band at each step.
+    pub band: Vec<(f64, f64, f64)>,
+    /// Weibull (shape k, scale in hours), when fitted.
+    pub weibull: Option<(f64, f64)>,
+}
+
+/// Kaplan-Meier curve with its band and the Weibull overlay.
+pub fn survival(p: &SurvivalPlot<'_>) -> Result<String, ReportError> {
+    let xmax = p.steps.last().map_or(1.0, |s| s.0).max(1e-6) * 1.02;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(p.title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0f64..xmax, 0f64..1.02f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("time since the session started (h)")
+            .y_desc("survival S(t) (share still up)")
+            .draw()
+            .map_err(err)?;
+        // Band: the polygon along the upper bound and back along the lower one.
+        let mut poly: Vec<(f64, f64)> = Vec::new();
+        for w in p.band.windows(2) {
+            poly.push((w[0].0, w[0].2));
+            poly.push((w[1].0, w[0].2));
+        }
+        for w in p.band.windows(2).rev() {
+            poly.push((w[1].0, w[0].1));
+            poly.push((w[0].0, w[0].1));
+        }
+        let band = COLOURS[0].mix(0.18);
+        chart
+            .draw_series(std::iter::once(Polygon::new(poly, band)))
+            .map_err(err)?
+            .label("95% band (Greenwood)")
+            .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 18, y + 4)], band.filled()));
+        let mut stair = Vec::with_capacity(p.steps.len() * 2 + 1);
+        let mut prev = 1.0;
+        stair.push((0.0, 1.0));
+        for &(t, s) in &p.steps {
+            stair.push((t, prev));
+            stair.push((t, s));
+            prev = s;
+        }
+        chart
+            .draw_series(LineSeries::new(stair, COLOURS[0].stroke_width(2)))
+            .map_err(err)?
+            .label("Kaplan-Meier")
+            .legend(|(x, y)| {
+                PathElement::new(vec![(x, y), (x + 18, y)], COLOURS[0].stroke_width(2))
+            });
+        if let Some((k, scale)) = p.weibull {
+            let pts: Vec<(f64, f64)> = (0..=200)
+                .map(|i| {
+                    let t = xmax * i as f64 / 200.0;
+                    (t, (-(t / scale).powf(k)).exp())
+                })
+                .collect();
+            chart
+                .draw_series(DashedLineSeries::new(pts, 6, 4, COLOURS[1].stroke_width(2)))
+                .map_err(err)?
+                .label(format!("Weibull fit (k = {k:.2})"))
+                .legend(|(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], COLOURS[1].stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::UpperRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// One row of a comparison plot: label, value and interval.
+pub struct Bar {
+    /// Policy.
+    pub label: String,
+    /// Value.
+    pub value: f64,
+    /// 95 % interval.
+    pub ci: Option<(f64, f64)>,
+}
+
+/// Horizontal dots with interval whiskers, one row per policy.
+pub fn comparison(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, ReportError> {
+    let lo = bars
+        .iter()
+        .map(|b| b.ci.map_or(b.value, |c| c.0))
+        .fold(f64::INFINITY, f64::min);
+    let hi = bars
+        .iter()
+        .map(|b| b.ci.map_or(b.value, |c| c.1))
+        .fold(f64::NEG_INFINITY, f64::max);
+    let (lo, hi) = if lo.is_finite() && hi.is_finite() {
+        let pad = ((hi - lo) * 0.08).max(1e-9);
+        (lo.min(0.0) - pad, hi + pad)
+    } else {
+        (0.0, 1.0)
+    };
+    let n = bars.len().max(1);
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (SIZE.0, 80 + 30 * n as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(150)
+            .build_cartesian_2d(lo..hi, -0.5f64..(n as f64 - 0.5))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc("policy")
+            .y_labels(n)
+            .y_label_formatter(&|y| {
+                let i = y.round();
+                if (y - i).abs() < 1e-6 && i >= 0.0 {
+                    labels.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .draw()
+            .map_err(err)?;
+        for (i, b) in bars.iter().enumerate() {
+            let y = i as f64;
+            let c = COLOURS[i % COLOURS.len()];
+            if let Some((l, h)) = b.ci {
+                chart
+                    .draw_series(std::iter::once(PathElement::new(
+                        vec![(l, y), (h, y)],
+                        c.stroke_width(2),
+                    )))
+                    .map_err(err)?;
+            }
+            chart
+                .draw_series(std::iter::once(Circle::new((b.value, y), 5, c.filled())))
+                .map_err(err)?;
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Completion-time CDFs: per policy, (seconds, share of requests completed by then).
+pub fn cdfs(title: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String, ReportError> {
+    let xmax = series
+        .iter()
+        .flat_map(|(_, pts)| pts.iter().map(|p| p.0))
+        .fold(0.0f64, f64::max)
+        .max(1e-6);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(56)
+            .build_cartesian_2d(0f64..xmax * 1.02, 0f64..1.02f64)
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc("completion time (s)")
+            .y_desc("share of requests completed")
+            .draw()
+            .map_err(err)?;
+        for (i, (name, pts)) in series.iter().enumerate() {
+            let c = COLOURS[i % COLOURS.len()];
+            chart
+                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+                .map_err(err)?
+                .label(name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+                });
+        }
+        chart
+            .configure_series_labels()
+            .position(SeriesLabelPosition::LowerRight)
+            .border_style(BLACK)
+            .background_style(WHITE.mix(0.9))
+            .draw()
+            .map_err(err)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// How a heatmap cell reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sign {
+    /// Hazard better, interval excludes 0.
+    Better,
+    /// Hazard worse, interval excludes 0.
+    Worse,
+    /// Interval contains 0.
+    Tie,
+    /// No value.
+    Missing,
+}
+
+/// The regime map: rows x columns of cells marked by sign, with their labels.
+pub fn heatmap(
+    title: &str,
+    x_desc: &str,
+    rows: &[String],
+    columns: &[String],
+    cells: &[Vec<(Sign, String)>],
+) -> Result<String, ReportError> {
+    let (nr, nc) = (rows.len().max(1), columns.len().max(1));
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(
+            &mut svg,
+            (SIZE.0.max(200 + 90 * nc as u32), 90 + 22 * nr as u32),
+        )
+        .into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 16))
+            .margin(10)
+            .x_label_area_size(40)
+            .y_label_area_size(260)
+            .build_cartesian_2d(-0.5f64..(nc as f64 - 0.5), -0.5f64..(nr as f64 - 0.5))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .disable_mesh()
+            .x_desc(x_desc)
+            .y_desc("cell (other axes)")
+            .x_labels(nc)
+            .y_labels(nr)
+            .x_label_formatter(&|x| {
+                let i = x.round();
+                if (x - i).abs() < 1e-6 && i >= 0.0 {
+                    columns.get(i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .y_label_formatter(&|y| {
+                let i = y.round();
+                if (y - i).abs() < 1e-6 && i >= 0.0 {
+                    rows.get(nr - 1 - i as usize).cloned().unwrap_or_default()
+                } else {
+                    String::new()
+                }
+            })
+            .draw()
+            .map_err(err)?;
+        for (r, row) in cells.iter().enumerate() {
+            for (c, (sign, text)) in row.iter().enumerate() {
+                let colour = match sign {
+                    Sign::Better => RGBColor(77, 175, 74),
+                    Sign::Worse => RGBColor(228, 26, 28),
+                    Sign::Tie => RGBColor(220, 220, 220),
+                    Sign::Missing => WHITE,
+                };
+                let y = (nr - 1 - r) as f64;
+                let x = c as f64;
+                chart
+                    .draw_series(std::iter::once(Rectangle::new(
+                        [(x - 0.48, y - 0.45), (x + 0.48, y + 0.45)],
+                        colour.filled(),
+                    )))
+                    .map_err(err)?;
+                chart
+                    .draw_series(std::iter::once(Text::new(
+                        text.clone(),
+                        (x - 0.4, y + 0.2),
+                        ("sans-serif", 11),
+                    )))
+                    .map_err(err)?;
+            }
+        }
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}

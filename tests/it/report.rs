@@ -1,0 +1,172 @@
+//! `hazardserve report`: its numbers are the ones `fit --format json` and `compare --format
+//! json` print, every SVG parses and names its axes with units, the HTML page is
+//! self-contained, and headless Chromium renders it with the plots visible (not blank).
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::{hs, ok, skip};
+use crate::tui_common::demo_store;
+
+fn json(store: &Path, args: &[&str]) -> Value {
+    let mut c = hs(store);
+    c.args(["-q"]).args(args).args(["--format", "json"]);
+    serde_json::from_str(&ok(c)).unwrap()
+}
+
+fn human(x: f64) -> String {
+    hazardserve::output::human_float(x)
+}
+
+fn make_report(dir: &Path) {
+    let mut c = hs(demo_store());
+    c.args(["-q", "report", "--out"])
+        .arg(dir)
+        .args(["--run", "run-demo", "--sweep", "demo-map"]);
+    ok(c);
+}
+
+#[test]
+fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rep");
+    make_report(&dir);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    // Survival rows: the pooled fit of `fit --format json`.
+    for source in ["sample-gce", "sample-hpc", "sample-spot"] {
+        let fit = json(demo_store(), &["fit", "--source", source]);
+        let g = &fit.as_array().unwrap()[0];
+        let k = human(g["weibull_shape"].as_f64().unwrap());
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {source} |")))
+            .unwrap_or_else(|| panic!("no row of {source}:\n{md}"));
+        assert!(row.contains(&format!("| {k} [")), "{row} lacks k = {k}");
+        assert!(row.contains(g["verdict"].as_str().unwrap()), "{row}");
+        assert!(row.contains(&format!("| {} |", g["sessions"])), "{row}");
+    }
+    // Policy rows: `compare --format json`.
+    let cmp = json(demo_store(), &["compare", "run-demo"]);
+    for p in cmp.as_array().unwrap() {
+        let name = p["policy"].as_str().unwrap();
+        let mean = human(p["mean_completion_s"].as_f64().unwrap());
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {name} |")))
+            .unwrap_or_else(|| panic!("no row of {name}"));
+        assert!(row.contains(&format!("| {mean} [")), "{row} lacks {mean}");
+    }
+    // The regime map is there with its cell count.
+    assert!(
+        md.contains("## Regime map: sweep demo-map") && md.contains("12 cells"),
+        "{md}"
+    );
+    // Every SVG parses and names both axes with a unit in parentheses.
+    let mut svgs = 0;
+    for e in std::fs::read_dir(&dir).unwrap().flatten() {
+        let p = e.path();
+        if p.extension().is_some_and(|x| x == "svg") {
+            svgs += 1;
+            let text = std::fs::read_to_string(&p).unwrap();
+            let doc = roxmltree::Document::parse(&text)
+                .unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let texts: Vec<String> = doc
+                .descendants()
+                .filter(|n| n.has_tag_name("text"))
+                .filter_map(|n| n.text().map(str::to_string))
+                .collect();
+            let with_unit = texts
+                .iter()
+                .filter(|t| t.contains('(') && t.contains(')'))
+                .count();
+            assert!(
+                with_unit >= 1,
+                "{}: no axis label with a unit in {texts:?}",
+                p.display()
+            );
+            assert!(texts.len() >= 4, "{}: {texts:?}", p.display());
+            assert!(md.contains(&format!("]({})", e.file_name().to_string_lossy())));
+        }
+    }
+    assert_eq!(
+        svgs, 6,
+        "3 survival plots, the comparison, the CDFs, the map"
+    );
+    // One self-contained page: every plot inline, nothing fetched.
+    let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
+    assert_eq!(html.matches("<svg").count(), 6);
+    assert!(
+        !html.contains("src=\"http") && !html.contains("<script"),
+        "the page fetches nothing"
+    );
+}
+
+#[test]
+fn chromium_renders_the_report_with_its_plots() {
+    let chromium = ["chromium", "chromium-browser", "google-chrome"]
+        .into_iter()
+        .find(|c| {
+            Command::new(c)
+                .arg("--version")
+                .output()
+                .is_ok_and(|o| o.status.success())
+        });
+    let Some(chromium) = chromium else {
+        skip("headless Chromium is not installed (Debian: apt-get install chromium)");
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("rep");
+    make_report(&dir);
+    let shot = tmp.path().join("shot.png");
+    let out = Command::new(chromium)
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--window-size=1100,2600",
+        ])
+        .arg(format!(
+            "--user-data-dir={}",
+            tmp.path().join("profile").display()
+        ))
+        .arg(format!("--screenshot={}", shot.display()))
+        .arg(format!("file://{}", dir.join("report.html").display()))
+        .output()
+        .expect("run chromium");
+    assert!(
+        shot.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(&shot).unwrap()));
+    let mut reader = decoder.read_info().unwrap();
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).unwrap();
+    let px = info.color_type.samples();
+    let pixels = &buf[..info.buffer_size()];
+    // Not blank: many pixels are not white, and the plots' blue curve is drawn.
+    let mut non_white = 0usize;
+    let mut blue = 0usize;
+    for p in pixels.chunks(px) {
+        let (r, g, b) = (p[0], p[1], p[2]);
+        if !(r > 245 && g > 245 && b > 245) {
+            non_white += 1;
+        }
+        if b > 150 && r < 80 && g > 90 && g < 150 {
+            blue += 1;
+        }
+    }
+    let total = pixels.len() / px;
+    assert!(
+        non_white * 50 > total,
+        "mostly blank: {non_white} of {total} pixels drawn"
+    );
+    assert!(
+        blue > 500,
+        "the Kaplan-Meier curves are not drawn ({blue} blue pixels)"
+    );
+}
