@@ -94,6 +94,16 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
         svgs, 6,
         "3 survival plots, the comparison, the CDFs, the map"
     );
+    // The plot in the README is this one, as the report draws it now.
+    let committed = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/docs/report-survival-sample-spot.svg"
+    ))
+    .unwrap();
+    assert!(
+        committed == std::fs::read_to_string(dir.join("survival-sample-spot.svg")).unwrap(),
+        "docs/report-survival-sample-spot.svg is stale: regenerate it with `hazardserve report`"
+    );
     // One self-contained page: every plot inline, nothing fetched.
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
     assert_eq!(html.matches("<svg").count(), 6);
