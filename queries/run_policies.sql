@@ -13,14 +13,14 @@ SELECT
     s.run_id,
     s.position,
     s.policy,
-    regexp_extract(s.summary, '"requests":([0-9]+)', 1)::BIGINT AS requests,
-    round(regexp_extract(s.summary, '"mean_completion_s":([-0-9.eE+]+)', 1)::DOUBLE, 3)
+    TRY_CAST(nullif(regexp_extract(s.summary, '"requests":([0-9]+)', 1), '') AS BIGINT) AS requests,
+    round(TRY_CAST(nullif(regexp_extract(s.summary, '"mean_completion_s":([-0-9.eE+]+)', 1), '') AS DOUBLE), 3)
         AS mean_completion_s,
-    round(regexp_extract(s.summary, '"p99_completion_s":([-0-9.eE+]+)', 1)::DOUBLE, 3)
+    round(TRY_CAST(nullif(regexp_extract(s.summary, '"p99_completion_s":([-0-9.eE+]+)', 1), '') AS DOUBLE), 3)
         AS p99_completion_s,
-    round(regexp_extract(s.summary, '"unplanned_interruptions":([-0-9.eE+]+)', 1)::DOUBLE, 3)
+    round(TRY_CAST(nullif(regexp_extract(s.summary, '"unplanned_interruptions":([-0-9.eE+]+)', 1), '') AS DOUBLE), 3)
         AS unplanned_interruptions,
-    round(regexp_extract(s.summary, '"planned_migrations":([-0-9.eE+]+)', 1)::DOUBLE, 3)
+    round(TRY_CAST(nullif(regexp_extract(s.summary, '"planned_migrations":([-0-9.eE+]+)', 1), '') AS DOUBLE), 3)
         AS planned_migrations
 FROM replay_summary s
 JOIN r USING (run_id)

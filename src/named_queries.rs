@@ -217,40 +217,65 @@ pub fn bind_sql(
     Ok((positional(sql, params), values))
 }
 
-/// `$name` of a declared parameter becomes `$i` (1-based, declared order); anything else,
-/// string literals and `--` comments included, is left alone.
+/// `$name` of a declared parameter becomes `$i` (1-based, declared order); anything else is
+/// left alone, and nothing inside `'strings'`, `"identifiers"`, `$tag$ dollar-quoted $tag$`
+/// strings, `-- line` and `/* block */` comments is read as a parameter.
 fn positional(sql: &str, params: &[Param]) -> String {
+    let b = sql.as_bytes();
     let mut out = String::with_capacity(sql.len());
-    let mut chars = sql.char_indices().peekable();
-    let mut in_string = false;
-    let mut in_comment = false;
-    while let Some((i, c)) = chars.next() {
-        if in_comment {
-            in_comment = c != '\n';
-            out.push(c);
-            continue;
-        }
-        if c == '\'' {
-            in_string = !in_string;
-        } else if !in_string && c == '-' && sql[i + 1..].starts_with('-') {
-            in_comment = true;
-        }
-        if c != '$' || in_string || in_comment {
-            out.push(c);
-            continue;
-        }
-        let rest = &sql[i + 1..];
-        let len = rest
+    let mut i = 0;
+    // Copies `sql[i..end]` unchanged and moves on.
+    let copy = |out: &mut String, from: usize, to: usize| out.push_str(&sql[from..to]);
+    let ident_len = |at: usize| {
+        sql[at..]
             .find(|ch: char| !(ch.is_ascii_alphanumeric() || ch == '_'))
-            .unwrap_or(rest.len());
-        match params.iter().position(|p| p.name == rest[..len]) {
-            Some(k) if len > 0 => {
+            .unwrap_or(sql.len() - at)
+    };
+    while i < b.len() {
+        let rest = &sql[i..];
+        let skip_to = |close: &str, from: usize| {
+            sql[from..]
+                .find(close)
+                .map_or(sql.len(), |k| from + k + close.len())
+        };
+        let end = if rest.starts_with('\'') {
+            Some(skip_to("'", i + 1))
+        } else if rest.starts_with('"') {
+            Some(skip_to("\"", i + 1))
+        } else if rest.starts_with("--") {
+            Some(skip_to("\n", i + 2))
+        } else if rest.starts_with("/*") {
+            Some(skip_to("*/", i + 2))
+        } else if rest.starts_with('$') {
+            let len = ident_len(i + 1);
+            let tag_end = i + 1 + len;
+            if sql[tag_end..].starts_with('$') {
+                // A dollar-quoted string: $$...$$ or $tag$...$tag$.
+                let tag = &sql[i..=tag_end];
+                Some(skip_to(tag, tag_end + 1))
+            } else if let Some(k) = params
+                .iter()
+                .position(|p| len > 0 && p.name == sql[i + 1..tag_end])
+            {
                 out.push_str(&format!("${}", k + 1));
-                for _ in 0..len {
-                    chars.next();
-                }
+                i = tag_end;
+                continue;
+            } else {
+                None
             }
-            _ => out.push(c),
+        } else {
+            None
+        };
+        match end {
+            Some(e) => {
+                copy(&mut out, i, e);
+                i = e;
+            }
+            None => {
+                let ch = rest.chars().next().map_or(1, char::len_utf8);
+                copy(&mut out, i, i + ch);
+                i += ch;
+            }
         }
     }
     out
@@ -318,6 +343,13 @@ mod tests {
         assert_eq!(
             positional("-- it's $x\nSELECT $x -- $x\n", &p),
             "-- it's $x\nSELECT $1 -- $x\n"
+        );
+        assert_eq!(
+            positional(
+                "SELECT \"it's\", $$ $x ' $$, /* ' $x */ $x, $x$ a $x$, $xy",
+                &p
+            ),
+            "SELECT \"it's\", $$ $x ' $$, /* ' $x */ $1, $x$ a $x$, $xy"
         );
     }
 }

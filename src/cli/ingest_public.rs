@@ -60,7 +60,11 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
     // character) exists under DIR.
     let present = |s: &crate::public::PublicSource| {
         s.paths.iter().all(|p| {
-            let fixed = p.split(['*', '?', '[']).next().unwrap_or(p);
+            // Up to the directory holding the first glob character.
+            let fixed = match p.find(['*', '?', '[']) {
+                Some(g) => p[..g].rfind('/').map_or("", |d| &p[..d]),
+                None => p,
+            };
             args.dir.join(fixed).exists()
         })
     };
@@ -72,18 +76,6 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
         Vec<&crate::public::PublicSource>,
         Vec<&crate::public::PublicSource>,
     ) = wanted.into_iter().partition(|s| present(s));
-    if here.is_empty() {
-        let mut tops: Vec<&str> = PUBLIC_SOURCES
-            .iter()
-            .filter_map(|s| s.paths.first()?.split('/').next())
-            .collect();
-        tops.dedup();
-        anyhow::bail!(
-            "{}: no public traces here (looked for {}; see traces/SOURCES.md)",
-            args.dir.display(),
-            tops.join(", ")
-        );
-    }
     if !missing.is_empty() && !args.only.is_empty() {
         anyhow::bail!(
             "{}: not found under {}: {}",
@@ -98,6 +90,18 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
                 .flat_map(|s| s.paths.iter().copied())
                 .collect::<Vec<_>>()
                 .join(", ")
+        );
+    }
+    if here.is_empty() {
+        let mut tops: Vec<&str> = PUBLIC_SOURCES
+            .iter()
+            .filter_map(|s| s.paths.first()?.split('/').next())
+            .collect();
+        tops.dedup();
+        anyhow::bail!(
+            "{}: no public traces here (looked for {}; see traces/SOURCES.md)",
+            args.dir.display(),
+            tops.join(", ")
         );
     }
     for s in &missing {

@@ -223,6 +223,18 @@ pub fn sql(globals: &Globals, args: SqlArgs) -> anyhow::Result<()> {
             let given: Vec<(String, String)> = if args.params.iter().all(|p| p.contains('=')) {
                 named_queries::parse_params(&args.params)?
             } else {
+                if args.params.len() > doc.params.len() {
+                    bail!(
+                        "query {name} takes {} parameter(s) ({}), got {} values",
+                        doc.params.len(),
+                        doc.params
+                            .iter()
+                            .map(|p| p.name.as_str())
+                            .collect::<Vec<_>>()
+                            .join(", "),
+                        args.params.len()
+                    );
+                }
                 doc.params
                     .iter()
                     .map(|p| p.name.clone())

@@ -183,8 +183,13 @@ fn sweep_key(app: &mut App, code: KeyCode) -> bool {
         KeyCode::Char('G') | KeyCode::End => move_cell(app, isize::MAX / 2, 0),
         KeyCode::Char('l') | KeyCode::Right => move_cell(app, 0, 1),
         KeyCode::Char('h') | KeyCode::Left => move_cell(app, 0, -1),
-        KeyCode::Enter => match app.sel_cell.clone() {
-            Some(key) if app.sweep_data().is_some() => {
+        KeyCode::Enter => match (
+            app.sel_cell.clone(),
+            app.sweep_data().map(|d| d.sweep_id.clone()),
+        ) {
+            (Some(key), Some(sweep)) => {
+                // Pinned, so that a reload that brings a newer sweep keeps this cell.
+                app.sweep = Some(sweep);
                 app.notice = Some(format!("cell {key}"));
                 app.cell = Some(key);
                 app.sel_policy = None;

@@ -83,7 +83,17 @@ fn tui_sweep_cell_opens_its_comparison_on_the_replay_screen() {
     press(&mut app, &mut loader, "\n");
     assert_eq!(app.screen, Screen::Replay);
     assert!(render(&app, 160, 48).contains("keeps no requests"));
-    press(&mut app, &mut loader, "h");
+    // The Request screen says so too, instead of waiting for a list that never comes.
+    press(&mut app, &mut loader, "5");
+    assert!(
+        render(&app, 120, 30).contains("keeps its comparison, not its requests"),
+        "{}",
+        render(&app, 120, 30)
+    );
+    assert!(!app.is_loading());
+    // Opening a cell pins its sweep, so a reload keeps showing this cell.
+    assert_eq!(app.sweep.as_deref(), Some("demo-map"));
+    press(&mut app, &mut loader, "4h");
     assert_eq!(app.screen, Screen::Sweep);
     // [ on the Replay screen leaves the cell for the stored runs.
     press(&mut app, &mut loader, "4[");

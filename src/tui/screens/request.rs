@@ -38,6 +38,23 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         );
         return;
     };
+    if let Some(cell) = &app.cell {
+        f.render_widget(
+            message(
+                "Request",
+                vec![
+                    Line::from(format!("Sweep cell {cell}")),
+                    Line::from(
+                        "A sweep cell keeps its comparison, not its requests: replay the cell's \
+                         scenario (`hazardserve replay --config`) to see them, or press [ on \
+                         screen 4 for the stored runs.",
+                    ),
+                ],
+            ),
+            area,
+        );
+        return;
+    }
     let list = match app.requests() {
         Some(Load::Ready(l)) => l,
         other => {
