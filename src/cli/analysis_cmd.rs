@@ -55,10 +55,13 @@ fn parse_list(s: &str, what: &str) -> anyhow::Result<Vec<f64>> {
 /// `trigger` arguments.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  hazardserve trigger                                  # the design's WAN hop: 4.5k tokens, 250 tok/s
-  hazardserve trigger --overlap                        # the same hop with overlapped migration
-  hazardserve trigger --survival weibull:4,3600 --link 10gbe --context 8000 --format json
-  hazardserve trigger --source gce-preemptible --node 1234567890   # a fitted node curve")]
+  # the design's WAN hop: 4.5k tokens, 250 tok/s; then with overlapped migration
+  hazardserve trigger
+  hazardserve trigger --overlap
+  hazardserve trigger --survival weibull:4,3600 --link 10gbe --context 8000 \\
+      --format json
+  # a fitted node curve
+  hazardserve trigger --source gce-preemptible --node 1234567890")]
 pub struct TriggerArgs {
     /// Session curve of both nodes: weibull:SHAPE,SCALE_S or exp:MEAN_S (default weibull:0.6,14400).
     #[arg(long, conflicts_with = "source")]
@@ -229,7 +232,7 @@ pub fn trigger(globals: &Globals, args: TriggerArgs) -> anyhow::Result<()> {
 /// `crossover` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve crossover --model llama-3-8b\n  hazardserve crossover --model llama-2-7b --prefill 250,2000,11048 --format json"
+    after_help = "Examples:\n  hazardserve crossover --model llama-3-8b\n  hazardserve crossover --model llama-2-7b --prefill 250,2000,11048 \\\n      --format json"
 )]
 pub struct CrossoverArgs {
     /// Model preset (KV bytes per token; `hazardserve presets` lists them).

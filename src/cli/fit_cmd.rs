@@ -18,7 +18,7 @@ use crate::survival::{SurvivalData, Z_95};
 /// `km` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input trial.csv --duration T --event E --entry entry --format json"
+    after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input trial.csv --duration T --event E --entry entry \\\n      --format json"
 )]
 pub struct KmArgs {
     /// A CSV file with a header row.
@@ -471,7 +471,7 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
 pub enum PriorsCommand {
     /// Export per-node and pooled hazard priors for a serving system (schema: docs/priors.schema.json).
     #[command(
-        after_help = "Examples:\n  hazardserve priors export --source gce-preemptible --out gce-priors.json\n  hazardserve priors export --source gce-preemptible --before 2019-03-20T00:00:00Z --out p.parquet --format parquet"
+        after_help = "Examples:\n  hazardserve priors export --source gce-preemptible --out gce-priors.json\n  hazardserve priors export --source gce-preemptible \\\n      --before 2019-03-20T00:00:00Z --out p.parquet --format parquet"
     )]
     Export(PriorsExportArgs),
 }

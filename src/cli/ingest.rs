@@ -51,11 +51,14 @@ pub enum PolarityArg {
 /// `ingest` arguments.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  hazardserve ingest --format gce-operations --source gce ../shared/traces-public/gcp-preemptible-scispot/data
-  hazardserve ingest --format tick-json --polarity available --source cbl-preempt \\
+  hazardserve ingest --format gce-operations --source gce \\
+      ../shared/traces-public/gcp-preemptible-scispot/data
+  hazardserve ingest --format tick-json --polarity available \\
+      --source cbl-preempt \\
       ../shared/traces-public/cantbelate-spot-traces/preemption/1-node
   hazardserve ingest --format probe-csv --threshold 4 'traces/*.csv'
-  hazardserve ingest --format fta --source lanl --strict ../shared/traces-public/fta-lanl05
+  hazardserve ingest --format fta --source lanl --strict \\
+      ../shared/traces-public/fta-lanl05
 
 Bad records are kept out of the sessions and listed by `hazardserve rejects --source S`;
 --strict stops at the first one instead. Re-ingesting identical content changes nothing.")]

@@ -15,7 +15,7 @@ use crate::store::IngestOutcome;
 /// `ingest-public` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Example:\n  hazardserve ingest-public ../shared/traces-public\n  hazardserve ingest-public ../shared/traces-public --only gce-preemptible --only fta-lanl05"
+    after_help = "Example:\n  hazardserve ingest-public ../shared/traces-public\n  hazardserve ingest-public ../shared/traces-public \\\n      --only gce-preemptible --only fta-lanl05"
 )]
 pub struct IngestPublicArgs {
     /// The directory holding the public traces (as laid out in its MANIFEST.md).

@@ -63,7 +63,7 @@ pub struct Cli {
 /// The commands.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run the main job on the bundled samples: ingest them and list the sources.
+    /// Run the main job on the bundled samples: ingest, fit, replay every policy, map regimes.
     Demo(demo::DemoArgs),
     /// Ingest an availability trace (files, directories or globs) as one source.
     Ingest(ingest::IngestArgs),
@@ -210,7 +210,7 @@ pub struct SourceListArgs {
 /// `sessions` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve sessions --source gce-preemptible --format json\n  hazardserve sessions --source gce-preemptible --format parquet --out gce-sessions.parquet"
+    after_help = "Examples:\n  hazardserve sessions --source gce-preemptible --format json\n  hazardserve sessions --source gce-preemptible --format parquet \\\n      --out gce-sessions.parquet"
 )]
 pub struct SessionsArgs {
     /// The source name (see `hazardserve sources`).

@@ -22,8 +22,9 @@ use crate::store::Store;
   hazardserve query slowest_requests --param policy=fastest --param limit=5
   hazardserve query --file my.sql --param source=gce-preemptible
 
-Parameters are bound by DuckDB, never pasted into the SQL text. In a SQL file a parameter is
-written $name; a `-- Param name = default: what it is` line in its header gives a default.")]
+Parameters are bound by DuckDB, never pasted into the SQL text. In a SQL file
+a parameter is written $name; a header line `-- Param name = default: about`
+gives it a default.")]
 pub struct QueryArgs {
     /// The named query (see --list).
     #[arg(required_unless_present_any = ["list", "file"], conflicts_with_all = ["list", "file"])]

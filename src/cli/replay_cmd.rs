@@ -19,9 +19,12 @@ use crate::store::Store;
 #[command(after_help = "Examples:
   hazardserve replay --write-config > scenario.toml
   hazardserve replay --config scenario.toml
-  hazardserve replay --source gce-preemptible --workload azure-conv --windows 10 --rate-scale 0.05
-  hazardserve replay --source stunner-80 --workload azure-conv --hardware phone --model llama-3.2-1b --load 0.6
-  hazardserve replay --source cbl-preemption-1node --workload azure-conv --policies hazard,fastest,oracle --format json
+  hazardserve replay --source gce-preemptible --workload azure-conv \\
+      --windows 10 --rate-scale 0.05
+  hazardserve replay --source stunner-80 --workload azure-conv \\
+      --hardware phone --model llama-3.2-1b --load 0.6
+  hazardserve replay --source cbl-preemption-1node --workload azure-conv \\
+      --policies hazard,fastest,oracle --format json
 
 Policies see survival curves fitted only on what was observed before the first window.")]
 pub struct ReplayArgs {

@@ -11,7 +11,8 @@ use super::Cli;
 /// `completions` arguments.
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
-  hazardserve completions bash > ~/.local/share/bash-completion/completions/hazardserve
+  hazardserve completions bash \\
+      > ~/.local/share/bash-completion/completions/hazardserve
   hazardserve completions zsh > ~/.zfunc/_hazardserve
   hazardserve completions fish > ~/.config/fish/completions/hazardserve.fish
   hazardserve completions powershell >> $PROFILE")]

@@ -71,6 +71,7 @@ pub enum SweepCommand {
     /// Commit the shard files under one or more directories into the store as one sweep.
     Merge(MergeArgs),
     /// List the stored sweeps.
+    #[command(after_help = "Example:\n  hazardserve sweep list")]
     List,
 }
 
@@ -79,7 +80,8 @@ pub enum SweepCommand {
 #[command(after_help = "Examples:
   hazardserve sweep summary
   hazardserve sweep summary sweep-20261201T101500 --format json
-  hazardserve sweep summary regime-map --axis policy.survival_curve+policy.tail \
+  hazardserve sweep summary regime-map \\
+      --axis policy.survival_curve+policy.tail \\
       --within nodes.source+nodes.sample
 
 With --axis: one row per value of the axis (and of --within), hazard under the value minus

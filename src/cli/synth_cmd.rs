@@ -20,7 +20,7 @@ pub struct SynthArgs {
 pub enum SynthWhat {
     /// Availability traces in the tick-json, fta and gce-operations formats.
     #[command(
-        after_help = "Example:\n  hazardserve synth traces --out traces/samples   # regenerates the bundled samples"
+        after_help = "Example:\n  # regenerate the bundled samples\n  hazardserve synth traces --out traces/samples"
     )]
     Traces {
         /// Output directory (the request workload sample is written too, under workload/).
@@ -37,7 +37,7 @@ pub enum SynthWhat {
 /// `synth workload` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve synth workload --out w.csv --rate 5 --duration 3600\n  hazardserve synth workload --out w.csv --cv 1 && hazardserve ingest --source w w.csv\n  hazardserve synth workload --class long-output --out long.csv && hazardserve ingest --source long-output long.csv\n\nLengths drawn above --max-prompt / --max-output are written at the cap; the number clipped\nis reported."
+    after_help = "Examples:\n  hazardserve synth workload --out w.csv --rate 5 --duration 3600\n  hazardserve synth workload --out w.csv --cv 1\n  hazardserve ingest --format lengths-csv --source w w.csv\n  hazardserve synth workload --class long-output --out long.csv\n  hazardserve ingest --format lengths-csv --source long-output long.csv\n\nLengths drawn above --max-prompt / --max-output are written at the cap; the number clipped\nis reported."
 )]
 pub struct WorkloadArgs {
     /// Output CSV (lengths-csv: arrival_s,prompt_tokens,output_tokens).

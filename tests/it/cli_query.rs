@@ -294,3 +294,66 @@ fn long_tables_elide_their_middle_and_all_streams_every_row() {
     ]);
     assert_eq!(ok(c).lines().count(), 56);
 }
+
+/// The subcommands listed in a `--help` text.
+fn commands_of(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // Command lines are indented by two; wrapped descriptions by more.
+        .filter(|l| !l[2..].starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect()
+}
+
+#[test]
+fn every_help_has_examples_that_do_not_wrap_at_80_columns() {
+    let tmp = tempfile::tempdir().unwrap();
+    let help = |args: &[String]| {
+        let mut c = hs(tmp.path());
+        c.args(args).arg("--help").env("COLUMNS", "80");
+        ok(c)
+    };
+    let mut todo: Vec<Vec<String>> = commands_of(&help(&[]))
+        .into_iter()
+        .map(|c| vec![c])
+        .collect();
+    assert!(todo.len() >= 20, "{todo:?}");
+    let mut checked = 0;
+    while let Some(cmd) = todo.pop() {
+        let text = help(&cmd);
+        for sub in commands_of(&text) {
+            let mut c = cmd.clone();
+            c.push(sub);
+            todo.push(c);
+        }
+        let examples: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.starts_with("Example"))
+            .skip(1)
+            .take_while(|l| !l.starts_with(|c: char| c.is_ascii_alphabetic()))
+            .filter(|l| !l.is_empty())
+            .collect();
+        assert!(
+            examples
+                .iter()
+                .any(|l| l.starts_with("  hazardserve") || l.starts_with("  cargo")),
+            "`hazardserve {}` has no example:\n{text}",
+            cmd.join(" ")
+        );
+        for l in &examples {
+            assert!(
+                l.starts_with("  hazardserve")
+                    || l.starts_with("  cargo")
+                    || l.starts_with("  #")
+                    || l.starts_with("      "),
+                "`hazardserve {} --help`: an example wraps at 80 columns: {l:?}\n{text}",
+                cmd.join(" ")
+            );
+        }
+        checked += 1;
+    }
+    assert!(checked >= 28, "{checked} commands checked");
+}
