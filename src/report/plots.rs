@@ -137,8 +137,11 @@ pub fn comparison(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, Rep
         .map(|b| b.ci.map_or(b.value, |c| c.1))
         .fold(f64::NEG_INFINITY, f64::max);
     let (lo, hi) = if lo.is_finite() && hi.is_finite() {
-        let pad = ((hi - lo) * 0.08).max(1e-9);
-        (lo.min(0.0) - pad, hi + pad)
+        // The data's own range: policies a few percent apart stay apart.
+        let pad = ((hi - lo) * 0.08)
+            .max(hi.abs().max(lo.abs()) * 0.01)
+            .max(1e-9);
+        (lo - pad, hi + pad)
     } else {
         (0.0, 1.0)
     };
