@@ -1,11 +1,30 @@
 -- Purpose: availability of a source: the share of observed time with at least k nodes up, per
---   zone and pooled (zone "(all)"). A zone is observed from its first node's observation start
---   to its last node's observation end; time outside that span is not in the denominator. For
---   count sources (k-of-N probes) each probed slot is a node, so any threshold is this query.
+--   zone and pooled (zone "(all)"). For count sources (k-of-N probes, whose raw samples are in
+--   the `observations` table) it is the share of each series' observed ticks with a count of at
+--   least k, whatever threshold the source was ingested with. Otherwise a zone is observed from
+--   its first node's observation start to its last node's observation end, and time outside
+--   that span is not in the denominator.
 -- Param source: the availability source
--- Param k = 1: at least this many nodes up
+-- Param k = 1: at least this many nodes (for count sources: instances) up
 -- Columns: zone, nodes, k, available_share, observed_days
-WITH s AS (
+WITH counted AS (
+    SELECT coalesce(n.zone, o.node_id) AS zone, o.node_id, o.t, o.count, o.dt
+    FROM observations o
+    LEFT JOIN nodes n ON n.source = o.source AND n.node_id = o.node_id
+    WHERE o.source = $source
+), counted_all AS (
+    SELECT zone, node_id, t, count, dt FROM counted
+    UNION ALL SELECT '(all)', node_id, t, count, dt FROM counted
+), by_count AS (
+    SELECT
+        zone,
+        count(DISTINCT node_id)::BIGINT AS nodes,
+        $k::INTEGER AS k,
+        round(sum(dt) FILTER (WHERE count >= $k::INTEGER) / sum(dt), 4) AS available_share,
+        round((max(t + dt) - min(t)) / 86400.0, 3) AS observed_days
+    FROM counted_all
+    GROUP BY zone
+), s AS (
     SELECT coalesce(n.zone, '(none)') AS zone, s.start, s."end"
     FROM sessions s
     JOIN nodes n ON n.source = s.source AND n.node_id = s.node_id
@@ -29,8 +48,8 @@ WITH s AS (
         sum(d) OVER (PARTITION BY zone ORDER BY t) AS up,
         lead(t) OVER (PARTITION BY zone ORDER BY t) AS t_next
     FROM steps
-)
-SELECT
+), by_session AS (
+    SELECT
     o.zone,
     o.n::BIGINT AS nodes,
     $k::INTEGER AS k,
@@ -41,4 +60,11 @@ SELECT
 FROM obs_all o
 LEFT JOIN up u ON u.zone = o.zone
 GROUP BY o.zone, o.n, o.t0, o.t1
-ORDER BY o.zone = '(all)', o.zone
+)
+SELECT zone, nodes, k, coalesce(available_share, 0.0) AS available_share, observed_days
+FROM by_count
+UNION ALL
+SELECT zone, nodes, k, available_share, observed_days
+FROM by_session
+WHERE NOT EXISTS (SELECT 1 FROM counted)
+ORDER BY zone = '(all)', zone

@@ -181,6 +181,34 @@ pub fn nodes_batch(trace: &Trace) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(nodes_schema(), cols)?)
 }
 
+/// Schema of `observations`: the raw samples of count series (k-of-N probes).
+pub fn observations_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("node_id", DataType::Utf8, false),
+        Field::new("t", DataType::Float64, false),
+        Field::new("count", DataType::UInt64, false),
+        Field::new("of", DataType::UInt64, true),
+        Field::new("dt", DataType::Float64, false),
+    ]))
+}
+
+/// The `observations` batch of a trace.
+pub fn observations_batch(trace: &Trace) -> Result<RecordBatch> {
+    let o = &trace.observations;
+    let cols: Vec<ArrayRef> = vec![
+        Arc::new(StringArray::from_iter_values(
+            o.iter().map(|x| x.node_id.as_str()),
+        )),
+        Arc::new(Float64Array::from_iter_values(o.iter().map(|x| x.t))),
+        Arc::new(UInt64Array::from_iter_values(o.iter().map(|x| x.count))),
+        Arc::new(UInt64Array::from(
+            o.iter().map(|x| x.of).collect::<Vec<_>>(),
+        )),
+        Arc::new(Float64Array::from_iter_values(o.iter().map(|x| x.dt))),
+    ];
+    Ok(RecordBatch::try_new(observations_schema(), cols)?)
+}
+
 /// The `rejects` batch of a list of rejected records.
 pub fn rejects_batch(r: &[Reject]) -> Result<RecordBatch> {
     let cols: Vec<ArrayRef> = vec![

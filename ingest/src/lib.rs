@@ -26,4 +26,6 @@ pub use csv::StringRecord;
 pub use csv_input::{csv_records, CsvRecordError, CsvRecords};
 pub use error::{IngestError, Result};
 pub use input::{expand_paths, read_inputs, InputFile, ReadOptions};
-pub use model::{Kind, NodeInfo, Options, Polarity, Reject, Rejects, Session, TimeBase, Trace};
+pub use model::{
+    Kind, NodeInfo, Observation, Options, Polarity, Reject, Rejects, Session, TimeBase, Trace,
+};

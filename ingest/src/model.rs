@@ -322,6 +322,23 @@ impl Rejects {
     }
 }
 
+/// One raw sample of a count series (k-of-N probes): `count` of `of` instances obtainable at
+/// `t`, standing for `dt` seconds of observation. Kept so that availability at any threshold k
+/// is a query, not a re-ingest.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Observation {
+    /// The series (node) it belongs to.
+    pub node_id: String,
+    /// Time (source clock, seconds).
+    pub t: f64,
+    /// Instances counted.
+    pub count: u64,
+    /// Instances probed, when the series says (`None`: not recorded).
+    pub of: Option<u64>,
+    /// Seconds of observation the sample stands for (the series' tick).
+    pub dt: f64,
+}
+
 /// The result of parsing all the files of one source.
 #[derive(Debug, Clone)]
 pub struct Trace {
@@ -333,6 +350,8 @@ pub struct Trace {
     pub nodes: Vec<NodeInfo>,
     /// Every up-session, ordered by node then start.
     pub sessions: Vec<Session>,
+    /// Raw samples of count series (empty for other sources).
+    pub observations: Vec<Observation>,
     /// Records that could not be used.
     pub rejects: Vec<Reject>,
     /// Notes for the user (duplicates found, assumptions made), printed after ingest.
@@ -352,6 +371,7 @@ impl Trace {
             time_base,
             nodes: Vec::new(),
             sessions: Vec::new(),
+            observations: Vec::new(),
             rejects: Vec::new(),
             notes: Vec::new(),
             kept_records: 0,

@@ -434,7 +434,7 @@ pub fn commit_trace(
 ) -> Result<IngestOutcome> {
     let sessions = batch::sessions_batches(trace, batch::SESSION_BATCH_ROWS)
         .map(|b| b.map_err(StoreError::from));
-    let tables = vec![
+    let mut tables = vec![
         StagedTable::one(
             "sources",
             sources_batch(rec, &SourceSummary::of_trace(trace))?,
@@ -447,6 +447,13 @@ pub fn commit_trace(
         },
         StagedTable::one("rejects", batch::rejects_batch(&trace.rejects)?),
     ];
+    // Count series keep their raw samples, so any threshold k is a query.
+    if !trace.observations.is_empty() {
+        tables.push(StagedTable::one(
+            "observations",
+            batch::observations_batch(trace)?,
+        ));
+    }
     commit_tables(store, lock, &rec.source, &rec.content_key, tables, replace)
 }
 

@@ -36,6 +36,10 @@ pub const TABLES: &[TableDef] = &[
         schema: hazardserve_ingest::batch::rejects_schema,
     },
     TableDef {
+        name: "observations",
+        schema: hazardserve_ingest::batch::observations_schema,
+    },
+    TableDef {
         name: "requests",
         schema: hazardserve_ingest::workload::requests_schema,
     },

@@ -357,3 +357,80 @@ fn every_help_has_examples_that_do_not_wrap_at_80_columns() {
     }
     assert!(checked >= 28, "{checked} commands checked");
 }
+
+#[test]
+fn count_sources_keep_their_samples_so_any_threshold_is_a_query() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("counts");
+    write(
+        &dir,
+        "a/us-east-1a.json",
+        r#"{"metadata": {"gap_seconds": 10}, "data": [0, 3, 5, 2, 4]}"#,
+    );
+    write(
+        &dir,
+        "b/us-west-2b.json",
+        r#"{"metadata": {"gap_seconds": 10}, "data": [1, 1, null, 4, 4]}"#,
+    );
+    let store = tmp.path().join("store");
+    let mut c = hs(&store);
+    c.args([
+        "-q",
+        "ingest",
+        "--format",
+        "tick-json",
+        "--source",
+        "counts",
+        "--threshold",
+        "3",
+    ])
+    .arg(&dir);
+    ok(c);
+    let share = |k: u32| -> Vec<(String, f64)> {
+        let mut c = hs(&store);
+        c.args([
+            "-q",
+            "query",
+            "availability",
+            "--param",
+            "source=counts",
+            "--param",
+            &format!("k={k}"),
+            "--format",
+            "json",
+        ]);
+        let rows: Vec<serde_json::Value> = serde_json::from_str(&ok(c)).unwrap();
+        rows.iter()
+            .map(|r| {
+                (
+                    r["zone"].as_str().unwrap().to_string(),
+                    r["available_share"].as_f64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    // Series a counts 0 3 5 2 4 and b 1 1 - 4 4 (one tick unobserved, not in the denominator):
+    // whatever threshold the source was ingested with, each k is a query.
+    for (k, a, b, all) in [
+        (1, 0.8, 1.0, 8.0 / 9.0),
+        (3, 0.6, 0.5, 5.0 / 9.0),
+        (5, 0.2, 0.0, 1.0 / 9.0),
+    ] {
+        let rows = share(k);
+        assert_eq!(rows.len(), 3, "{rows:?}");
+        for ((zone, got), want) in rows.iter().zip([a, b, all]) {
+            assert!((got - want).abs() < 1e-4, "k={k} {zone}: {got} vs {want}");
+        }
+        assert_eq!(rows[2].0, "(all)");
+    }
+    // The raw samples are a table of their own.
+    let mut c = hs(&store);
+    c.args([
+        "-q",
+        "sql",
+        "SELECT count(*) AS n, sum(count) AS total FROM observations WHERE source = 'counts'",
+        "--format",
+        "csv",
+    ]);
+    assert_eq!(ok(c), "n,total\n9,24\n");
+}

@@ -309,6 +309,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         .collect();
 
     Ok(Trace {
+        observations: Vec::new(),
         kind,
         time_base,
         nodes: infos,

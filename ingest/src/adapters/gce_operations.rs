@@ -250,6 +250,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     }
 
     Ok(Trace {
+        observations: Vec::new(),
         kind: Kind::SpotLifetime,
         time_base: TimeBase::Utc,
         nodes,

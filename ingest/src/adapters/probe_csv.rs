@@ -233,6 +233,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         ));
     }
     Ok(Trace {
+        observations: Vec::new(),
         kind: kind.map_or(Kind::SpotObtainability, |(k, _)| k),
         time_base: time_base.map_or(TimeBase::Utc, |(t, _)| t),
         nodes,

@@ -139,6 +139,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         });
     }
     Ok(Trace {
+        observations: Vec::new(),
         kind: Kind::SpotObtainability,
         time_base: TimeBase::Utc,
         nodes,

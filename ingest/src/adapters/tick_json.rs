@@ -46,7 +46,7 @@ use std::path::Component;
 use chrono::DateTime;
 use serde_json::{Map, Value};
 
-use crate::model::{Kind, NodeInfo, Polarity, Rejects, Session, TimeBase};
+use crate::model::{Kind, NodeInfo, Observation, Polarity, Rejects, Session, TimeBase};
 use crate::sessionize::{samples_to_sessions, Sample, SeriesLabels};
 use crate::{IngestError, InputFile, Options, Result, Trace};
 
@@ -65,6 +65,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let mut rejects = Rejects::new(options.strict);
     let mut nodes = Vec::new();
     let mut sessions = Vec::new();
+    let mut observations = Vec::new();
     let mut notes = Vec::new();
     let mut time_base: Option<(TimeBase, String)> = None;
     let mut kind: Option<(Kind, String)> = None;
@@ -127,6 +128,17 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         let node_id = file.stem_key();
         let origin = series.origin.unwrap_or(0.0);
         let gap = series.gap;
+        if !binary {
+            observations.extend(series.values.iter().enumerate().filter_map(|(i, v)| {
+                v.map(|count| Observation {
+                    node_id: node_id.clone(),
+                    t: origin + i as f64 * gap,
+                    count,
+                    of: None,
+                    dt: gap,
+                })
+            }));
+        }
         let segments = observed_segments(series.values.iter().enumerate().map(|(i, v)| {
             v.map(|v| Sample {
                 t: origin + i as f64 * gap,
@@ -172,6 +184,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         time_base: time_base.map_or(TimeBase::Relative, |(t, _)| t),
         nodes,
         sessions,
+        observations,
         rejects: rejects.into_vec(),
         notes,
         kept_records: kept,
