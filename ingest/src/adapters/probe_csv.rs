@@ -51,7 +51,7 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime};
 use crate::csv_input::{csv_rows, first_record, CsvRow};
 
 use super::tick_json::{agree, check_options, group_of, name_attributes};
-use crate::model::{Kind, NodeInfo, Polarity, Rejects, Session, TimeBase};
+use crate::model::{Kind, NodeInfo, Observation, Polarity, Rejects, Session, TimeBase};
 use crate::sessionize::{samples_to_sessions, series_node, Sample, SeriesLabels};
 use crate::{IngestError, InputFile, Options, Result, Trace};
 
@@ -69,6 +69,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let mut rejects = Rejects::new(options.strict);
     let mut nodes = Vec::new();
     let mut sessions = Vec::new();
+    let mut observations = Vec::new();
     let mut notes = Vec::new();
     let mut time_base: Option<(TimeBase, String)> = None;
     let mut kind: Option<(Kind, String)> = None;
@@ -205,6 +206,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
                 });
                 let (samples, from, to) = step_samples(&records, k);
                 sessions.extend(step_sessions(&samples, to, &node_id));
+                observations.extend(step_observations(&records, &node_id));
                 nodes.push(attrs(NodeInfo {
                     node_id: node_id.clone(),
                     observed_from: from,
@@ -233,7 +235,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         ));
     }
     Ok(Trace {
-        observations: Vec::new(),
+        observations,
         kind: kind.map_or(Kind::SpotObtainability, |(k, _)| k),
         time_base: time_base.map_or(TimeBase::Utc, |(t, _)| t),
         nodes,
@@ -461,6 +463,30 @@ fn time_scale(file: &InputFile, head: Head, records: &[Record], notes: &mut Vec<
 
 /// Cleans a step series (collapse re-logs, sort, last state per time) into up samples; also
 /// returns the observation window (first and last record time over all records).
+/// The raw counts of a step series: each value holds until the next record (the last record
+/// ends the observation); of records at one instant the last counts.
+fn step_observations(records: &[Record], node_id: &str) -> Vec<Observation> {
+    let mut sorted: Vec<Record> = records.to_vec();
+    sorted.sort_by(|a, b| a.t.total_cmp(&b.t));
+    let mut steps: Vec<Record> = Vec::with_capacity(sorted.len());
+    for r in sorted {
+        match steps.last_mut() {
+            Some(last) if last.t == r.t => *last = r,
+            _ => steps.push(r),
+        }
+    }
+    steps
+        .windows(2)
+        .map(|w| Observation {
+            node_id: node_id.to_string(),
+            t: w[0].t,
+            count: w[0].value,
+            of: None,
+            dt: w[1].t - w[0].t,
+        })
+        .collect()
+}
+
 fn step_samples(records: &[Record], k: u32) -> (Vec<Sample>, f64, f64) {
     let from = records.iter().map(|r| r.t).fold(f64::INFINITY, f64::min);
     let to = records
@@ -637,6 +663,19 @@ mod tests {
         );
         assert_eq!(t.sessions[0].end_cause, "preempted");
         assert_eq!(t.sessions[0].resolution_s, 0.0);
+        // The raw counts are kept: 0 on [0,100), 4 on [100,150), 2 on [150,400), 5 on [400,900).
+        let obs: Vec<(f64, u64, f64)> = t
+            .observations
+            .iter()
+            .map(|o| (o.t, o.count, o.dt))
+            .collect();
+        let want = [
+            (0.0, 0, 100.0),
+            (100.0, 4, 50.0),
+            (150.0, 2, 250.0),
+            (400.0, 5, 500.0),
+        ];
+        assert_eq!(obs, want);
         assert!(!t.notes.iter().any(|n| n.contains("k=1")));
         let t = parse(
             &[file("aws-spot-instances-g4dn.csv", text)],

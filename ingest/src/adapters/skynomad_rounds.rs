@@ -28,12 +28,15 @@ use chrono::DateTime;
 use serde_json::Value;
 
 use super::tick_json::{check_options, group_of, observed_segments, segmented_sessions};
-use crate::model::{Kind, NodeInfo, Rejects, TimeBase};
+use crate::model::{Kind, NodeInfo, Observation, Rejects, TimeBase};
 use crate::sessionize::{Sample, SeriesLabels};
 use crate::{IngestError, InputFile, Options, Result, Trace};
 
 /// The VM type every SkyNomad H100 round probes (artifact README).
 pub const INSTANCE_TYPE: &str = "a3-highgpu-1g";
+
+/// Instances every round asks each zone for (artifact README).
+pub const PROBED: u64 = 16;
 
 /// Whether `file` looks like a SkyNomad probe round (a JSON object with `zone_results` and
 /// `scheduled_at`).
@@ -108,7 +111,18 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
     let group = group_of(&files[rounds[0].file]);
     let mut nodes = Vec::new();
     let mut sessions = Vec::new();
+    let mut observations = Vec::new();
     for zone in zones {
+        // The raw counts: instances created of the 16 probed in each round.
+        observations.extend(rounds.iter().filter_map(|r| {
+            r.zones.get(zone).copied().flatten().map(|c| Observation {
+                node_id: zone.clone(),
+                t: r.t,
+                count: c,
+                of: Some(PROBED),
+                dt: gap,
+            })
+        }));
         let segments = observed_segments(rounds.iter().map(|r| {
             r.zones.get(zone).copied().flatten().map(|c| Sample {
                 t: r.t,
@@ -139,7 +153,7 @@ pub fn parse(files: &[InputFile], options: &Options) -> Result<Trace> {
         });
     }
     Ok(Trace {
-        observations: Vec::new(),
+        observations,
         kind: Kind::SpotObtainability,
         time_base: TimeBase::Utc,
         nodes,
@@ -301,6 +315,20 @@ mod tests {
             (Kind::SpotObtainability, TimeBase::Utc)
         );
         assert!(t.notes.iter().any(|n| n.contains("k=1")));
+        // Every observed count is kept (zone b is missing from one round), each of 16.
+        let counts = |z: &str| -> Vec<u64> {
+            t.observations
+                .iter()
+                .filter(|o| o.node_id == z)
+                .map(|o| o.count)
+                .collect()
+        };
+        assert_eq!(counts("a"), [16, 3, 0, 5, 16, 16, 16]);
+        assert_eq!(counts("b"), [0, 16, 16, 2, 0, 0]);
+        assert!(t
+            .observations
+            .iter()
+            .all(|o| o.of == Some(16) && o.dt == 600.0));
         assert_eq!(
             spans(&t, "a"),
             vec![
