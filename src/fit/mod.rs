@@ -9,7 +9,7 @@ mod summary;
 
 pub use load::{load_sessions, ByColumn, SourceSessions};
 pub use nodes::{
-    fit_nodes, source_priors, AgeSpan, KmSteps, NodeFit, NodeFitOptions, PooledCurve,
+    fit_nodes, pooled_curve, source_priors, AgeSpan, KmSteps, NodeFit, NodeFitOptions, PooledCurve,
     SourceNodeFits,
 };
 pub use priors::{priors_as_of, PriorsExportError};

@@ -172,6 +172,31 @@ fn span_columns<'a>(spans: impl Iterator<Item = &'a AgeSpan>) -> (Vec<f64>, Vec<
     out
 }
 
+/// The pooled Kaplan-Meier curve of every session of `data` (ages, with left truncation) and
+/// its 95 % band; empty without sessions.
+pub fn pooled_curve(data: &SourceSessions) -> Result<PooledCurve, SurvivalError> {
+    if data.sessions.is_empty() {
+        return Ok(PooledCurve::default());
+    }
+    let spans: Vec<AgeSpan> = data
+        .sessions
+        .iter()
+        .map(|s| AgeSpan {
+            entry: s.entry,
+            exit: s.entry + (s.end - s.start),
+            event: s.event,
+        })
+        .collect();
+    let (exit, ev, entry) = span_columns(spans.iter());
+    let km = KmFit::fit_data(&survival_data(&exit, &ev, &entry))?;
+    let (lo, hi) = km.view().confidence_interval(Z_95);
+    Ok(PooledCurve {
+        km: KmSteps::of_km(&km),
+        lo,
+        hi,
+    })
+}
+
 /// Fits the priors of a source as of `before` (default: just after its last session end).
 /// `estimator` forces a node-curve estimator (`None`: chosen by cross-validation, as
 /// `--shrinkage auto`). `Ok(None)` when there is nothing to fit (no usable sessions and no
@@ -251,18 +276,7 @@ pub fn fit_nodes(
 
     // Pooled curve with its band, and the pooled hazard shape.
     let pooled_fit = fit_groups(data, None)?.into_iter().next();
-    let pooled = if data.sessions.is_empty() {
-        PooledCurve::default()
-    } else {
-        let (exit, ev, entry) = span_columns(spans.iter().flatten());
-        let km = KmFit::fit_data(&survival_data(&exit, &ev, &entry))?;
-        let (lo, hi) = km.view().confidence_interval(Z_95);
-        PooledCurve {
-            km: KmSteps::of_km(&km),
-            lo,
-            hi,
-        }
-    };
+    let pooled = pooled_curve(data)?;
 
     // Priors: the shrunk node curves (as `priors export --shrinkage auto` fits them).
     let (priors, priors_error) = if data.sessions.is_empty() {

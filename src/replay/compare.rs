@@ -112,6 +112,14 @@ impl PairedDiff {
     pub fn significant(&self) -> bool {
         matches!((self.ci_low, self.ci_high), (Some(lo), Some(hi)) if lo > 0.0 || hi < 0.0)
     }
+
+    /// `Less` (the policy is lower) or `Greater` when the interval excludes 0, `None` when it
+    /// contains 0 or there is none.
+    pub fn direction(&self) -> Option<std::cmp::Ordering> {
+        self.significant()
+            .then(|| self.diff.total_cmp(&0.0))
+            .filter(|o| o.is_ne())
+    }
 }
 
 /// Paired differences against one reference, one per metric (`None` where undefined).

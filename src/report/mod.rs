@@ -116,12 +116,17 @@ pub fn build(store: &Store, opts: &ReportOptions) -> Result<Report, ReportError>
         opts.sources.clone()
     };
     survival_section(store, &sources, &mut r)?;
+    let runs = reader.runs()?;
     let run = match &opts.run {
-        Some(id) => Some(id.clone()),
-        None => reader.runs()?.first().map(|r| r.run_id.clone()),
+        Some(id) => Some(
+            runs.iter()
+                .find(|x| x.run_id == *id)
+                .ok_or_else(|| ReportError::NoRun(id.clone()))?,
+        ),
+        None => runs.first(),
     };
     if let Some(run) = run {
-        run_section(store, &reader, &run, &mut r)?;
+        run_section(store, &reader, run, &mut r)?;
     }
     if let Some(id) = &opts.sweep {
         sweep_section(store, id, &mut r)?;
@@ -165,18 +170,10 @@ fn survival_section(store: &Store, sources: &[String], r: &mut Report) -> Result
             opt(g.lr_p_value),
             g.verdict.clone(),
         ]);
-        let nodes = fit::fit_nodes(
-            &data,
-            &fit::NodeFitOptions {
-                weibull_max_nodes: 0,
-                ..fit::NodeFitOptions::default()
-            },
-        )
-        .map_err(|e| ReportError::Fit {
+        let p = fit::pooled_curve(&data).map_err(|e| ReportError::Fit {
             source_name: source.clone(),
             source: Box::new(e),
         })?;
-        let p = &nodes.pooled;
         let h = |t: f64| t / 3600.0;
         let steps: Vec<(f64, f64)> =
             p.km.t
@@ -231,14 +228,10 @@ fn cell(s: &PolicySummary, m: Metric) -> String {
 fn run_section(
     store: &Store,
     reader: &Reader,
-    run: &str,
+    info: &crate::queries::RunRow,
     r: &mut Report,
 ) -> Result<(), ReportError> {
-    let info = reader
-        .runs()?
-        .into_iter()
-        .find(|x| x.run_id == run)
-        .ok_or_else(|| ReportError::NoRun(run.to_string()))?;
+    let run = info.run_id.as_str();
     let summary = scenario::load_summary(store, run)?;
     r.blocks
         .push(Block::Heading(format!("Policy comparison: run {run}")));
@@ -335,58 +328,34 @@ fn sweep_section(store: &Store, id: &str, r: &mut Report) -> Result<(), ReportEr
     let cells = sweep::load_sweep(store, id)?;
     r.blocks
         .push(Block::Heading(format!("Regime map: sweep {id}")));
-    let axes: Vec<String> = cells
-        .first()
-        .map(|c| c.axes.iter().map(|(k, _)| k.clone()).collect())
-        .unwrap_or_default();
-    let split = axes
-        .len()
-        .saturating_sub(1)
-        .max(if axes.len() == 1 { 1 } else { 0 });
-    let row_of = |c: &sweep::CellResult| {
-        c.axes[..split.min(c.axes.len())]
-            .iter()
-            .map(|(_, v)| v.clone())
-            .collect::<Vec<_>>()
-            .join(" · ")
-    };
-    let col_of = |c: &sweep::CellResult| {
-        c.axes
-            .get(split)
-            .map(|(_, v)| v.clone())
-            .unwrap_or_default()
-    };
-    let mut rows: Vec<String> = Vec::new();
-    let mut cols: Vec<String> = Vec::new();
-    for c in &cells {
-        let (rk, ck) = (row_of(c), col_of(c));
-        if !rows.contains(&rk) {
-            rows.push(rk);
-        }
-        if !cols.contains(&ck) {
-            cols.push(ck);
-        }
-    }
-    let mut grid = vec![vec![(Sign::Missing, String::new()); cols.len()]; rows.len()];
-    for c in &cells {
-        let (Some(ri), Some(ci)) = (
-            rows.iter().position(|x| *x == row_of(c)),
-            cols.iter().position(|x| *x == col_of(c)),
-        ) else {
-            continue;
-        };
-        let d = c
-            .vs_best_blind()
-            .and_then(|v| v.get(Metric::MeanCompletion));
-        let sign = match d {
-            None => Sign::Missing,
-            Some(d) if d.significant() && d.diff < 0.0 => Sign::Better,
-            Some(d) if d.significant() => Sign::Worse,
-            Some(_) => Sign::Tie,
-        };
-        let text = d.map_or("-".into(), |d| human_float(d.diff)) + if c.pays() { " *" } else { "" };
-        grid[ri][ci] = (sign, text);
-    }
+    let layout = sweep::MapLayout::of(&cells);
+    let rows: Vec<String> = layout.rows.iter().map(|r| r.join(" · ")).collect();
+    let grid: Vec<Vec<(Sign, String)>> = layout
+        .grid
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|slot| {
+                    let Some(c) = slot.map(|i| &cells[i]) else {
+                        return (Sign::Missing, String::new());
+                    };
+                    let d = c
+                        .vs_best_blind()
+                        .and_then(|v| v.get(Metric::MeanCompletion));
+                    let sign = match d.map(|d| d.direction()) {
+                        None => Sign::Missing,
+                        Some(Some(std::cmp::Ordering::Less)) => Sign::Better,
+                        Some(Some(_)) => Sign::Worse,
+                        Some(None) => Sign::Tie,
+                    };
+                    let text = d.map_or("-".into(), |d| human_float(d.diff))
+                        + if c.pays() { " *" } else { "" };
+                    (sign, text)
+                })
+                .collect()
+        })
+        .collect();
+    let column_axis = layout.column_axis().unwrap_or("(one column)");
     let pays = cells.iter().filter(|c| c.pays()).count();
     r.blocks.push(Block::Text(format!(
         "{} cells; `hazard` minus the best hazard-blind baseline on mean completion (s), paired \
@@ -395,14 +364,14 @@ fn sweep_section(store: &Store, id: &str, r: &mut Report) -> Result<(), ReportEr
          hazard pays (beats the best blind baseline and `uptime`). Rows: {}; columns: {} \
          (`hazardserve sweep summary {id}`).",
         cells.len(),
-        axes[..split.min(axes.len())].join(" · "),
-        axes.get(split).cloned().unwrap_or_else(|| "-".into()),
+        layout.row_axes().join(" · "),
+        layout.column_axis().unwrap_or("-"),
     )));
     let svg = plots::heatmap(
         &format!("Regime map {id}: hazard minus best blind, mean completion (s)"),
-        axes.get(split).map_or("(one column)", String::as_str),
+        column_axis,
         &rows,
-        &cols,
+        &layout.columns,
         &grid,
     )?;
     r.blocks.push(Block::Plot(

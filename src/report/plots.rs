@@ -13,6 +13,42 @@ fn err(e: impl std::fmt::Display) -> ReportError {
     ReportError::Plot(e.to_string())
 }
 
+/// The chart of every plot: two f64 axes on an SVG backend.
+type Chart<'a, 'b> = ChartContext<
+    'a,
+    SVGBackend<'b>,
+    Cartesian2d<plotters::coord::types::RangedCoordf64, plotters::coord::types::RangedCoordf64>,
+>;
+
+/// The legend box of a chart's labelled series, at `pos`.
+fn draw_legend<'a, 'b: 'a>(
+    chart: &mut Chart<'a, 'b>,
+    pos: SeriesLabelPosition,
+) -> Result<(), ReportError> {
+    chart
+        .configure_series_labels()
+        .position(pos)
+        .border_style(BLACK)
+        .background_style(WHITE.mix(0.9))
+        .draw()
+        .map_err(err)
+}
+
+/// The legend key of a line series in colour `c`.
+fn line_key(c: RGBColor) -> impl Fn((i32, i32)) -> PathElement<(i32, i32)> {
+    move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
+}
+
+/// The label of an integer tick `v` of a category axis (empty between categories).
+fn category(labels: &[String], v: f64) -> String {
+    let i = v.round();
+    if (v - i).abs() < 1e-6 && i >= 0.0 {
+        labels.get(i as usize).cloned().unwrap_or_default()
+    } else {
+        String::new()
+    }
+}
+
 /// Colours of the series, in order.
 const COLOURS: [RGBColor; 9] = [
     RGBColor(31, 119, 180),
@@ -86,9 +122,7 @@ pub fn survival(p: &SurvivalPlot<'_>) -> Result<String, ReportError> {
             .draw_series(LineSeries::new(stair, COLOURS[0].stroke_width(2)))
             .map_err(err)?
             .label("Kaplan-Meier")
-            .legend(|(x, y)| {
-                PathElement::new(vec![(x, y), (x + 18, y)], COLOURS[0].stroke_width(2))
-            });
+            .legend(line_key(COLOURS[0]));
         if let Some((k, scale)) = p.weibull {
             let pts: Vec<(f64, f64)> = (0..=200)
                 .map(|i| {
@@ -100,17 +134,9 @@ pub fn survival(p: &SurvivalPlot<'_>) -> Result<String, ReportError> {
                 .draw_series(DashedLineSeries::new(pts, 6, 4, COLOURS[1].stroke_width(2)))
                 .map_err(err)?
                 .label(format!("Weibull fit (k = {k:.2})"))
-                .legend(|(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], COLOURS[1].stroke_width(2))
-                });
+                .legend(line_key(COLOURS[1]));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::UpperRight)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw()
-            .map_err(err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::UpperRight)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -164,14 +190,7 @@ pub fn comparison(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, Rep
             .x_desc(x_desc)
             .y_desc("policy")
             .y_labels(n)
-            .y_label_formatter(&|y| {
-                let i = y.round();
-                if (y - i).abs() < 1e-6 && i >= 0.0 {
-                    labels.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .y_label_formatter(&|y| category(&labels, *y))
             .draw()
             .map_err(err)?;
         for (i, b) in bars.iter().enumerate() {
@@ -224,17 +243,9 @@ pub fn cdfs(title: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String,
                 .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
                 .map_err(err)?
                 .label(name.clone())
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 18, y)], c.stroke_width(2))
-                });
+                .legend(line_key(c));
         }
-        chart
-            .configure_series_labels()
-            .position(SeriesLabelPosition::LowerRight)
-            .border_style(BLACK)
-            .background_style(WHITE.mix(0.9))
-            .draw()
-            .map_err(err)?;
+        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
         root.present().map_err(err)?;
     }
     Ok(svg)
@@ -270,6 +281,7 @@ pub fn heatmap(
         )
         .into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
+        let top_down: Vec<String> = rows.iter().rev().cloned().collect();
         let mut chart = ChartBuilder::on(&root)
             .caption(title, ("sans-serif", 16))
             .margin(10)
@@ -284,22 +296,9 @@ pub fn heatmap(
             .y_desc("cell (other axes)")
             .x_labels(nc)
             .y_labels(nr)
-            .x_label_formatter(&|x| {
-                let i = x.round();
-                if (x - i).abs() < 1e-6 && i >= 0.0 {
-                    columns.get(i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
-            .y_label_formatter(&|y| {
-                let i = y.round();
-                if (y - i).abs() < 1e-6 && i >= 0.0 {
-                    rows.get(nr - 1 - i as usize).cloned().unwrap_or_default()
-                } else {
-                    String::new()
-                }
-            })
+            .x_label_formatter(&|x| category(columns, *x))
+            // Row 0 at the top.
+            .y_label_formatter(&|y| category(&top_down, *y))
             .draw()
             .map_err(err)?;
         for (r, row) in cells.iter().enumerate() {

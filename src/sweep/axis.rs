@@ -142,12 +142,10 @@ pub fn compare_axis(
                 }
                 let mean = diffs.iter().sum::<f64>() / diffs.len() as f64;
                 let d = paired_diff(mean, bootstrap_mean_ci(&diffs, opts.resamples, opts.seed));
-                if d.significant() {
-                    if d.diff < 0.0 {
-                        better += 1;
-                    } else {
-                        worse += 1;
-                    }
+                match d.direction() {
+                    Some(std::cmp::Ordering::Less) => better += 1,
+                    Some(_) => worse += 1,
+                    None => {}
                 }
                 means.push(mean);
             }

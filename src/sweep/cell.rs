@@ -99,7 +99,7 @@ pub fn result_of(cell: &Cell, runs: &[RunMetrics], opts: &AggregateOptions) -> C
 
 /// A paired difference beats the reference (negative) with a CI that excludes 0.
 fn beats(d: Option<PairedDiff>) -> bool {
-    d.is_some_and(|d| d.diff < 0.0 && d.significant())
+    d.is_some_and(|d| d.direction() == Some(std::cmp::Ordering::Less))
 }
 
 impl CellResult {

@@ -18,11 +18,13 @@ use rayon::prelude::*;
 pub mod axis;
 pub mod cell;
 pub mod grid;
+pub mod layout;
 pub mod stored;
 
 pub use axis::{compare_axis, AxisRow};
 pub use cell::{run_cell, CellResult, MAP_METRICS};
 pub use grid::{Cell, GridFile};
+pub use layout::{MapLayout, SweepAxis};
 pub use stored::{
     content_key, grid_sources, is_stored, latest_sweep, list_sweeps, load_sweep, read_shards,
     result_sources, save_sweep, write_shard, ShardInfo, SweepRow,

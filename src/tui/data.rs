@@ -14,6 +14,7 @@ use crate::fit::{GroupFit, NodeFit};
 use crate::policy::analysis::TriggerRow;
 use crate::survival::priors::Priors;
 use crate::sweep::CellResult;
+pub use crate::sweep::{MapLayout, SweepAxis};
 
 pub use crate::fit::{AgeSpan, KmSteps, PooledCurve};
 pub use crate::queries::{RequestKey, RequestRow, RunRow, SourceRow};
@@ -255,15 +256,6 @@ pub struct CellOrigin {
     pub key: String,
 }
 
-/// One axis of a sweep: its scenario key and its values in grid order.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SweepAxis {
-    /// Dotted scenario key (`k1+k2` for a joint axis).
-    pub key: String,
-    /// Values, as text, in grid order.
-    pub values: Vec<String>,
-}
-
 /// One cell of a sweep: its result ([`CellResult`], whose docs define the pairings) and its
 /// comparison as the Replay screen shows it.
 #[derive(Debug, Clone, PartialEq)]
@@ -274,109 +266,36 @@ pub struct SweepCell {
     pub replay: Arc<ReplayData>,
 }
 
-/// A stored sweep laid out as the regime map: the last axis across, every combination of the
-/// other axes down (a one-axis sweep lists its values down).
+/// A stored sweep laid out as the regime map ([`MapLayout`], reachable through `Deref`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct SweepData {
     /// The sweep shown.
     pub sweep_id: String,
     /// Every sweep id of the store, newest first.
     pub sweeps: Vec<String>,
-    /// The axes, in grid order.
-    pub axes: Vec<SweepAxis>,
     /// Cells in grid order.
     pub cells: Vec<SweepCell>,
-    /// Map rows: the values of the row axes (every axis but the column axis).
-    pub rows: Vec<Vec<String>>,
-    /// Map columns: the values of the column axis (one unnamed column when there is none).
-    pub columns: Vec<String>,
-    /// `grid[row][column]`: index into `cells`.
-    pub grid: Vec<Vec<Option<usize>>>,
+    /// The map: rows, columns and the cell in each slot.
+    pub layout: MapLayout,
+}
+
+impl std::ops::Deref for SweepData {
+    type Target = MapLayout;
+    fn deref(&self) -> &MapLayout {
+        &self.layout
+    }
 }
 
 impl SweepData {
     /// Lays out `cells` (grid order) of sweep `sweep_id`.
     pub fn new(sweep_id: String, sweeps: Vec<String>, cells: Vec<SweepCell>) -> SweepData {
-        let mut axes: Vec<SweepAxis> = Vec::new();
-        for c in &cells {
-            for (k, v) in &c.result.axes {
-                match axes.iter_mut().find(|a| &a.key == k) {
-                    Some(a) => {
-                        if !a.values.contains(v) {
-                            a.values.push(v.clone());
-                        }
-                    }
-                    None => axes.push(SweepAxis {
-                        key: k.clone(),
-                        values: vec![v.clone()],
-                    }),
-                }
-            }
-        }
-        // The last axis goes across, unless it is the only one.
-        let across = (axes.len() >= 2).then(|| axes.len() - 1);
-        let columns = match across {
-            Some(i) => axes[i].values.clone(),
-            None => vec![String::new()],
-        };
-        let mut rows: Vec<Vec<String>> = Vec::new();
-        let mut grid: Vec<Vec<Option<usize>>> = Vec::new();
-        for (i, c) in cells.iter().enumerate() {
-            let value = |k: &str| {
-                c.result
-                    .axes
-                    .iter()
-                    .find(|(ak, _)| ak == k)
-                    .map(|(_, v)| v.clone())
-                    .unwrap_or_default()
-            };
-            let row_key: Vec<String> = axes
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| Some(*j) != across)
-                .map(|(_, a)| value(&a.key))
-                .collect();
-            let col = match across {
-                Some(a) => {
-                    let v = value(&axes[a].key);
-                    columns.iter().position(|x| *x == v).unwrap_or(0)
-                }
-                None => 0,
-            };
-            let r = match rows.iter().position(|x| *x == row_key) {
-                Some(r) => r,
-                None => {
-                    rows.push(row_key);
-                    grid.push(vec![None; columns.len()]);
-                    rows.len() - 1
-                }
-            };
-            grid[r][col] = Some(i);
-        }
+        let layout = MapLayout::of(cells.iter().map(|c| &c.result));
         SweepData {
             sweep_id,
             sweeps,
-            axes,
             cells,
-            rows,
-            columns,
-            grid,
+            layout,
         }
-    }
-
-    /// The keys of the row axes (every axis but the column axis), in grid order.
-    pub fn row_axes(&self) -> Vec<&str> {
-        let n = if self.axes.len() >= 2 {
-            self.axes.len() - 1
-        } else {
-            self.axes.len()
-        };
-        self.axes[..n].iter().map(|a| a.key.as_str()).collect()
-    }
-
-    /// The key of the column axis, when the map has one.
-    pub fn column_axis(&self) -> Option<&str> {
-        (self.axes.len() >= 2).then(|| self.axes[self.axes.len() - 1].key.as_str())
     }
 
     /// The cell with this key.
@@ -387,10 +306,7 @@ impl SweepData {
     /// The (row, column) of the cell with this key.
     pub fn position(&self, key: &str) -> Option<(usize, usize)> {
         let i = self.cells.iter().position(|c| c.result.key == key)?;
-        self.grid
-            .iter()
-            .enumerate()
-            .find_map(|(r, row)| row.iter().position(|x| *x == Some(i)).map(|c| (r, c)))
+        self.layout.slot_of(i)
     }
 }
 

@@ -33,11 +33,11 @@ pub enum Reading {
 impl Reading {
     /// The reading of a difference `hazard - reference` (negative = hazard better).
     pub fn of(d: Option<PairedDiff>) -> Reading {
-        match d {
+        match d.map(|d| d.direction()) {
             None => Reading::Missing,
-            Some(d) if d.significant() && d.diff < 0.0 => Reading::Better,
-            Some(d) if d.significant() && d.diff > 0.0 => Reading::Worse,
-            Some(_) => Reading::NoDifference,
+            Some(Some(std::cmp::Ordering::Less)) => Reading::Better,
+            Some(Some(_)) => Reading::Worse,
+            Some(None) => Reading::NoDifference,
         }
     }
 
