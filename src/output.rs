@@ -555,6 +555,46 @@ pub fn interval_text(v: f64, ci: Option<(f64, f64)>) -> String {
     }
 }
 
+/// A difference with its interval: [`interval_text`] with an explicit `+` on positive values, so
+/// the direction reads at a glance (`-0.0011 [-0.002, -4.1e-4]`, `+0.013 [-9.1e-4, +0.039]`).
+pub fn signed_interval_text(v: f64, ci: Option<(f64, f64)>) -> String {
+    let signed = |x: f64| {
+        let t = human_float(x);
+        if x > 0.0 {
+            format!("+{t}")
+        } else {
+            t
+        }
+    };
+    match ci {
+        Some((lo, hi)) => format!("{} [{}, {}]", signed(v), signed(lo), signed(hi)),
+        None => signed(v),
+    }
+}
+
+/// A duration for people: `45 s`, `12.5 min`, `3.4 h`, `2.1 d`.
+pub fn duration_text(s: f64) -> String {
+    if !s.is_finite() {
+        return "-".into();
+    }
+    let a = s.abs();
+    let one = |v: f64, unit: &str| {
+        let t = format!("{v:.1}");
+        format!("{} {unit}", t.strip_suffix(".0").unwrap_or(&t))
+    };
+    if a < 1.0 {
+        format!("{} s", human_float(s))
+    } else if a < 120.0 {
+        format!("{:.0} s", s)
+    } else if a < 3600.0 {
+        one(s / 60.0, "min")
+    } else if a < 172_800.0 {
+        one(s / 3600.0, "h")
+    } else {
+        one(s / 86_400.0, "d")
+    }
+}
+
 /// A float for people: four significant digits, scientific notation when very large or small.
 pub fn human_float(x: f64) -> String {
     if !x.is_finite() {

@@ -14,7 +14,8 @@ pub use nodes::{
 };
 pub use priors::{priors_as_of, PriorsExportError};
 pub use summary::{
-    fit_groups, fit_groups_with, group_columns, GroupFit, DEFAULT_MIN_EVENTS, HORIZONS_S,
+    evidence_parameters, fit_groups, fit_groups_with, group_columns, GroupFit, DEFAULT_MIN_EVENTS,
+    HORIZONS_S,
 };
 
 /// A time argument that is neither a number of seconds nor an RFC 3339 timestamp.

@@ -118,6 +118,29 @@ pub fn group_columns(data: &SourceSessions, group: &str) -> (Vec<f64>, Vec<bool>
     columns(&sessions)
 }
 
+/// The deciding model's parameters with their 95 % intervals, as the evidence column prints
+/// them (`shape 0.4388 [0.4063, 0.474], scale ...`; `(at search bound)` marks an estimate at the
+/// edge of its search range); `None` without a deciding model.
+pub fn evidence_parameters(v: &ShapeVerdict) -> Option<String> {
+    let model = v
+        .deciding_model
+        .and_then(|k| v.models.iter().find(|m| m.kind == k))?;
+    let params: Vec<String> = model
+        .params
+        .iter()
+        .map(|p| {
+            let ci = if p.ci_low.is_finite() && p.ci_high.is_finite() {
+                format!(" [{}, {}]", num(p.ci_low), num(p.ci_high))
+            } else {
+                String::new()
+            };
+            let bound = if p.at_bound { " (at search bound)" } else { "" };
+            format!("{} {}{ci}{bound}", p.name, num(p.estimate))
+        })
+        .collect();
+    Some(params.join(", "))
+}
+
 /// [`fit_groups_with`] at the default minimum of events ([`DEFAULT_MIN_EVENTS`]).
 pub fn fit_groups(
     data: &SourceSessions,
@@ -259,19 +282,6 @@ pub fn fit_groups_with(
                         .deciding_model
                         .and_then(|k| v.models.iter().find(|m| m.kind == k))
                     {
-                        let params: Vec<String> = model
-                            .params
-                            .iter()
-                            .map(|p| {
-                                let ci = if p.ci_low.is_finite() && p.ci_high.is_finite() {
-                                    format!(" [{}, {}]", num(p.ci_low), num(p.ci_high))
-                                } else {
-                                    String::new()
-                                };
-                                let bound = if p.at_bound { " (at search bound)" } else { "" };
-                                format!("{} {}{ci}{bound}", p.name, num(p.estimate))
-                            })
-                            .collect();
                         for p in model.params.iter().filter(|p| p.at_bound) {
                             fit.notes.push(format!(
                                 "{} {} of the {} model is at the edge of its search range (the likelihood keeps rising past it)",
@@ -280,7 +290,11 @@ pub fn fit_groups_with(
                                 model.kind.as_str()
                             ));
                         }
-                        fit.evidence = Some(format!("{}; {}", params.join(", "), v.reason));
+                        fit.evidence = Some(format!(
+                            "{}; {}",
+                            evidence_parameters(&v).unwrap_or_default(),
+                            v.reason
+                        ));
                     } else {
                         fit.evidence = Some(v.reason.clone());
                     }

@@ -13,11 +13,13 @@ pub mod plots;
 use std::path::{Path, PathBuf};
 
 use crate::fit;
-use crate::output::{human_float, interval_text};
+use crate::output::{duration_text, human_float, interval_text, signed_interval_text};
+use crate::policy::PolicyKind;
 use crate::queries::Reader;
 use crate::replay::{Metric, PolicySummary};
 use crate::scenario;
 use crate::store::{Store, StoreError};
+use crate::survival::validate::{validate, Split, ValidateOptions};
 use crate::survival::SurvivalError;
 use crate::sweep::{self, SweepError};
 use plots::{Bar, Sign, SurvivalPlot};
@@ -147,29 +149,32 @@ fn survival_section(store: &Store, sources: &[String], r: &mut Report) -> Result
          fitted Weibull survival dashed, and the hazard-shape verdict of `hazardserve fit`."
             .into(),
     ));
-    let mut rows = Vec::new();
+    let mut shape_rows = Vec::new();
+    let mut weibull_rows = Vec::new();
+    let mut validation_rows = Vec::new();
     let mut plots = Vec::new();
+    let mut empty = Vec::new();
     for source in sources {
         let data = fit::load_sessions(store, source, None, false)?;
         let fits = fit::fit_groups(&data, None).map_err(|e| ReportError::Fit {
             source_name: source.clone(),
             source: Box::new(e),
         })?;
-        let Some(g) = fits.first() else {
+        let Some(g) = fits.first().filter(|g| g.sessions > 0) else {
+            empty.push(format!("`{source}`"));
             continue;
         };
-        rows.push(vec![
+        shape_rows.push(shape_row(source, g));
+        weibull_rows.push(vec![
             source.clone(),
-            g.sessions.to_string(),
-            g.events.to_string(),
-            g.median.clone(),
             match (g.weibull_shape, g.weibull_shape_lo, g.weibull_shape_hi) {
                 (Some(k), lo, hi) => interval_text(k, lo.zip(hi)),
                 _ => "-".into(),
             },
+            g.weibull_scale_s.map_or("-".into(), duration_text),
             opt(g.lr_p_value),
-            g.verdict.clone(),
         ]);
+        validation_rows.push(validation_row(source, &data));
         let p = fit::pooled_curve(&data).map_err(|e| ReportError::Fit {
             source_name: source.clone(),
             source: Box::new(e),
@@ -201,24 +206,193 @@ fn survival_section(store: &Store, sources: &[String], r: &mut Report) -> Result
         ));
     }
     r.blocks.push(Block::Table(
+        SHAPE_HEADER.map(String::from).to_vec(),
+        shape_rows,
+    ));
+    if !empty.is_empty() {
+        r.blocks.push(Block::Text(format!(
+            "No usable sessions (not in the tables): {}.",
+            empty.join(", ")
+        )));
+    }
+    r.blocks.push(Block::Text(
+        "The Weibull fit drawn dashed in the plots, with the likelihood-ratio test of its shape \
+         against the exponential (k = 1):"
+            .into(),
+    ));
+    r.blocks.push(Block::Table(
         [
             "source",
-            "sessions",
-            "events",
-            "median up-time",
             "Weibull k [95% CI]",
+            "Weibull scale",
             "LR p (vs exponential)",
-            "hazard",
         ]
         .map(String::from)
         .to_vec(),
-        rows,
+        weibull_rows,
+    ));
+    r.blocks.push(Block::Text(format!(
+        "Out-of-time validation (`hazardserve fit --validate --split {VALIDATION_SPLIT}`): \
+         fitted on what was known before {:.0} % of the observation span, scored on the \
+         conditional survival of every session live at the split; integrated IPCW Brier score \
+         (lower is better) / Harrell's C.",
+        VALIDATION_SPLIT * 100.0
+    )));
+    r.blocks.push(Block::Table(
+        VALIDATION_HEADER.map(String::from).to_vec(),
+        validation_rows,
     ));
     r.blocks.extend(plots);
     Ok(())
 }
 
-/// Rows of a comparison in `compare --format json` order: name and the row.
+/// The header of the hazard-shape table (the README's hazard-shape table is this table).
+pub const SHAPE_HEADER: [&str; 8] = [
+    "source",
+    "sessions",
+    "events",
+    "median up",
+    "hazard",
+    "model (ΔAIC to next)",
+    "held-out IBS best",
+    "evidence: parameters [95 % CI]",
+];
+
+/// One row of the hazard-shape table: the verdict of `fit --shrinkage none` and its evidence.
+fn shape_row(source: &str, g: &fit::GroupFit) -> Vec<String> {
+    let median = match g.median_s {
+        Some(m) => duration_text(m),
+        None => format!(
+            "> {}",
+            duration_text(g.curve.last().map_or(0.0, |&(t, _)| t))
+        ),
+    };
+    let model = match (&g.shape_model, g.aic_gap) {
+        (Some(m), Some(gap)) => format!("{m} ({gap:.1})"),
+        (Some(m), None) => m.clone(),
+        _ => "-".into(),
+    };
+    vec![
+        source.to_string(),
+        thousands(g.sessions),
+        thousands(g.events),
+        median,
+        format!("**{}**", g.verdict),
+        model,
+        g.ibs_model.clone().unwrap_or_else(|| "-".into()),
+        g.shape
+            .as_ref()
+            .and_then(fit::evidence_parameters)
+            .or_else(|| g.evidence.clone())
+            .unwrap_or_else(|| "-".into()),
+    ]
+}
+
+/// The split of the report's out-of-time validation (a fraction of the observation span).
+pub const VALIDATION_SPLIT: f64 = 0.6;
+
+/// The estimators of the validation table, in its column order.
+const VALIDATION_ESTIMATORS: [&str; 5] = ["node_km", "pooled_km", "beta", "frailty", "exponential"];
+
+/// The header of the validation table (the README's validation table is this table).
+pub const VALIDATION_HEADER: [&str; 7] = [
+    "source",
+    "test sessions",
+    "node KM",
+    "pooled KM",
+    "beta",
+    "frailty",
+    "exponential",
+];
+
+/// One row of the validation table: IBS / C of every estimator, as `fit --validate` prints
+/// them; a source that cannot be validated at the split says why.
+fn validation_row(source: &str, data: &fit::SourceSessions) -> Vec<String> {
+    let report = match validate(
+        &data.sessions,
+        Split::Fraction(VALIDATION_SPLIT),
+        &ValidateOptions::default(),
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            let mut row = vec![source.to_string(), "-".into()];
+            row.push(format!("not validated: {e}"));
+            row.extend(std::iter::repeat_n(String::new(), 4));
+            return row;
+        }
+    };
+    let mut row = vec![source.to_string(), thousands(report.n_test)];
+    for name in VALIDATION_ESTIMATORS {
+        let r = report.rows.iter().find(|r| {
+            serde_json::to_value(r.estimator)
+                .ok()
+                .is_some_and(|v| v.as_str() == Some(name))
+        });
+        row.push(r.map_or("-".into(), |r| {
+            format!("{} / {}", opt3(r.ibs), opt3(r.concordance))
+        }));
+    }
+    row
+}
+
+/// Three significant figures, `-` for none.
+fn opt3(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{}", (v * 1000.0).round() / 1000.0))
+}
+
+/// A count with thousands separators (`226,263`).
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The header of a policy comparison table (the README's replay tables are this table).
+pub const COMPARISON_HEADER: [&str; 8] = [
+    "policy",
+    "mean completion (s)",
+    "vs fastest (s)",
+    "p99 completion (s)",
+    "unplanned interruptions / window",
+    "vs fastest",
+    "unfinished / window",
+    "gap closed",
+];
+
+/// One row of a policy comparison: estimates with their intervals, paired differences against
+/// `fastest` (signed), and the share of the fastest-to-oracle gap closed.
+fn comparison_row(s: &PolicySummary) -> Vec<String> {
+    let vs = |m: Metric| {
+        s.vs_fastest
+            .as_ref()
+            .and_then(|v| v.get(m))
+            .map_or("-".into(), |d| {
+                signed_interval_text(d.diff, d.ci_low.zip(d.ci_high))
+            })
+    };
+    let gap = match s.gap_closed.value {
+        Some(v) => interval_text(v, s.gap_closed.ci.map(|c| (c[0], c[1]))),
+        None => s.gap_closed.state.as_str().unwrap_or("-").to_string(),
+    };
+    vec![
+        s.label.to_string(),
+        cell(s, Metric::MeanCompletion),
+        vs(Metric::MeanCompletion),
+        cell(s, Metric::P99Completion),
+        cell(s, Metric::UnplannedInterruptions),
+        vs(Metric::UnplannedInterruptions),
+        cell(s, Metric::Unfinished),
+        gap,
+    ]
+}
+
+/// An estimate of a comparison row with its interval.
 fn cell(s: &PolicySummary, m: Metric) -> String {
     let e = s.get(m);
     e.value
@@ -240,42 +414,27 @@ fn run_section(
          Differences are the policy minus `fastest`, paired by window; negative is better.",
         info.workload_source, info.nodes_source, info.windows
     )));
-    let rows: Vec<Vec<String>> = summary
-        .iter()
-        .map(|s| {
-            let vs = s
-                .vs_fastest
-                .as_ref()
-                .and_then(|v| v.get(Metric::MeanCompletion))
-                .map_or("-".into(), |d| {
-                    interval_text(d.diff, d.ci_low.zip(d.ci_high))
-                });
-            vec![
-                s.label.to_string(),
-                cell(s, Metric::MeanCompletion),
-                cell(s, Metric::P99Completion),
-                cell(s, Metric::UnplannedInterruptions),
-                vs,
-                s.gap_closed.value.map_or_else(
-                    || s.gap_closed.state.as_str().unwrap_or("-").to_string(),
-                    human_float,
-                ),
-            ]
-        })
-        .collect();
+    let rows: Vec<Vec<String>> = summary.iter().map(comparison_row).collect();
     r.blocks.push(Block::Table(
-        [
-            "policy",
-            "mean completion (s)",
-            "p99 completion (s)",
-            "unplanned interruptions / window",
-            "mean minus fastest (s)",
-            "oracle gap closed",
-        ]
-        .map(String::from)
-        .to_vec(),
+        COMPARISON_HEADER.map(String::from).to_vec(),
         rows,
     ));
+    if let Some(f) = summary
+        .iter()
+        .find(|s| s.label.kind == PolicyKind::Fastest && s.label.param.is_none())
+        .filter(|f| !f.interruptions_by_cause.is_empty())
+    {
+        let causes: Vec<String> = f
+            .interruptions_by_cause
+            .iter()
+            .map(|(cause, n)| format!("{} `{cause}`", human_float(*n)))
+            .collect();
+        r.blocks.push(Block::Text(format!(
+            "Unplanned interruptions of `fastest` per window, by the end cause of the session \
+             behind them: {}.",
+            causes.join(", ")
+        )));
+    }
     let bars: Vec<Bar> = summary
         .iter()
         .filter_map(|s| {

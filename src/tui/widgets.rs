@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 use super::data::{STRIP_FULL, STRIP_UNOBSERVED};
-use crate::output::human_float;
+use crate::output::{duration_text, human_float};
 
 /// Colours of series (policies, nodes), in order.
 pub const PALETTE: [Color; 9] = [
@@ -50,27 +50,9 @@ pub fn block(title: impl Into<Line<'static>>) -> Block<'static> {
         .title(title.into().style(header_style()))
 }
 
-/// A duration for people: `45 s`, `12.5 min`, `3.4 h`, `2.1 d`.
+/// A duration for people: `45 s`, `12.5 min`, `3.4 h`, `2.1 d` ([`duration_text`]).
 pub fn fmt_dur(s: f64) -> String {
-    if !s.is_finite() {
-        return "-".into();
-    }
-    let a = s.abs();
-    let one = |v: f64, unit: &str| {
-        let t = format!("{v:.1}");
-        format!("{} {unit}", t.strip_suffix(".0").unwrap_or(&t))
-    };
-    if a < 1.0 {
-        format!("{} s", human_float(s))
-    } else if a < 120.0 {
-        format!("{:.0} s", s)
-    } else if a < 3600.0 {
-        one(s / 60.0, "min")
-    } else if a < 172_800.0 {
-        one(s / 3600.0, "h")
-    } else {
-        one(s / 86_400.0, "d")
-    }
+    duration_text(s)
 }
 
 /// An optional duration.

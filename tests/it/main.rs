@@ -15,6 +15,7 @@ mod policy_migration;
 mod policy_policies;
 mod policy_trigger;
 mod public_traces;
+mod readme_tables;
 mod replay_engine;
 mod replay_grid;
 mod replay_leakage;

@@ -39,13 +39,49 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
         let fit = json(demo_store(), &["fit", "--source", source]);
         let g = &fit.as_array().unwrap()[0];
         let k = human(g["weibull_shape"].as_f64().unwrap());
-        let row = md
+        let rows: Vec<&str> = md
             .lines()
-            .find(|l| l.starts_with(&format!("| {source} |")))
-            .unwrap_or_else(|| panic!("no row of {source}:\n{md}"));
-        assert!(row.contains(&format!("| {k} [")), "{row} lacks k = {k}");
-        assert!(row.contains(g["verdict"].as_str().unwrap()), "{row}");
-        assert!(row.contains(&format!("| {} |", g["sessions"])), "{row}");
+            .filter(|l| l.starts_with(&format!("| {source} |")))
+            .collect();
+        assert_eq!(
+            rows.len(),
+            3,
+            "shape, Weibull and validation rows of {source}:\n{md}"
+        );
+        let (shape, weibull, validation) = (rows[0], rows[1], rows[2]);
+        assert!(
+            weibull.contains(&format!("| {k} [")),
+            "{weibull} lacks k = {k}"
+        );
+        assert!(shape.contains(g["verdict"].as_str().unwrap()), "{shape}");
+        let sessions = g["sessions"].as_u64().unwrap();
+        assert!(
+            sessions < 1000,
+            "the check below prints no thousands separator"
+        );
+        assert!(shape.contains(&format!("| {sessions} |")), "{shape}");
+        if let Some(m) = g["shape_model"].as_str() {
+            assert!(shape.contains(&format!("| {m} (")), "{shape} lacks {m}");
+        }
+        // Validation: the scores of `fit --validate`, at the report's split.
+        let v = json(
+            demo_store(),
+            &["fit", "--source", source, "--validate", "--split", "0.6"],
+        );
+        for est in v.as_array().unwrap() {
+            let (Some(ibs), Some(c)) = (est["ibs"].as_f64(), est["concordance"].as_f64()) else {
+                continue;
+            };
+            let text = format!(
+                "{} / {}",
+                (ibs * 1000.0).round() / 1000.0,
+                (c * 1000.0).round() / 1000.0
+            );
+            assert!(
+                validation.contains(&text),
+                "{validation} lacks {text} of {est}"
+            );
+        }
     }
     // Policy rows: `compare --format json`.
     let cmp = json(demo_store(), &["compare", "run-demo"]);

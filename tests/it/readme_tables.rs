@@ -1,0 +1,145 @@
+//! The README's result tables are `hazardserve report`'s tables: every block between
+//! `<!-- report-table KEY -->` and `<!-- /report-table -->` must equal the table that a fresh
+//! report prints, made by the commands the README shows (`ingest-public`, the Azure conv
+//! workload, `replay --config reports/scenarios/<KEY>.toml`, `report`). A stale table fails
+//! the test; `HAZARDSERVE_BLESS=1` rewrites the blocks instead.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use hazardserve::report::{COMPARISON_HEADER, SHAPE_HEADER, VALIDATION_HEADER};
+
+use crate::common::{hs, ok, shared};
+
+const BEGIN: &str = "<!-- report-table ";
+const END: &str = "<!-- /report-table -->";
+
+/// The table of `md` whose header row is `header`, as Markdown lines (header, rule, rows).
+fn table(md: &str, header: &[&str]) -> Option<String> {
+    let head = format!("| {} |", header.join(" | "));
+    let mut lines = md.lines().skip_while(|l| *l != head);
+    let first = lines.next()?;
+    let mut out = vec![first];
+    out.extend(lines.take_while(|l| l.starts_with('|')));
+    Some(out.join("\n"))
+}
+
+/// The README's generated blocks: key and body (the lines between the markers).
+fn blocks(readme: &str) -> Vec<(String, String)> {
+    let mut out = Vec::new();
+    let mut rest = readme;
+    while let Some(i) = rest.find(BEGIN) {
+        let after = &rest[i + BEGIN.len()..];
+        let key_end = after
+            .find("-->")
+            .expect("a report-table marker ends with -->");
+        let key = after[..key_end].trim().to_string();
+        let body_start = after[key_end..]
+            .find('\n')
+            .map_or(after.len(), |n| key_end + n + 1);
+        let body = &after[body_start..];
+        let end = body.find(END).expect("every report-table block is closed");
+        out.push((key, body[..end].trim_end().to_string()));
+        rest = &body[end..];
+    }
+    out
+}
+
+/// `report --out DIR [--source S]`'s Markdown.
+fn report(store: &Path, dir: &Path, source: Option<&str>) -> String {
+    let mut c = hs(store);
+    c.args(["-q", "report", "--out"]).arg(dir);
+    if let Some(s) = source {
+        c.args(["--source", s]);
+    }
+    ok(c);
+    std::fs::read_to_string(dir.join("report.md")).unwrap()
+}
+
+#[test]
+fn readme_result_tables_are_what_report_prints_now() {
+    let (Some(traces), Some(workloads)) = (shared("traces-public"), shared("workloads-public"))
+    else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("pub");
+    let mut c = hs(&store);
+    c.args(["-q", "ingest-public"]).arg(&traces);
+    ok(c);
+    let mut fresh: BTreeMap<String, String> = BTreeMap::new();
+    let public = report(&store, &tmp.path().join("pub-report"), None);
+    for (key, header) in [
+        ("hazard-shape", &SHAPE_HEADER[..]),
+        ("validation", &VALIDATION_HEADER[..]),
+    ] {
+        let t = table(&public, header).unwrap_or_else(|| panic!("no {key} table:\n{public}"));
+        fresh.insert(key.into(), t);
+    }
+    let mut c = hs(&store);
+    c.args([
+        "-q",
+        "ingest",
+        "--format",
+        "azure-llm",
+        "--source",
+        "azure-conv",
+    ])
+    .arg(workloads.join("azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"));
+    ok(c);
+    let readme_path = root.join("README.md");
+    let readme = std::fs::read_to_string(&readme_path).unwrap();
+    let keys: Vec<(String, String)> = blocks(&readme);
+    assert!(
+        keys.len() >= 4,
+        "the README has its generated tables: {:?}",
+        keys.iter().map(|k| &k.0).collect::<Vec<_>>()
+    );
+    for (key, _) in &keys {
+        if fresh.contains_key(key) {
+            continue;
+        }
+        let scenario: PathBuf = root.join("reports/scenarios").join(format!("{key}.toml"));
+        assert!(
+            scenario.exists(),
+            "README block {key:?} is neither a report table nor a committed scenario"
+        );
+        let text = std::fs::read_to_string(&scenario).unwrap();
+        let cfg: toml::Value = toml::from_str(&text).unwrap();
+        let source = cfg["nodes"]["source"].as_str().unwrap().to_string();
+        let mut c = hs(&store);
+        c.current_dir(root)
+            .args(["-q", "replay", "--config"])
+            .arg(&scenario);
+        ok(c);
+        let md = report(&store, &tmp.path().join(key), Some(&source));
+        let t = table(&md, &COMPARISON_HEADER).unwrap_or_else(|| panic!("no comparison:\n{md}"));
+        fresh.insert(key.clone(), t);
+    }
+    if std::env::var_os("HAZARDSERVE_BLESS").is_some() {
+        let mut out = readme.clone();
+        for (key, old) in &keys {
+            let marker = format!("{BEGIN}{key} -->");
+            let at = out.find(&marker).unwrap();
+            let body = at + out[at..].find('\n').unwrap() + 1;
+            let len = old.len();
+            let new = if old.is_empty() {
+                format!("{}\n", fresh[key])
+            } else {
+                fresh[key].clone()
+            };
+            out.replace_range(body..body + len, &new);
+        }
+        std::fs::write(&readme_path, out).unwrap();
+        return;
+    }
+    for (key, old) in &keys {
+        assert!(
+            *old == fresh[key],
+            "README table {key:?} differs from a fresh report (rerun with HAZARDSERVE_BLESS=1 to \
+             regenerate it):\n--- README\n{old}\n--- report\n{}",
+            fresh[key]
+        );
+    }
+}
