@@ -595,6 +595,17 @@ pub fn duration_text(s: f64) -> String {
     }
 }
 
+/// A link bandwidth in bytes/s as people quote it, in bits per second (`100 Mb/s`,
+/// `10 Gb/s`).
+pub fn rate_text(bytes_s: f64) -> String {
+    let bits = bytes_s * 8.0;
+    if bits >= 1e9 {
+        format!("{} Gb/s", human_float(bits / 1e9))
+    } else {
+        format!("{} Mb/s", human_float(bits / 1e6))
+    }
+}
+
 /// A float for people: four significant digits, scientific notation when very large or small.
 pub fn human_float(x: f64) -> String {
     if !x.is_finite() {

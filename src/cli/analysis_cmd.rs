@@ -7,7 +7,7 @@ use clap::Args;
 use super::{Globals, OutputArgs};
 use crate::output::{self, Col};
 use crate::policy::analysis::{
-    crossover_rows, default_prefill_rates, trigger_rows, TriggerScenario, DEFAULT_HYSTERESIS_S,
+    crossover_rows, default_prefill_rates, trigger_rows, TriggerSettings, DEFAULT_HYSTERESIS_S,
     DEFAULT_UPTIMES_S,
 };
 use crate::policy::presets::{self, LINKS};
@@ -73,16 +73,16 @@ pub struct TriggerArgs {
     #[arg(long, requires = "source")]
     pub node: Option<String>,
     /// Context tokens already resident on the source (prompt + generated).
-    #[arg(long, default_value_t = 4500)]
+    #[arg(long, default_value_t = TriggerSettings::DEFAULT.context)]
     pub context: u64,
     /// Tokens still expected.
-    #[arg(long, default_value_t = 500)]
+    #[arg(long, default_value_t = TriggerSettings::DEFAULT.remaining)]
     pub remaining: u64,
     /// Prefill rate of both nodes, tokens/s.
-    #[arg(long, default_value_t = 250.0)]
+    #[arg(long, default_value_t = TriggerSettings::DEFAULT.prefill_tok_s)]
     pub prefill: f64,
     /// Decode rate of both nodes, tokens/s.
-    #[arg(long, default_value_t = 20.0)]
+    #[arg(long, default_value_t = TriggerSettings::DEFAULT.decode_tok_s)]
     pub decode: f64,
     /// Link tier: wan, 1gbe, 10gbe, rdma, nvlink.
     #[arg(long, default_value = "wan", conflicts_with = "bandwidth")]
@@ -100,7 +100,7 @@ pub struct TriggerArgs {
     #[arg(long)]
     pub overlap: bool,
     /// Destination uptime, seconds.
-    #[arg(long, default_value_t = 3600.0)]
+    #[arg(long, default_value_t = TriggerSettings::DEFAULT.dest_age_s)]
     pub dest_age: f64,
     /// Source uptimes to tabulate, seconds (comma-separated).
     #[arg(long)]
@@ -120,7 +120,6 @@ pub fn trigger(globals: &Globals, args: TriggerArgs) -> anyhow::Result<()> {
             bail!("{name} must be a positive rate, got {v}");
         }
     }
-    let mut sc = TriggerScenario::design_wan();
     let (src_curve, dst_curve): (Box<dyn ConditionalSurvival>, Box<dyn ConditionalSurvival>) =
         match (&args.survival, &args.source) {
             (Some(spec), _) => (parse_survival(spec)?, parse_survival(spec)?),
@@ -148,35 +147,27 @@ pub fn trigger(globals: &Globals, args: TriggerArgs) -> anyhow::Result<()> {
                 Box::new(crate::policy::analysis::VOLUNTEER_WEIBULL),
             ),
         };
-    sc.source_curve = src_curve;
-    sc.dest_curve = dst_curve;
-    let bandwidth = match args.bandwidth {
+    let bandwidth_bytes_s = match args.bandwidth {
         Some(b) if b.is_finite() && b > 0.0 => b,
         Some(b) => bail!("--bandwidth must be positive bytes/s, got {b}"),
         None => presets::find_link(&args.link)?.bandwidth_bytes_s,
     };
-    let kv = match args.kv_bytes {
+    let kv_bytes_per_token = match args.kv_bytes {
         Some(k) if k.is_finite() && k > 0.0 => k,
         Some(k) => bail!("--kv-bytes must be positive, got {k}"),
         None => presets::find_model(&args.model)?.kv_bytes_per_token,
     };
-    for n in [&mut sc.source, &mut sc.dest] {
-        n.prefill_tok_s = args.prefill;
-        n.decode_tok_s = args.decode;
-        n.bandwidth_bytes_s = bandwidth;
-    }
-    sc.params = Params {
-        kv_bytes_per_token: kv,
+    let settings = TriggerSettings {
+        context: args.context,
+        remaining: args.remaining,
+        prefill_tok_s: args.prefill,
+        decode_tok_s: args.decode,
+        bandwidth_bytes_s,
+        kv_bytes_per_token,
         overlap: args.overlap,
-        ..sc.params
+        dest_age_s: args.dest_age,
     };
-    sc.dest_age_s = args.dest_age;
-    sc.request.done_tokens = args
-        .context
-        .saturating_sub(sc.request.prompt_tokens.min(args.context));
-    sc.request.prompt_tokens = args.context - sc.request.done_tokens;
-    sc.request.resident_tokens = args.context;
-    sc.request.est_output_tokens = sc.request.done_tokens + args.remaining;
+    let sc = settings.scenario(src_curve, dst_curve);
     let uptimes = match &args.uptimes {
         Some(s) => parse_list(s, "--uptimes")?,
         None => DEFAULT_UPTIMES_S.to_vec(),

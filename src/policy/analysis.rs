@@ -12,7 +12,9 @@ use serde::Serialize;
 use super::cost::RiskModel;
 use super::migration::{assess_move, crossover, source_state, trigger_fires};
 use super::model::{NodeView, Params, RequestView};
-use super::presets::{LinkPreset, ModelPreset, DESIGN_WAN_PEER, HARDWARE, LLAMA2_7B, WAN_100M};
+use super::presets::{
+    LinkPreset, ModelPreset, DESIGN_WAN_PEER, HARDWARE, LLAMA2_7B, LLAMA3_8B, WAN_100M,
+};
 use crate::survival::curve::{ConditionalSurvival, Weibull};
 
 /// Serving rates and bandwidth of one side of the hop.
@@ -84,6 +86,80 @@ impl TriggerScenario {
                 est_sigma: 0.0,
             },
         }
+    }
+}
+
+/// The hop of `hazardserve trigger`, as its flags set it: both nodes serve at the same rates
+/// over one link, the request has `context` tokens resident and `remaining` still expected.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct TriggerSettings {
+    /// Context tokens resident on the source (prompt + generated).
+    pub context: u64,
+    /// Tokens still expected.
+    pub remaining: u64,
+    /// Prefill rate of both nodes, tokens/s.
+    pub prefill_tok_s: f64,
+    /// Decode rate of both nodes, tokens/s.
+    pub decode_tok_s: f64,
+    /// Link bandwidth, bytes/s.
+    pub bandwidth_bytes_s: f64,
+    /// KV cache bytes per token.
+    pub kv_bytes_per_token: f64,
+    /// Overlapped migration.
+    pub overlap: bool,
+    /// Destination uptime, seconds.
+    pub dest_age_s: f64,
+}
+
+impl TriggerSettings {
+    /// `hazardserve trigger`'s defaults: the design's WAN hop ([`DESIGN_WAN_PEER`] rates,
+    /// 100 Mb/s) with Llama-3-8B's KV size, 4.5 k tokens resident and 500 to go, destination
+    /// up for 1 h.
+    pub const DEFAULT: TriggerSettings = TriggerSettings {
+        context: 4500,
+        remaining: 500,
+        prefill_tok_s: DESIGN_WAN_PEER.prefill_tok_s,
+        decode_tok_s: DESIGN_WAN_PEER.decode_tok_s,
+        bandwidth_bytes_s: WAN_100M.bandwidth_bytes_s,
+        kv_bytes_per_token: LLAMA3_8B.kv_bytes_per_token,
+        overlap: false,
+        dest_age_s: 3600.0,
+    };
+
+    /// The hop with these settings, the source on `source_curve` and the destination on
+    /// `dest_curve` (the rest of [`TriggerScenario::design_wan`]: its prompt and overheads).
+    pub fn scenario(
+        &self,
+        source_curve: Box<dyn ConditionalSurvival>,
+        dest_curve: Box<dyn ConditionalSurvival>,
+    ) -> TriggerScenario {
+        let mut sc = TriggerScenario::design_wan();
+        sc.source_curve = source_curve;
+        sc.dest_curve = dest_curve;
+        for n in [&mut sc.source, &mut sc.dest] {
+            n.prefill_tok_s = self.prefill_tok_s;
+            n.decode_tok_s = self.decode_tok_s;
+            n.bandwidth_bytes_s = self.bandwidth_bytes_s;
+        }
+        sc.params = Params {
+            kv_bytes_per_token: self.kv_bytes_per_token,
+            overlap: self.overlap,
+            ..sc.params
+        };
+        sc.dest_age_s = self.dest_age_s;
+        sc.request.done_tokens = self
+            .context
+            .saturating_sub(sc.request.prompt_tokens.min(self.context));
+        sc.request.prompt_tokens = self.context - sc.request.done_tokens;
+        sc.request.resident_tokens = self.context;
+        sc.request.est_output_tokens = sc.request.done_tokens + self.remaining;
+        sc
+    }
+}
+
+impl Default for TriggerSettings {
+    fn default() -> Self {
+        TriggerSettings::DEFAULT
     }
 }
 

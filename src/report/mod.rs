@@ -8,21 +8,24 @@
 //! ([`crate::sweep::CellResult`], `sweep summary --format json`). The report adds plots and
 //! layout, no statistics of its own.
 
+mod migration;
 pub mod plots;
+mod survival;
+
+pub use migration::TRIGGER_HEADER;
+pub use survival::{SHAPE_HEADER, VALIDATION_HEADER, VALIDATION_SPLIT};
 
 use std::path::{Path, PathBuf};
 
-use crate::fit;
-use crate::output::{duration_text, human_float, interval_text, signed_interval_text};
+use crate::output::{human_float, interval_text, signed_interval_text};
 use crate::policy::PolicyKind;
 use crate::queries::Reader;
 use crate::replay::{Metric, PolicySummary};
 use crate::scenario;
 use crate::store::{Store, StoreError};
-use crate::survival::validate::{validate, Split, ValidateOptions};
 use crate::survival::SurvivalError;
 use crate::sweep::{self, SweepError};
-use plots::{Bar, Sign, SurvivalPlot};
+use plots::{Bar, Sign};
 
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +44,15 @@ pub enum ReportError {
         /// Why.
         #[source]
         source: Box<SurvivalError>,
+    },
+    /// A source's priors (the trigger's curve) could not be fitted.
+    #[error("fitting the priors of {source_name}")]
+    Priors {
+        /// The source.
+        source_name: String,
+        /// Why.
+        #[source]
+        source: Box<crate::fit::PriorsExportError>,
     },
     /// The sweep could not be read.
     #[error(transparent)]
@@ -117,7 +129,9 @@ pub fn build(store: &Store, opts: &ReportOptions) -> Result<Report, ReportError>
     } else {
         opts.sources.clone()
     };
-    survival_section(store, &sources, &mut r)?;
+    survival::survival_section(store, &sources, &mut r)?;
+    migration::trigger_section(store, &sources, &mut r)?;
+    migration::crossover_section(&mut r)?;
     let runs = reader.runs()?;
     let run = match &opts.run {
         Some(id) => Some(
@@ -134,223 +148,6 @@ pub fn build(store: &Store, opts: &ReportOptions) -> Result<Report, ReportError>
         sweep_section(store, id, &mut r)?;
     }
     Ok(r)
-}
-
-fn opt(x: Option<f64>) -> String {
-    x.map_or("-".into(), human_float)
-}
-
-fn survival_section(store: &Store, sources: &[String], r: &mut Report) -> Result<(), ReportError> {
-    r.blocks
-        .push(Block::Heading("Survival of node up-sessions".into()));
-    r.blocks.push(Block::Text(
-        "Pooled Kaplan-Meier curve of each source (censored sessions count as still up, never \
-         as failures; left-truncated sessions enter at their age) with its 95 % band, the \
-         fitted Weibull survival dashed, and the hazard-shape verdict of `hazardserve fit`."
-            .into(),
-    ));
-    let mut shape_rows = Vec::new();
-    let mut weibull_rows = Vec::new();
-    let mut validation_rows = Vec::new();
-    let mut plots = Vec::new();
-    let mut empty = Vec::new();
-    for source in sources {
-        let data = fit::load_sessions(store, source, None, false)?;
-        let fits = fit::fit_groups(&data, None).map_err(|e| ReportError::Fit {
-            source_name: source.clone(),
-            source: Box::new(e),
-        })?;
-        let Some(g) = fits.first().filter(|g| g.sessions > 0) else {
-            empty.push(format!("`{source}`"));
-            continue;
-        };
-        shape_rows.push(shape_row(source, g));
-        weibull_rows.push(vec![
-            source.clone(),
-            match (g.weibull_shape, g.weibull_shape_lo, g.weibull_shape_hi) {
-                (Some(k), lo, hi) => interval_text(k, lo.zip(hi)),
-                _ => "-".into(),
-            },
-            g.weibull_scale_s.map_or("-".into(), duration_text),
-            opt(g.lr_p_value),
-        ]);
-        validation_rows.push(validation_row(source, &data));
-        let p = fit::pooled_curve(&data).map_err(|e| ReportError::Fit {
-            source_name: source.clone(),
-            source: Box::new(e),
-        })?;
-        let h = |t: f64| t / 3600.0;
-        let steps: Vec<(f64, f64)> =
-            p.km.t
-                .iter()
-                .zip(&p.km.s)
-                .map(|(&t, &s)| (h(t), s))
-                .collect();
-        let band: Vec<(f64, f64, f64)> =
-            p.km.t
-                .iter()
-                .zip(p.lo.iter().zip(&p.hi))
-                .map(|(&t, (&lo, &hi))| (h(t), lo, hi))
-                .collect();
-        let title = format!("{source}: {} sessions, {}", g.sessions, g.verdict);
-        let svg = plots::survival(&SurvivalPlot {
-            title: &title,
-            steps,
-            band,
-            weibull: g.weibull_shape.zip(g.weibull_scale_s.map(h)),
-        })?;
-        plots.push(Block::Plot(
-            format!("survival-{}.svg", file_safe(source)),
-            svg,
-            format!("Survival of {source}"),
-        ));
-    }
-    r.blocks.push(Block::Table(
-        SHAPE_HEADER.map(String::from).to_vec(),
-        shape_rows,
-    ));
-    if !empty.is_empty() {
-        r.blocks.push(Block::Text(format!(
-            "No usable sessions (not in the tables): {}.",
-            empty.join(", ")
-        )));
-    }
-    r.blocks.push(Block::Text(
-        "The Weibull fit drawn dashed in the plots, with the likelihood-ratio test of its shape \
-         against the exponential (k = 1):"
-            .into(),
-    ));
-    r.blocks.push(Block::Table(
-        [
-            "source",
-            "Weibull k [95% CI]",
-            "Weibull scale",
-            "LR p (vs exponential)",
-        ]
-        .map(String::from)
-        .to_vec(),
-        weibull_rows,
-    ));
-    r.blocks.push(Block::Text(format!(
-        "Out-of-time validation (`hazardserve fit --validate --split {VALIDATION_SPLIT}`): \
-         fitted on what was known before {:.0} % of the observation span, scored on the \
-         conditional survival of every session live at the split; integrated IPCW Brier score \
-         (lower is better) / Harrell's C.",
-        VALIDATION_SPLIT * 100.0
-    )));
-    r.blocks.push(Block::Table(
-        VALIDATION_HEADER.map(String::from).to_vec(),
-        validation_rows,
-    ));
-    r.blocks.extend(plots);
-    Ok(())
-}
-
-/// The header of the hazard-shape table (the README's hazard-shape table is this table).
-pub const SHAPE_HEADER: [&str; 8] = [
-    "source",
-    "sessions",
-    "events",
-    "median up",
-    "hazard",
-    "model (ΔAIC to next)",
-    "held-out IBS best",
-    "evidence: parameters [95 % CI]",
-];
-
-/// One row of the hazard-shape table: the verdict of `fit --shrinkage none` and its evidence.
-fn shape_row(source: &str, g: &fit::GroupFit) -> Vec<String> {
-    let median = match g.median_s {
-        Some(m) => duration_text(m),
-        None => format!(
-            "> {}",
-            duration_text(g.curve.last().map_or(0.0, |&(t, _)| t))
-        ),
-    };
-    let model = match (&g.shape_model, g.aic_gap) {
-        (Some(m), Some(gap)) => format!("{m} ({gap:.1})"),
-        (Some(m), None) => m.clone(),
-        _ => "-".into(),
-    };
-    vec![
-        source.to_string(),
-        thousands(g.sessions),
-        thousands(g.events),
-        median,
-        format!("**{}**", g.verdict),
-        model,
-        g.ibs_model.clone().unwrap_or_else(|| "-".into()),
-        g.shape
-            .as_ref()
-            .and_then(fit::evidence_parameters)
-            .or_else(|| g.evidence.clone())
-            .unwrap_or_else(|| "-".into()),
-    ]
-}
-
-/// The split of the report's out-of-time validation (a fraction of the observation span).
-pub const VALIDATION_SPLIT: f64 = 0.6;
-
-/// The estimators of the validation table, in its column order.
-const VALIDATION_ESTIMATORS: [&str; 5] = ["node_km", "pooled_km", "beta", "frailty", "exponential"];
-
-/// The header of the validation table (the README's validation table is this table).
-pub const VALIDATION_HEADER: [&str; 7] = [
-    "source",
-    "test sessions",
-    "node KM",
-    "pooled KM",
-    "beta",
-    "frailty",
-    "exponential",
-];
-
-/// One row of the validation table: IBS / C of every estimator, as `fit --validate` prints
-/// them; a source that cannot be validated at the split says why.
-fn validation_row(source: &str, data: &fit::SourceSessions) -> Vec<String> {
-    let report = match validate(
-        &data.sessions,
-        Split::Fraction(VALIDATION_SPLIT),
-        &ValidateOptions::default(),
-    ) {
-        Ok(r) => r,
-        Err(e) => {
-            let mut row = vec![source.to_string(), "-".into()];
-            row.push(format!("not validated: {e}"));
-            row.extend(std::iter::repeat_n(String::new(), 4));
-            return row;
-        }
-    };
-    let mut row = vec![source.to_string(), thousands(report.n_test)];
-    for name in VALIDATION_ESTIMATORS {
-        let r = report.rows.iter().find(|r| {
-            serde_json::to_value(r.estimator)
-                .ok()
-                .is_some_and(|v| v.as_str() == Some(name))
-        });
-        row.push(r.map_or("-".into(), |r| {
-            format!("{} / {}", opt3(r.ibs), opt3(r.concordance))
-        }));
-    }
-    row
-}
-
-/// Three significant figures, `-` for none.
-fn opt3(x: Option<f64>) -> String {
-    x.map_or("-".into(), |v| format!("{}", (v * 1000.0).round() / 1000.0))
-}
-
-/// A count with thousands separators (`226,263`).
-fn thousands(n: usize) -> String {
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, c) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// The header of a policy comparison table (the README's replay tables are this table).
@@ -542,7 +339,7 @@ fn sweep_section(store: &Store, id: &str, r: &mut Report) -> Result<(), ReportEr
 }
 
 /// A source name as a file name (it is already restricted; this keeps the report robust).
-fn file_safe(s: &str) -> String {
+pub(crate) fn file_safe(s: &str) -> String {
     s.chars()
         .map(|c| {
             if c.is_ascii_alphanumeric() || c == '-' || c == '_' {

@@ -1,5 +1,6 @@
-//! The report's plots as SVG text, drawn with plotters: survival curves with their band and
-//! the Weibull fit, a policy comparison with intervals, completion-time CDFs and the regime-map
+//! The report's plots as SVG text, drawn with plotters: survival curves with their band, the
+//! per-group curves and the Weibull fit, node availability timelines, lines (the migration
+//! trigger), a policy comparison with intervals, completion-time CDFs and the regime-map
 //! heatmap. Every plot names its axes with their units.
 
 use plotters::prelude::*;
@@ -72,6 +73,21 @@ pub struct SurvivalPlot<'a> {
     pub band: Vec<(f64, f64, f64)>,
     /// Weibull (shape k, scale in hours), when fitted.
     pub weibull: Option<(f64, f64)>,
+    /// Per-group Kaplan-Meier steps (group label, (hours, S) steps), drawn thin.
+    pub groups: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// A step function from (t, S) steps, starting at S = 1 at t = 0.
+fn stairs(steps: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut stair = Vec::with_capacity(steps.len() * 2 + 1);
+    let mut prev = 1.0;
+    stair.push((0.0, 1.0));
+    for &(t, s) in steps {
+        stair.push((t, prev));
+        stair.push((t, s));
+        prev = s;
+    }
+    stair
 }
 
 /// Kaplan-Meier curve with its band and the Weibull overlay.
@@ -110,18 +126,26 @@ pub fn survival(p: &SurvivalPlot<'_>) -> Result<String, ReportError> {
             .map_err(err)?
             .label("95% band (Greenwood)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 18, y + 4)], band.filled()));
-        let mut stair = Vec::with_capacity(p.steps.len() * 2 + 1);
-        let mut prev = 1.0;
-        stair.push((0.0, 1.0));
-        for &(t, s) in &p.steps {
-            stair.push((t, prev));
-            stair.push((t, s));
-            prev = s;
+        for (i, (name, steps)) in p.groups.iter().enumerate() {
+            let c = COLOURS[(i + 2) % COLOURS.len()];
+            chart
+                .draw_series(LineSeries::new(stairs(steps), c.stroke_width(1)))
+                .map_err(err)?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 18, y)], c));
         }
+        let pooled = if p.groups.is_empty() {
+            "Kaplan-Meier"
+        } else {
+            "Kaplan-Meier, pooled"
+        };
         chart
-            .draw_series(LineSeries::new(stair, COLOURS[0].stroke_width(2)))
+            .draw_series(LineSeries::new(
+                stairs(&p.steps),
+                COLOURS[0].stroke_width(2),
+            ))
             .map_err(err)?
-            .label("Kaplan-Meier")
+            .label(pooled)
             .legend(line_key(COLOURS[0]));
         if let Some((k, scale)) = p.weibull {
             let pts: Vec<(f64, f64)> = (0..=200)
@@ -213,13 +237,37 @@ pub fn comparison(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, Rep
     Ok(svg)
 }
 
-/// Completion-time CDFs: per policy, (seconds, share of requests completed by then).
-pub fn cdfs(title: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String, ReportError> {
-    let xmax = series
-        .iter()
-        .flat_map(|(_, pts)| pts.iter().map(|p| p.0))
-        .fold(0.0f64, f64::max)
-        .max(1e-6);
+/// One line of a [`lines`] plot.
+pub struct Line {
+    /// Legend label.
+    pub name: String,
+    /// Points, in x order.
+    pub pts: Vec<(f64, f64)>,
+    /// Drawn dashed (a reference line, or the 10th series on when colours repeat).
+    pub dashed: bool,
+}
+
+/// Lines on two linear axes; the y range spans the data (and 0 when `from_zero`).
+pub fn lines(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[Line],
+    from_zero: bool,
+    legend: SeriesLabelPosition,
+) -> Result<String, ReportError> {
+    let all = || series.iter().flat_map(|l| l.pts.iter());
+    let xmax = all().map(|p| p.0).fold(0.0f64, f64::max).max(1e-6);
+    let (mut ylo, mut yhi) = all().fold((f64::INFINITY, f64::NEG_INFINITY), |(lo, hi), p| {
+        (lo.min(p.1), hi.max(p.1))
+    });
+    if !(ylo.is_finite() && yhi.is_finite()) {
+        (ylo, yhi) = (0.0, 1.0);
+    }
+    if from_zero {
+        (ylo, yhi) = (ylo.min(0.0), yhi.max(0.0));
+    }
+    let pad = ((yhi - ylo) * 0.05).max(1e-6);
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, SIZE).into_drawing_area();
@@ -229,23 +277,118 @@ pub fn cdfs(title: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String,
             .margin(12)
             .x_label_area_size(44)
             .y_label_area_size(56)
-            .build_cartesian_2d(0f64..xmax * 1.02, 0f64..1.02f64)
+            .build_cartesian_2d(0f64..xmax * 1.02, (ylo - pad)..(yhi + pad))
             .map_err(err)?;
         chart
             .configure_mesh()
-            .x_desc("completion time (s)")
-            .y_desc("share of requests completed")
+            .x_desc(x_desc)
+            .y_desc(y_desc)
             .draw()
             .map_err(err)?;
-        for (i, (name, pts)) in series.iter().enumerate() {
+        for (i, l) in series.iter().enumerate() {
             let c = COLOURS[i % COLOURS.len()];
-            chart
-                .draw_series(LineSeries::new(pts.iter().copied(), c.stroke_width(2)))
+            let pts = l.pts.iter().copied();
+            let drawn = if l.dashed {
+                chart.draw_series(DashedLineSeries::new(pts, 6, 4, c.stroke_width(2)))
+            } else {
+                chart.draw_series(LineSeries::new(pts, c.stroke_width(2)))
+            };
+            drawn
                 .map_err(err)?
-                .label(name.clone())
+                .label(l.name.clone())
                 .legend(line_key(c));
         }
-        draw_legend(&mut chart, SeriesLabelPosition::LowerRight)?;
+        draw_legend(&mut chart, legend)?;
+        root.present().map_err(err)?;
+    }
+    Ok(svg)
+}
+
+/// Completion-time CDFs: per policy, (seconds, share of requests completed by then).
+pub fn cdfs(title: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String, ReportError> {
+    let series: Vec<Line> = series
+        .iter()
+        .enumerate()
+        .map(|(i, (name, pts))| Line {
+            name: name.clone(),
+            pts: pts.clone(),
+            dashed: i >= COLOURS.len(),
+        })
+        .collect();
+    lines(
+        title,
+        "completion time (s)",
+        "share of requests completed",
+        &series,
+        true,
+        SeriesLabelPosition::LowerRight,
+    )
+}
+
+/// One node's row of an availability timeline.
+pub struct TimelineRow {
+    /// Node label.
+    pub label: String,
+    /// Observed window (x units).
+    pub observed: (f64, f64),
+    /// Up-sessions: start, end, and whether the end was an observed failure.
+    pub up: Vec<(f64, f64, bool)>,
+}
+
+/// Node availability over time: per node, its observed window in grey, its up-sessions in
+/// blue, and a red tick where a session ended by a failure (censored ends have none).
+pub fn timeline(title: &str, x_desc: &str, rows: &[TimelineRow]) -> Result<String, ReportError> {
+    let xmax = rows
+        .iter()
+        .map(|r| r.observed.1)
+        .chain(rows.iter().flat_map(|r| r.up.iter().map(|u| u.1)))
+        .fold(0.0f64, f64::max)
+        .max(1e-6);
+    let n = rows.len().max(1);
+    let mut svg = String::new();
+    {
+        let root =
+            SVGBackend::with_string(&mut svg, (SIZE.0, 90 + 18 * n as u32)).into_drawing_area();
+        root.fill(&WHITE).map_err(err)?;
+        let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(44)
+            .y_label_area_size(150)
+            .build_cartesian_2d(0f64..xmax * 1.01, -0.5f64..(n as f64 - 0.5))
+            .map_err(err)?;
+        chart
+            .configure_mesh()
+            .x_desc(x_desc)
+            .y_desc("node")
+            .y_labels(n)
+            .y_label_formatter(&|y| category(&labels, *y))
+            .draw()
+            .map_err(err)?;
+        let grey = RGBColor(220, 220, 220);
+        let (up, down) = (COLOURS[0], COLOURS[3]);
+        for (i, r) in rows.iter().enumerate() {
+            let y = i as f64;
+            chart
+                .draw_series(std::iter::once(Rectangle::new(
+                    [(r.observed.0, y - 0.12), (r.observed.1, y + 0.12)],
+                    grey.filled(),
+                )))
+                .map_err(err)?;
+            chart
+                .draw_series(
+                    r.up.iter().map(|&(a, b, _)| {
+                        Rectangle::new([(a, y - 0.32), (b, y + 0.32)], up.filled())
+                    }),
+                )
+                .map_err(err)?;
+            chart
+                .draw_series(r.up.iter().filter(|u| u.2).map(|&(_, b, _)| {
+                    PathElement::new(vec![(b, y - 0.45), (b, y + 0.45)], down.stroke_width(2))
+                }))
+                .map_err(err)?;
+        }
         root.present().map_err(err)?;
     }
     Ok(svg)

@@ -21,7 +21,7 @@ use super::data::{
     STRIP_BINS, STRIP_FULL, STRIP_UNOBSERVED,
 };
 use crate::fit::{self, NodeFitOptions};
-use crate::policy::analysis::{trigger_rows, TriggerScenario, DEFAULT_UPTIMES_S};
+use crate::policy::analysis::{trigger_rows, TriggerSettings, DEFAULT_UPTIMES_S};
 use crate::queries::{Reader, COMPLETION_QUANTILE_STEPS};
 use crate::replay::PolicySummary;
 use crate::scenario::{self, explain, Scenario};
@@ -304,15 +304,13 @@ impl Loader {
                 Box::new(priors.node_curve(id))
             }
         };
-        let mut sc = TriggerScenario::design_wan();
-        sc.source_curve = curve(&k.from);
-        sc.dest_curve = curve(&k.to);
-        let remaining = 500;
-        let context = k.context.max(1);
-        sc.request.done_tokens = context.saturating_sub(sc.request.prompt_tokens.min(context));
-        sc.request.prompt_tokens = context - sc.request.done_tokens;
-        sc.request.resident_tokens = context;
-        sc.request.est_output_tokens = sc.request.done_tokens + remaining;
+        // `hazardserve trigger`'s hop, at the context chosen on the screen.
+        let settings = TriggerSettings {
+            context: k.context.max(1),
+            ..TriggerSettings::DEFAULT
+        };
+        let remaining = settings.remaining;
+        let sc = settings.scenario(curve(&k.from), curve(&k.to));
         let grid: Vec<f64> = (0..=120)
             .map(|i| 10f64.powf(i as f64 * 5.4 / 120.0))
             .collect();

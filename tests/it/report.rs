@@ -45,8 +45,8 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
             .collect();
         assert_eq!(
             rows.len(),
-            3,
-            "shape, Weibull and validation rows of {source}:\n{md}"
+            4,
+            "shape, Weibull, validation and trigger rows of {source}:\n{md}"
         );
         let (shape, weibull, validation) = (rows[0], rows[1], rows[2]);
         assert!(
@@ -82,6 +82,64 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
                 "{validation} lacks {text} of {est}"
             );
         }
+    }
+    // Per-group curves: sample-spot splits by zone (its first attribute with 2 to 50 values);
+    // each group is drawn with the session count of `fit --by zone`.
+    let svg = std::fs::read_to_string(dir.join("survival-sample-spot.svg")).unwrap();
+    let zones = json(
+        demo_store(),
+        &["fit", "--source", "sample-spot", "--by", "zone"],
+    );
+    assert!(zones.as_array().unwrap().len() >= 2, "{zones}");
+    for g in zones.as_array().unwrap() {
+        let label = format!(
+            "{} ({} sessions)",
+            g["group"].as_str().unwrap(),
+            g["sessions"]
+        );
+        assert!(svg.contains(&label), "the survival plot lacks {label}");
+    }
+    // Trigger rows: `trigger --source S --format json` on the default grid.
+    for source in ["sample-gce", "sample-hpc", "sample-spot"] {
+        let t = json(demo_store(), &["trigger", "--source", source]);
+        let best = t
+            .as_array()
+            .unwrap()
+            .iter()
+            .max_by(|a, b| {
+                a["risk_gain"]
+                    .as_f64()
+                    .unwrap()
+                    .total_cmp(&b["risk_gain"].as_f64().unwrap())
+            })
+            .unwrap();
+        let row = md
+            .lines()
+            .filter(|l| l.starts_with(&format!("| {source} |")))
+            .nth(3)
+            .unwrap_or_else(|| panic!("no trigger row of {source}:\n{md}"));
+        let expect = format!(
+            "| {source} | {} | {} |",
+            human(best["dt"].as_f64().unwrap()),
+            human(best["risk_gain"].as_f64().unwrap())
+        );
+        assert!(
+            row.starts_with(&expect),
+            "{row} does not start with {expect}"
+        );
+    }
+    // Crossover: every c* of `crossover --format json` in its link's row.
+    let x = json(demo_store(), &["crossover"]);
+    for c in x.as_array().unwrap() {
+        let link = c["link"].as_str().unwrap();
+        let row = md
+            .lines()
+            .find(|l| l.starts_with(&format!("| {link} |")))
+            .unwrap_or_else(|| panic!("no crossover row of {link}"));
+        let cell = c["c_star"]
+            .as_f64()
+            .map_or("never".to_string(), |v| format!("{v:.0} tokens"));
+        assert!(row.contains(&format!("| {cell}")), "{row} lacks {cell}");
     }
     // Policy rows: `compare --format json`.
     let cmp = json(demo_store(), &["compare", "run-demo"]);
@@ -127,8 +185,9 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
         }
     }
     assert_eq!(
-        svgs, 6,
-        "3 survival plots, the comparison, the CDFs, the map"
+        svgs, 10,
+        "3 survival plots, 3 availability timelines, the trigger, the comparison, the CDFs, \
+         the map"
     );
     // The plot in the README is this one, as the report draws it now.
     let committed = std::fs::read_to_string(concat!(
@@ -142,7 +201,7 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
     );
     // One self-contained page: every plot inline, nothing fetched.
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();
-    assert_eq!(html.matches("<svg").count(), 6);
+    assert_eq!(html.matches("<svg").count(), 10);
     assert!(
         !html.contains("src=\"http") && !html.contains("<script"),
         "the page fetches nothing"

@@ -1,6 +1,6 @@
 //! Screen 6: the pre-emptive migration trigger of a two-node hop, `risk_gain` against the
 //! source node's uptime, for the selected node (source) and a destination picked here, on the
-//! design note's WAN hop ([`crate::policy::analysis::TriggerScenario::design_wan`]) with the
+//! hop of `hazardserve trigger` ([`crate::policy::analysis::TriggerSettings::DEFAULT`]) with the
 //! nodes' shrunk survival curves and a context size chosen with `+`/`-`.
 
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -109,7 +109,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                 )),
                 Line::from(Span::styled(
                     format!(
-                        "context {} tokens (+/-), {} more expected · WAN 100 Mb/s, Llama-2-7B KV, 250 tok/s prefill, 20 tok/s decode",
+                        "context {} tokens (+/-), {} more expected · WAN 100 Mb/s, Llama-3-8B KV, 250 tok/s prefill, 20 tok/s decode",
                         key.context, t.remaining
                     ),
                     dim(),
@@ -126,7 +126,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                 )),
                 Line::from(Span::styled(
                     format!(
-                        "{} tok (+/-), {} to go · WAN 100 Mb/s · Llama-2-7B",
+                        "{} tok (+/-), {} to go · WAN 100 Mb/s · Llama-3-8B",
                         key.context, t.remaining
                     ),
                     dim(),

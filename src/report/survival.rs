@@ -1,0 +1,360 @@
+//! The report's survival sections: per source the pooled Kaplan-Meier curve with its band,
+//! the per-group curves and the Weibull fit; the hazard-shape table of `fit`; the Weibull
+//! likelihood-ratio test; the out-of-time validation of `fit --validate`; and node
+//! availability timelines.
+
+use super::plots::{self, SurvivalPlot, TimelineRow};
+use super::{file_safe, Block, Report, ReportError};
+use crate::fit::{self, ByColumn, SourceSessions};
+use crate::output::{duration_text, human_float, interval_text};
+use crate::store::Store;
+use crate::survival::validate::{validate, Split, ValidateOptions};
+
+fn opt(x: Option<f64>) -> String {
+    x.map_or("-".into(), human_float)
+}
+
+pub(super) fn survival_section(
+    store: &Store,
+    sources: &[String],
+    r: &mut Report,
+) -> Result<(), ReportError> {
+    r.blocks
+        .push(Block::Heading("Survival of node up-sessions".into()));
+    r.blocks.push(Block::Text(
+        "Pooled Kaplan-Meier curve of each source (censored sessions count as still up, never \
+         as failures; left-truncated sessions enter at their age) with its 95 % band, the \
+         fitted Weibull survival dashed, and the hazard-shape verdict of `hazardserve fit`."
+            .into(),
+    ));
+    let mut shape_rows = Vec::new();
+    let mut weibull_rows = Vec::new();
+    let mut validation_rows = Vec::new();
+    let mut plots = Vec::new();
+    let mut empty = Vec::new();
+    let mut timelines = Vec::new();
+    for source in sources {
+        let data = fit::load_sessions(store, source, None, false)?;
+        let fits = fit::fit_groups(&data, None).map_err(|e| ReportError::Fit {
+            source_name: source.clone(),
+            source: Box::new(e),
+        })?;
+        let Some(g) = fits.first().filter(|g| g.sessions > 0) else {
+            empty.push(format!("`{source}`"));
+            continue;
+        };
+        shape_rows.push(shape_row(source, g));
+        weibull_rows.push(vec![
+            source.clone(),
+            match (g.weibull_shape, g.weibull_shape_lo, g.weibull_shape_hi) {
+                (Some(k), lo, hi) => interval_text(k, lo.zip(hi)),
+                _ => "-".into(),
+            },
+            g.weibull_scale_s.map_or("-".into(), duration_text),
+            opt(g.lr_p_value),
+        ]);
+        validation_rows.push(validation_row(source, &data));
+        timelines.push(timeline_plot(source, &data)?);
+        let p = fit::pooled_curve(&data).map_err(|e| ReportError::Fit {
+            source_name: source.clone(),
+            source: Box::new(e),
+        })?;
+        let h = |t: f64| t / 3600.0;
+        let steps: Vec<(f64, f64)> =
+            p.km.t
+                .iter()
+                .zip(&p.km.s)
+                .map(|(&t, &s)| (h(t), s))
+                .collect();
+        let band: Vec<(f64, f64, f64)> =
+            p.km.t
+                .iter()
+                .zip(p.lo.iter().zip(&p.hi))
+                .map(|(&t, (&lo, &hi))| (h(t), lo, hi))
+                .collect();
+        let title = format!("{source}: {} sessions, {}", g.sessions, g.verdict);
+        let svg = plots::survival(&SurvivalPlot {
+            title: &title,
+            steps,
+            band,
+            weibull: g.weibull_shape.zip(g.weibull_scale_s.map(h)),
+            groups: group_curves(store, source)?
+                .into_iter()
+                .map(|(name, steps)| (name, steps.into_iter().map(|(t, s)| (h(t), s)).collect()))
+                .collect(),
+        })?;
+        plots.push(Block::Plot(
+            format!("survival-{}.svg", file_safe(source)),
+            svg,
+            format!("Survival of {source}"),
+        ));
+    }
+    r.blocks.push(Block::Table(
+        SHAPE_HEADER.map(String::from).to_vec(),
+        shape_rows,
+    ));
+    if !empty.is_empty() {
+        r.blocks.push(Block::Text(format!(
+            "No usable sessions (not in the tables): {}.",
+            empty.join(", ")
+        )));
+    }
+    r.blocks.push(Block::Text(
+        "The Weibull fit drawn dashed in the plots, with the likelihood-ratio test of its shape \
+         against the exponential (k = 1):"
+            .into(),
+    ));
+    r.blocks.push(Block::Table(
+        [
+            "source",
+            "Weibull k [95% CI]",
+            "Weibull scale",
+            "LR p (vs exponential)",
+        ]
+        .map(String::from)
+        .to_vec(),
+        weibull_rows,
+    ));
+    r.blocks.push(Block::Text(format!(
+        "Out-of-time validation (`hazardserve fit --validate --split {VALIDATION_SPLIT}`): \
+         fitted on what was known before {:.0} % of the observation span, scored on the \
+         conditional survival of every session live at the split; integrated IPCW Brier score \
+         (lower is better) / Harrell's C.",
+        VALIDATION_SPLIT * 100.0
+    )));
+    r.blocks.push(Block::Table(
+        VALIDATION_HEADER.map(String::from).to_vec(),
+        validation_rows,
+    ));
+    r.blocks.extend(plots);
+    if !timelines.is_empty() {
+        r.blocks.push(Block::Heading("Node availability".into()));
+        r.blocks.push(Block::Text(format!(
+            "Per source, up to {TIMELINE_NODES} nodes (those with the most sessions): the \
+             observed window in grey, up-sessions in blue, a red tick where a session ended by a \
+             failure (a censored end has none: the node was not seen to fail)."
+        )));
+        r.blocks.extend(timelines);
+    }
+    Ok(())
+}
+
+/// A group's label and its Kaplan-Meier (time, S) steps.
+type GroupSteps = (String, Vec<(f64, f64)>);
+
+/// Groups drawn per source at most (the largest by sessions).
+pub const MAX_GROUPS: usize = 8;
+
+/// The Kaplan-Meier steps of each group of `source` (by node group, else zone, else instance
+/// type: the first attribute with 2 to 50 values), at most [`MAX_GROUPS`] of them, the
+/// largest first; empty when no attribute splits the source.
+fn group_curves(
+    store: &Store,
+    source: &str,
+) -> Result<Vec<GroupSteps>, ReportError> {
+    for by in [ByColumn::NodeGroup, ByColumn::Zone, ByColumn::InstanceType] {
+        let data = fit::load_sessions(store, source, Some(by), false)?;
+        let groups = data.groups();
+        if !(2..=50).contains(&groups.len()) {
+            continue;
+        }
+        let mut sized: Vec<(usize, String)> = groups
+            .into_iter()
+            .map(|g| {
+                let n = data
+                    .sessions
+                    .iter()
+                    .filter(|s| data.node_groups[s.node as usize] == g)
+                    .count();
+                (n, g)
+            })
+            .filter(|(n, _)| *n > 0)
+            .collect();
+        sized.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+        let mut out = Vec::new();
+        for (n, g) in sized.into_iter().take(MAX_GROUPS) {
+            let part = SourceSessions {
+                sessions: data
+                    .sessions
+                    .iter()
+                    .filter(|s| data.node_groups[s.node as usize] == g)
+                    .copied()
+                    .collect(),
+                ..data.clone()
+            };
+            let c = fit::pooled_curve(&part).map_err(|e| ReportError::Fit {
+                source_name: source.to_string(),
+                source: Box::new(e),
+            })?;
+            let steps = c.km.t.iter().copied().zip(c.km.s.iter().copied()).collect();
+            out.push((format!("{g} ({n} sessions)"), steps));
+        }
+        return Ok(out);
+    }
+    Ok(Vec::new())
+}
+
+/// Nodes per availability timeline at most.
+pub const TIMELINE_NODES: usize = 20;
+
+/// The availability timeline of `data`'s busiest nodes, in hours or (beyond three days) days
+/// since the start of the source's observation.
+fn timeline_plot(source: &str, data: &SourceSessions) -> Result<Block, ReportError> {
+    let (from, to) = data.observation;
+    let (unit, per) = if to - from > 3.0 * 86_400.0 {
+        ("d", 86_400.0)
+    } else {
+        ("h", 3_600.0)
+    };
+    let x = |t: f64| (t - from) / per;
+    let mut counts = vec![0usize; data.node_ids.len()];
+    for s in &data.sessions {
+        counts[s.node as usize] += 1;
+    }
+    let mut nodes: Vec<usize> = (0..data.node_ids.len())
+        .filter(|&i| counts[i] > 0)
+        .collect();
+    nodes.sort_by(|&a, &b| counts[b].cmp(&counts[a]).then(a.cmp(&b)));
+    nodes.truncate(TIMELINE_NODES);
+    let rows: Vec<TimelineRow> = nodes
+        .iter()
+        .map(|&i| {
+            let id = &data.node_ids[i];
+            let label = if id.chars().count() > 18 {
+                format!("{}…", id.chars().take(17).collect::<String>())
+            } else {
+                id.clone()
+            };
+            let (a, b) = data.node_observed.get(i).copied().unwrap_or((from, to));
+            TimelineRow {
+                label,
+                observed: (x(a), x(b)),
+                up: data
+                    .sessions
+                    .iter()
+                    .filter(|s| s.node as usize == i)
+                    .map(|s| (x(s.start), x(s.end), s.event))
+                    .collect(),
+            }
+        })
+        .collect();
+    let total = counts.iter().filter(|&&c| c > 0).count();
+    let title = format!("{source}: availability of {} of {total} nodes", rows.len());
+    let svg = plots::timeline(
+        &title,
+        &format!("time since the observation started ({unit})"),
+        &rows,
+    )?;
+    Ok(Block::Plot(
+        format!("availability-{}.svg", file_safe(source)),
+        svg,
+        format!("Node availability of {source}"),
+    ))
+}
+
+/// The header of the hazard-shape table (the README's hazard-shape table is this table).
+pub const SHAPE_HEADER: [&str; 8] = [
+    "source",
+    "sessions",
+    "events",
+    "median up",
+    "hazard",
+    "model (ΔAIC to next)",
+    "held-out IBS best",
+    "evidence: parameters [95 % CI]",
+];
+
+/// One row of the hazard-shape table: the verdict of `fit --shrinkage none` and its evidence.
+fn shape_row(source: &str, g: &fit::GroupFit) -> Vec<String> {
+    let median = match g.median_s {
+        Some(m) => duration_text(m),
+        None => format!(
+            "> {}",
+            duration_text(g.curve.last().map_or(0.0, |&(t, _)| t))
+        ),
+    };
+    let model = match (&g.shape_model, g.aic_gap) {
+        (Some(m), Some(gap)) => format!("{m} ({gap:.1})"),
+        (Some(m), None) => m.clone(),
+        _ => "-".into(),
+    };
+    vec![
+        source.to_string(),
+        thousands(g.sessions),
+        thousands(g.events),
+        median,
+        format!("**{}**", g.verdict),
+        model,
+        g.ibs_model.clone().unwrap_or_else(|| "-".into()),
+        g.shape
+            .as_ref()
+            .and_then(fit::evidence_parameters)
+            .or_else(|| g.evidence.clone())
+            .unwrap_or_else(|| "-".into()),
+    ]
+}
+
+/// The split of the report's out-of-time validation (a fraction of the observation span).
+pub const VALIDATION_SPLIT: f64 = 0.6;
+
+/// The estimators of the validation table, in its column order.
+const VALIDATION_ESTIMATORS: [&str; 5] = ["node_km", "pooled_km", "beta", "frailty", "exponential"];
+
+/// The header of the validation table (the README's validation table is this table).
+pub const VALIDATION_HEADER: [&str; 7] = [
+    "source",
+    "test sessions",
+    "node KM",
+    "pooled KM",
+    "beta",
+    "frailty",
+    "exponential",
+];
+
+/// One row of the validation table: IBS / C of every estimator, as `fit --validate` prints
+/// them; a source that cannot be validated at the split says why.
+fn validation_row(source: &str, data: &fit::SourceSessions) -> Vec<String> {
+    let report = match validate(
+        &data.sessions,
+        Split::Fraction(VALIDATION_SPLIT),
+        &ValidateOptions::default(),
+    ) {
+        Ok(r) => r,
+        Err(e) => {
+            let mut row = vec![source.to_string(), "-".into()];
+            row.push(format!("not validated: {e}"));
+            row.extend(std::iter::repeat_n(String::new(), 4));
+            return row;
+        }
+    };
+    let mut row = vec![source.to_string(), thousands(report.n_test)];
+    for name in VALIDATION_ESTIMATORS {
+        let r = report.rows.iter().find(|r| {
+            serde_json::to_value(r.estimator)
+                .ok()
+                .is_some_and(|v| v.as_str() == Some(name))
+        });
+        row.push(r.map_or("-".into(), |r| {
+            format!("{} / {}", opt3(r.ibs), opt3(r.concordance))
+        }));
+    }
+    row
+}
+
+/// Three significant figures, `-` for none.
+fn opt3(x: Option<f64>) -> String {
+    x.map_or("-".into(), |v| format!("{}", (v * 1000.0).round() / 1000.0))
+}
+
+/// A count with thousands separators (`226,263`).
+fn thousands(n: usize) -> String {
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, c) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
