@@ -61,7 +61,7 @@ fn parse_list(s: &str, what: &str) -> anyhow::Result<Vec<f64>> {
   hazardserve trigger --survival weibull:4,3600 --link 10gbe --context 8000 \\
       --format json
   # a fitted node curve
-  hazardserve trigger --source gce-preemptible --node 1234567890")]
+  hazardserve trigger --source gce-preemptible --node 1003891699305298447")]
 pub struct TriggerArgs {
     /// Session curve of both nodes: weibull:SHAPE,SCALE_S or exp:MEAN_S (default weibull:0.6,14400).
     #[arg(long, conflicts_with = "source")]

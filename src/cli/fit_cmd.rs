@@ -18,7 +18,7 @@ use crate::survival::{SurvivalData, Z_95};
 /// `km` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input trial.csv --duration T --event E --entry entry \\\n      --format json"
+    after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --entry entry_s --format json"
 )]
 pub struct KmArgs {
     /// A CSV file with a header row.

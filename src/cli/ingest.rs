@@ -56,7 +56,8 @@ pub enum PolarityArg {
   hazardserve ingest --format tick-json --polarity available \\
       --source cbl-preempt \\
       ../shared/traces-public/cantbelate-spot-traces/preemption/1-node
-  hazardserve ingest --format probe-csv --threshold 4 'traces/*.csv'
+  hazardserve ingest --format probe-csv --threshold 1 --source bamboo-probes \\
+      '../shared/traces-public/bamboo/doc/data/*.csv'
   hazardserve ingest --format fta --source lanl --strict \\
       ../shared/traces-public/fta-lanl05
 

@@ -20,7 +20,7 @@ use crate::store::Store;
   hazardserve query session_quantiles --param by=instance_type --format csv
   hazardserve query churn --param source=stunner-80
   hazardserve query slowest_requests --param policy=fastest --param limit=5
-  hazardserve query --file my.sql --param source=gce-preemptible
+  hazardserve query --file queries/churn.sql --param source=gce-preemptible
 
 Parameters are bound by DuckDB, never pasted into the SQL text. In a SQL file
 a parameter is written $name; a header line `-- Param name = default: about`

@@ -184,7 +184,7 @@ pub fn replay(globals: &Globals, args: ReplayArgs) -> anyhow::Result<()> {
 /// `compare` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve compare              # the latest run\n  hazardserve compare run-20261130T120000123 --format json"
+    after_help = "Examples:\n  hazardserve compare              # the latest run\n  hazardserve compare run-demo --format json"
 )]
 pub struct CompareArgs {
     /// Run id (default: the latest run).

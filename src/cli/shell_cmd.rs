@@ -26,7 +26,8 @@ pub struct CompletionsArgs {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   hazardserve man | man -l -
-  hazardserve man --out-dir share/man/man1   # hazardserve.1 and hazardserve-<command>.1")]
+  # hazardserve.1 and one hazardserve-<command>.1 per command:
+  hazardserve man --out-dir share/man/man1")]
 pub struct ManArgs {
     /// Write one page per command (hazardserve.1, hazardserve-fit.1, ...) into this directory
     /// instead of printing the main page.

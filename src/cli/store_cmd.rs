@@ -10,13 +10,15 @@ use crate::store::{self, Catalog, Store, WriteLock};
 #[derive(Debug, Subcommand)]
 pub enum StoreCommand {
     /// Recreate catalog.duckdb from the Parquet files (after moving the store, or if it is lost).
-    #[command(after_help = "Example:\n  hazardserve --store /mnt/moved-store store rebuild")]
+    #[command(
+        after_help = "Example:\n  # a copied or moved store: rebuild its catalog for the new place\n  cp -r hazardserve-store store-copy && \\\n      hazardserve --store store-copy store rebuild"
+    )]
     Rebuild,
     /// Re-check every file's sha256, row count and schema against its manifest.
     #[command(after_help = "Example:\n  hazardserve store verify")]
     Verify,
     /// Remove a source and its files.
-    #[command(after_help = "Example:\n  hazardserve store remove --source sample-gce")]
+    #[command(after_help = "Example:\n  hazardserve store remove --source gce")]
     Remove {
         /// The source to remove.
         #[arg(long)]

@@ -22,8 +22,9 @@ use crate::sweep::{self, CellResult, GridFile, Shard, ShardInfo};
   hazardserve sweep --grid reports/sweeps/regime-map.toml --dry-run
   hazardserve sweep summary
   hazardserve sweep summary --format json > map.json
-  # On a cluster: one shard per array task, then merge
-  hazardserve sweep --grid G.toml --shard 0/3 --out shards/
+  # Sharded: one shard per cluster array task (here in a loop), then merge
+  for i in 0 1 2; do hazardserve sweep --grid reports/sweeps/demo.toml \\
+      --shard $i/3 --out shards/; done
   hazardserve sweep merge shards/
 
 Each cell is one scenario (see `hazardserve replay --write-config`); the grid file's [base]
@@ -79,10 +80,8 @@ pub enum SweepCommand {
 #[derive(Debug, Args)]
 #[command(after_help = "Examples:
   hazardserve sweep summary
-  hazardserve sweep summary sweep-20261201T101500 --format json
-  hazardserve sweep summary regime-map \\
-      --axis policy.survival_curve+policy.tail \\
-      --within nodes.source+nodes.sample
+  hazardserve sweep summary demo-map --format json
+  hazardserve sweep summary demo-map --axis workload.load --within nodes.source
 
 With --axis: one row per value of the axis (and of --within), hazard under the value minus
 hazard under the reference, paired by window within each group of cells equal on every other

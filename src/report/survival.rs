@@ -148,10 +148,7 @@ pub const MAX_GROUPS: usize = 8;
 /// The Kaplan-Meier steps of each group of `source` (by node group, else zone, else instance
 /// type: the first attribute with 2 to 50 values), at most [`MAX_GROUPS`] of them, the
 /// largest first; empty when no attribute splits the source.
-fn group_curves(
-    store: &Store,
-    source: &str,
-) -> Result<Vec<GroupSteps>, ReportError> {
+fn group_curves(store: &Store, source: &str) -> Result<Vec<GroupSteps>, ReportError> {
     for by in [ByColumn::NodeGroup, ByColumn::Zone, ByColumn::InstanceType] {
         let data = fit::load_sessions(store, source, Some(by), false)?;
         let groups = data.groups();

@@ -2,7 +2,7 @@
 //! bound (an injection attempt is inert), `--list` documents them, `--file` runs a file; and
 //! the listing conventions: empty CSV results keep their header, `sources` fits 100 columns.
 
-use crate::common::{fails, hs, ok, write};
+use crate::common::{fails, help_tree, hs, ok, write};
 use crate::tui_common::demo_store;
 
 /// The parameters each named query is snapshotted with on the demo store.
@@ -295,40 +295,10 @@ fn long_tables_elide_their_middle_and_all_streams_every_row() {
     assert_eq!(ok(c).lines().count(), 56);
 }
 
-/// The subcommands listed in a `--help` text.
-fn commands_of(help: &str) -> Vec<String> {
-    help.lines()
-        .skip_while(|l| !l.starts_with("Commands:"))
-        .skip(1)
-        .take_while(|l| l.starts_with("  "))
-        // Command lines are indented by two; wrapped descriptions by more.
-        .filter(|l| !l[2..].starts_with(' '))
-        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
-        .filter(|c| c != "help")
-        .collect()
-}
-
 #[test]
 fn every_help_has_examples_that_do_not_wrap_at_80_columns() {
-    let tmp = tempfile::tempdir().unwrap();
-    let help = |args: &[String]| {
-        let mut c = hs(tmp.path());
-        c.args(args).arg("--help").env("COLUMNS", "80");
-        ok(c)
-    };
-    let mut todo: Vec<Vec<String>> = commands_of(&help(&[]))
-        .into_iter()
-        .map(|c| vec![c])
-        .collect();
-    assert!(todo.len() >= 20, "{todo:?}");
     let mut checked = 0;
-    while let Some(cmd) = todo.pop() {
-        let text = help(&cmd);
-        for sub in commands_of(&text) {
-            let mut c = cmd.clone();
-            c.push(sub);
-            todo.push(c);
-        }
+    for (cmd, text) in help_tree() {
         let examples: Vec<&str> = text
             .lines()
             .skip_while(|l| !l.starts_with("Example"))
@@ -339,7 +309,9 @@ fn every_help_has_examples_that_do_not_wrap_at_80_columns() {
         assert!(
             examples
                 .iter()
-                .any(|l| l.starts_with("  hazardserve") || l.starts_with("  cargo")),
+                .any(|l| ["  hazardserve", "  cargo", "  cp ", "  for "]
+                    .iter()
+                    .any(|p| l.starts_with(p))),
             "`hazardserve {}` has no example:\n{text}",
             cmd.join(" ")
         );
@@ -347,6 +319,8 @@ fn every_help_has_examples_that_do_not_wrap_at_80_columns() {
             assert!(
                 l.starts_with("  hazardserve")
                     || l.starts_with("  cargo")
+                    || l.starts_with("  for ")
+                    || l.starts_with("  cp ")
                     || l.starts_with("  #")
                     || l.starts_with("      "),
                 "`hazardserve {} --help`: an example wraps at 80 columns: {l:?}\n{text}",

@@ -114,3 +114,41 @@ pub fn public_store() -> Option<&'static Path> {
     });
     Some(p)
 }
+
+/// The subcommands listed in a `--help` text.
+fn commands_of(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| !l.starts_with("Commands:"))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        // Command lines are indented by two; wrapped descriptions by more.
+        .filter(|l| !l[2..].starts_with(' '))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|c| c != "help")
+        .collect()
+}
+
+/// Every command and subcommand (as its words after `hazardserve`; the top level is empty)
+/// with its `--help` text at 80 columns, parents before their subcommands, in help order.
+pub fn help_tree() -> Vec<(Vec<String>, String)> {
+    let tmp = tempfile::tempdir().unwrap();
+    let help = |args: &[String]| {
+        let mut c = hs(tmp.path());
+        c.args(args).arg("--help").env("COLUMNS", "80");
+        ok(c)
+    };
+    let mut out = Vec::new();
+    let mut todo: Vec<Vec<String>> = vec![Vec::new()];
+    while let Some(cmd) = todo.pop() {
+        let text = help(&cmd);
+        let subs = commands_of(&text);
+        // Pushed in reverse so they pop in help order.
+        for sub in subs.into_iter().rev() {
+            let mut c = cmd.clone();
+            c.push(sub);
+            todo.push(c);
+        }
+        out.push((cmd, text));
+    }
+    out
+}

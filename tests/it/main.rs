@@ -3,6 +3,7 @@
 mod architecture;
 mod cli_analysis;
 mod cli_errors;
+mod cli_examples;
 mod cli_fit;
 mod cli_query;
 mod cli_replay;

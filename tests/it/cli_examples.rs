@@ -1,0 +1,171 @@
+//! Every example of every `--help` runs, as a new user would type it: in a fresh directory
+//! beside `../shared`, with the default store, after `hazardserve demo`, `ingest-public` and
+//! the Azure conv workload (the README's set-up), each in the order the help pages list them,
+//! through `sh` (redirections, loops and pipes included).
+//!
+//! Three kinds of example are not run to completion, each for a stated reason: `tui` needs a
+//! terminal (it must say so; the TUI itself runs under tmux in `tui_e2e`), the full regime map
+//! takes 24 minutes on two cores (its `--dry-run` runs here), and `man -l` needs `man`
+//! (without it only the `hazardserve man` half runs).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Instant;
+
+use crate::common::{help_tree, shared};
+
+/// The runnable examples of one `--help` text: continuation lines joined, comment lines left
+/// out, `cargo run --release --` written as the installed binary.
+fn examples(help: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut current: Option<String> = None;
+    let lines = help
+        .lines()
+        .skip_while(|l| !l.starts_with("Example"))
+        .skip(1)
+        .take_while(|l| !l.starts_with(|c: char| c.is_ascii_alphabetic()));
+    for l in lines {
+        let t = l.trim();
+        let (body, more) = match t.strip_suffix('\\') {
+            Some(b) => (b.trim_end(), true),
+            None => (t, false),
+        };
+        match current.as_mut() {
+            Some(c) => {
+                c.push(' ');
+                c.push_str(body);
+            }
+            None if body.starts_with("hazardserve")
+                || body.starts_with("for ")
+                || body.starts_with("cp ")
+                || body.starts_with("cargo run") =>
+            {
+                current = Some(body.replace("cargo run --release --", "hazardserve"));
+            }
+            None => continue,
+        }
+        if !more {
+            out.extend(current.take());
+        }
+    }
+    out
+}
+
+#[test]
+fn every_help_example_runs_after_the_readme_set_up() {
+    let (Some(traces), Some(workloads)) = (shared("traces-public"), shared("workloads-public"))
+    else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    // tmp/shared is ../shared of the working directory tmp/work, which holds the checkout's
+    // reports/ and queries/ as a user's checkout would.
+    let work = tmp.path().join("work");
+    let home = tmp.path().join("home");
+    for d in [
+        &work,
+        &home.join(".local/share/bash-completion/completions"),
+        &home.join(".zfunc"),
+        &home.join(".config/fish/completions"),
+    ] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    let shared_dir = traces.parent().unwrap();
+    std::os::unix::fs::symlink(shared_dir, tmp.path().join("shared")).unwrap();
+    for d in ["reports", "queries"] {
+        std::os::unix::fs::symlink(root.join(d), work.join(d)).unwrap();
+    }
+    let bin = Path::new(env!("CARGO_BIN_EXE_hazardserve"));
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let have_man = Command::new("sh")
+        .args(["-c", "command -v man"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    let run = |line: &str| {
+        let started = Instant::now();
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(line)
+            .current_dir(&work)
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .env("PROFILE", home.join("profile.ps1"))
+            .env_remove("HAZARDSERVE_STORE")
+            .env_remove("HAZARDSERVE_FAULT")
+            .env_remove("NO_COLOR")
+            .output()
+            .unwrap();
+        (out, started.elapsed().as_secs_f64())
+    };
+    let azure = workloads.join("azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv");
+    let set_up = [
+        "hazardserve demo".to_string(),
+        "hazardserve ingest-public ../shared/traces-public".to_string(),
+        format!(
+            "hazardserve ingest --format azure-llm --source azure-conv {}",
+            azure.display()
+        ),
+    ];
+    for line in &set_up {
+        let (out, _) = run(line);
+        assert!(
+            out.status.success(),
+            "set-up `{line}` failed:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut ran = 0;
+    let mut failures = Vec::new();
+    let mut timings = Vec::new();
+    for (cmd, help) in help_tree() {
+        for line in examples(&help) {
+            let words: Vec<&str> = line.split_whitespace().collect();
+            if words.get(1) == Some(&"tui") || line.contains(" tui ") || line.ends_with(" tui") {
+                // No terminal here: the TUI must refuse with a clear message, not hang.
+                let (out, _) = run(&line);
+                let err = String::from_utf8_lossy(&out.stderr);
+                if out.status.success() || !err.contains("terminal") {
+                    failures.push(format!("`{line}` without a terminal: {err}"));
+                }
+                continue;
+            }
+            if line.contains("regime-map.toml") && !line.contains("--dry-run") {
+                eprintln!("not run (24 minutes on two cores; its --dry-run runs): {line}");
+                continue;
+            }
+            let line = if line.contains("| man -l -") && !have_man {
+                eprintln!("`man` is not installed: running only the hazardserve half of {line}");
+                line.replace("| man -l -", "> /dev/null")
+            } else {
+                line
+            };
+            let (out, secs) = run(&line);
+            ran += 1;
+            timings.push((secs, line.clone()));
+            if !out.status.success() {
+                failures.push(format!(
+                    "`{line}` (from `hazardserve {} --help`) exited with {}:\n{}",
+                    cmd.join(" "),
+                    out.status,
+                    String::from_utf8_lossy(&out.stderr)
+                ));
+            }
+        }
+    }
+    timings.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (secs, line) in timings.iter().take(5) {
+        eprintln!("slowest examples: {secs:.1} s {line}");
+    }
+    assert!(
+        failures.is_empty(),
+        "{} of {ran} examples failed:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+    assert!(ran >= 60, "only {ran} examples ran");
+}
