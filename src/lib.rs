@@ -25,6 +25,7 @@
 //! it; it is hidden from the documentation and may change at any time.
 
 mod cli;
+pub mod diag;
 pub mod fit;
 pub mod named_queries;
 pub mod output;

@@ -495,15 +495,15 @@ pub fn report_parse(globals: &Globals, parsed: &Parsed) {
         }
     }
     if !rejects.is_empty() {
-        globals.say(format!(
+        globals.warn(format!(
             "warning: {} record(s) rejected (good records kept; see `hazardserve rejects`):",
             rejects.len()
         ));
         for r in rejects.iter().take(5) {
-            globals.say(format!("  {}:{}: {}", r.file, r.line, r.reason));
+            globals.warn(format!("  {}:{}: {}", r.file, r.line, r.reason));
         }
         if rejects.len() > 5 {
-            globals.say(format!("  ... and {} more", rejects.len() - 5));
+            globals.warn(format!("  ... and {} more", rejects.len() - 5));
         }
     }
 }

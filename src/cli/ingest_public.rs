@@ -105,7 +105,7 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
         );
     }
     for s in &missing {
-        globals.say(format!(
+        globals.warn(format!(
             "warning: {}: skipped, {} is not under {}",
             s.source,
             s.paths.join(", "),

@@ -49,10 +49,10 @@ pub struct Cli {
         default_value = "./hazardserve-store"
     )]
     pub store: PathBuf,
-    /// Print only errors.
+    /// Print only warnings and errors.
     #[arg(short, long, global = true, conflicts_with = "verbose")]
     pub quiet: bool,
-    /// Print more detail (notes, timings).
+    /// Print more detail (timings, per-item detail).
     #[arg(short, long, global = true)]
     pub verbose: bool,
     /// The command.
@@ -240,16 +240,7 @@ pub struct SqlArgs {
     pub output: OutputArgs,
 }
 
-/// How chatty the commands are.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verbosity {
-    /// Errors only.
-    Quiet,
-    /// Normal.
-    Normal,
-    /// Extra detail.
-    Verbose,
-}
+pub use crate::diag::Verbosity;
 
 /// Settings shared by every command.
 #[derive(Debug, Clone)]
@@ -261,18 +252,19 @@ pub struct Globals {
 }
 
 impl Globals {
-    /// Prints a progress or summary line on stderr unless quiet.
+    /// Prints a progress or summary line on stderr unless quiet ([`crate::diag::say`]).
     pub fn say(&self, msg: impl AsRef<str>) {
-        if self.verbosity != Verbosity::Quiet {
-            eprintln!("{}", msg.as_ref());
-        }
+        crate::diag::say(msg);
     }
 
-    /// Prints a detail line on stderr when verbose.
+    /// Prints a detail line on stderr when verbose ([`crate::diag::detail`]).
     pub fn detail(&self, msg: impl AsRef<str>) {
-        if self.verbosity == Verbosity::Verbose {
-            eprintln!("{}", msg.as_ref());
-        }
+        crate::diag::detail(msg);
+    }
+
+    /// Prints a warning on stderr, even when quiet ([`crate::diag::warn`]).
+    pub fn warn(&self, msg: impl AsRef<str>) {
+        crate::diag::warn(msg);
     }
 }
 
@@ -288,30 +280,75 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             Verbosity::Normal
         },
     };
-    match cli.command {
-        Command::Demo(a) => demo::run(&globals, a),
-        Command::Ingest(a) => ingest::run(&globals, a),
-        Command::IngestPublic(a) => ingest_public::run(&globals, a),
-        Command::Sources(a) => list::sources(&globals, a),
-        Command::Nodes(a) => list::nodes(&globals, a),
-        Command::Sessions(a) => list::sessions(&globals, a),
-        Command::Rejects(a) => list::rejects(&globals, a),
-        Command::Sql(a) => list::sql(&globals, a),
-        Command::Query(a) => query_cmd::run(&globals, a),
-        Command::Report(a) => report_cmd::run(&globals, a),
+    crate::diag::set_verbosity(globals.verbosity);
+    let started = std::time::Instant::now();
+    let name = cli.command.name();
+    let result = dispatch(&globals, cli.command);
+    globals.detail(format!(
+        "{name} took {:.2} s",
+        started.elapsed().as_secs_f64()
+    ));
+    result
+}
+
+impl Command {
+    /// The command's name on the command line.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Command::Demo(_) => "demo",
+            Command::Ingest(_) => "ingest",
+            Command::IngestPublic(_) => "ingest-public",
+            Command::Sources(_) => "sources",
+            Command::Nodes(_) => "nodes",
+            Command::Sessions(_) => "sessions",
+            Command::Rejects(_) => "rejects",
+            Command::Sql(_) => "sql",
+            Command::Query(_) => "query",
+            Command::Report(_) => "report",
+            Command::Completions(_) => "completions",
+            Command::Man(_) => "man",
+            Command::Store(_) => "store",
+            Command::Km(_) => "km",
+            Command::Trigger(_) => "trigger",
+            Command::Replay(_) => "replay",
+            Command::Compare(_) => "compare",
+            Command::Sweep(_) => "sweep",
+            Command::Crossover(_) => "crossover",
+            Command::Presets(_) => "presets",
+            Command::Fit(_) => "fit",
+            Command::Priors(_) => "priors",
+            Command::Synth(_) => "synth",
+            Command::Tui(_) => "tui",
+        }
+    }
+}
+
+/// Runs one command.
+fn dispatch(globals: &Globals, command: Command) -> anyhow::Result<()> {
+    match command {
+        Command::Demo(a) => demo::run(globals, a),
+        Command::Ingest(a) => ingest::run(globals, a),
+        Command::IngestPublic(a) => ingest_public::run(globals, a),
+        Command::Sources(a) => list::sources(globals, a),
+        Command::Nodes(a) => list::nodes(globals, a),
+        Command::Sessions(a) => list::sessions(globals, a),
+        Command::Rejects(a) => list::rejects(globals, a),
+        Command::Sql(a) => list::sql(globals, a),
+        Command::Query(a) => query_cmd::run(globals, a),
+        Command::Report(a) => report_cmd::run(globals, a),
         Command::Completions(a) => shell_cmd::completions(a),
         Command::Man(a) => shell_cmd::man(a),
-        Command::Store(c) => store_cmd::run(&globals, c),
-        Command::Km(a) => fit_cmd::km(&globals, a),
-        Command::Trigger(a) => analysis_cmd::trigger(&globals, a),
-        Command::Replay(a) => replay_cmd::replay(&globals, a),
-        Command::Compare(a) => replay_cmd::compare(&globals, a),
-        Command::Sweep(a) => sweep_cmd::sweep(&globals, a),
-        Command::Crossover(a) => analysis_cmd::crossover(&globals, a),
-        Command::Presets(a) => analysis_cmd::presets_cmd(&globals, a),
-        Command::Fit(a) => fit_cmd::fit(&globals, a),
-        Command::Priors(c) => fit_cmd::priors(&globals, c),
-        Command::Synth(a) => synth_cmd::run(&globals, a),
+        Command::Store(c) => store_cmd::run(globals, c),
+        Command::Km(a) => fit_cmd::km(globals, a),
+        Command::Trigger(a) => analysis_cmd::trigger(globals, a),
+        Command::Replay(a) => replay_cmd::replay(globals, a),
+        Command::Compare(a) => replay_cmd::compare(globals, a),
+        Command::Sweep(a) => sweep_cmd::sweep(globals, a),
+        Command::Crossover(a) => analysis_cmd::crossover(globals, a),
+        Command::Presets(a) => analysis_cmd::presets_cmd(globals, a),
+        Command::Fit(a) => fit_cmd::fit(globals, a),
+        Command::Priors(c) => fit_cmd::priors(globals, c),
+        Command::Synth(a) => synth_cmd::run(globals, a),
         Command::Tui(a) => crate::tui::run(&globals.store, a.run),
     }
 }

@@ -54,7 +54,7 @@ pub fn run(globals: &Globals, cmd: StoreCommand) -> anyhow::Result<()> {
                 globals.say(format!("note: {n}"));
             }
             for p in &report.problems {
-                eprintln!("problem: {p}");
+                globals.warn(format!("problem: {p}"));
             }
             if !report.problems.is_empty() {
                 bail!(

@@ -206,10 +206,10 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
         if let Some(b) = &bar {
             b.set_position(done as u64);
         } else if quiet_log {
-            eprintln!(
+            crate::diag::say(format!(
                 "cells {done}/{total} ({:.0} s)",
                 started.elapsed().as_secs_f64()
-            );
+            ));
         }
     };
     let results = sweep::run_cells(&store, &cells, args.jobs, &progress)?;

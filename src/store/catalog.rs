@@ -53,9 +53,9 @@ fn warn_left_out(left_out: &[(String, String)]) {
     };
     for (source, why) in left_out {
         if warned.insert(source.clone()) {
-            eprintln!(
+            crate::diag::warn(format!(
                 "warning: source {source} is damaged and left out of every view ({why}); see `hazardserve store verify`, or remove it with `hazardserve store remove --source {source}`"
-            );
+            ));
         }
     }
 }

@@ -598,10 +598,10 @@ fn remove_staging(root: &Path, staging: &Path) -> Result<()> {
 fn rebuild_catalog_or_warn(store: &Store, what: &str) {
     fault_point("rebuild the catalog");
     if let Err(e) = Catalog::rebuild_file(store) {
-        eprintln!(
+        crate::diag::warn(format!(
             "warning: {what}, but catalog.duckdb could not be rebuilt ({}); run `hazardserve store rebuild`",
             crate::error_chain(&e)
-        );
+        ));
     }
 }
 

@@ -37,11 +37,11 @@ impl WriteLock {
             Ok(()) => {}
             Err(std::fs::TryLockError::WouldBlock) if wait => {
                 let holder = std::fs::read_to_string(&path).unwrap_or_default();
-                eprintln!(
+                crate::diag::say(format!(
                     "waiting for another writer of {} to finish ({})...",
                     store.root().display(),
                     holder.trim()
-                );
+                ));
                 file.lock().map_err(io_err(&path))?;
             }
             Err(std::fs::TryLockError::WouldBlock) => {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 /// layer (or itself). Utilities sit at the bottom, front ends at the top.
 const LAYERS: &[(&str, u32)] = &[
     ("rng", 0),
+    ("diag", 0),
     ("public", 0),
     ("store", 1),
     ("queries", 2),

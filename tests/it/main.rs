@@ -8,6 +8,7 @@ mod cli_fit;
 mod cli_query;
 mod cli_replay;
 mod cli_store;
+mod cli_verbosity;
 mod common;
 mod interop;
 mod policy_claims;
