@@ -15,14 +15,14 @@ use crate::store::IngestOutcome;
 /// `ingest-public` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Example:\n  hazardserve ingest-public ../shared/traces-public\n  hazardserve ingest-public ../shared/traces-public \\\n      --only gce-preemptible --only fta-lanl05"
+    after_help = "Example:\n  hazardserve ingest-public ../shared/traces-public\n  hazardserve ingest-public ../shared/traces-public \\\n      --only gce-preemptible,fta-lanl05"
 )]
 pub struct IngestPublicArgs {
     /// The directory holding the public traces (as laid out in its MANIFEST.md).
     #[arg(default_value = "../shared/traces-public")]
     pub dir: PathBuf,
-    /// Ingest only these sources (repeatable; see `traces/SOURCES.md`).
-    #[arg(long)]
+    /// Ingest only these sources (repeatable or comma-separated; see `traces/SOURCES.md`).
+    #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
 }
 

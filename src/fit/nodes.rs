@@ -73,6 +73,18 @@ pub struct PooledCurve {
 }
 
 impl PooledCurve {
+    /// The 95 % interval of the median: the first times the lower and the upper bound reach
+    /// 0.5 (the median of each band edge, as lifelines' `median_survival_times` of the
+    /// confidence interval); `None` where that edge stays above 0.5.
+    pub fn median_ci(&self) -> (Option<f64>, Option<f64>) {
+        let first = |v: &[f64]| {
+            v.iter()
+                .position(|&x| x <= 0.5)
+                .and_then(|i| self.km.t.get(i).copied())
+        };
+        (first(&self.lo), first(&self.hi))
+    }
+
     /// (lower, upper) 95 % bound at `x` (1, 1 before the first step).
     pub fn band_at(&self, x: f64) -> (f64, f64) {
         match self.km.t.partition_point(|&v| v <= x).checked_sub(1) {

@@ -43,7 +43,11 @@ pub(super) fn survival_section(
             empty.push(format!("`{source}`"));
             continue;
         };
-        shape_rows.push(shape_row(source, g));
+        let p = fit::pooled_curve(&data).map_err(|e| ReportError::Fit {
+            source_name: source.clone(),
+            source: Box::new(e),
+        })?;
+        shape_rows.push(shape_row(source, g, &p));
         weibull_rows.push(vec![
             source.clone(),
             match (g.weibull_shape, g.weibull_shape_lo, g.weibull_shape_hi) {
@@ -55,10 +59,6 @@ pub(super) fn survival_section(
         ]);
         validation_rows.push(validation_row(source, &data));
         timelines.push(timeline_plot(source, &data)?);
-        let p = fit::pooled_curve(&data).map_err(|e| ReportError::Fit {
-            source_name: source.clone(),
-            source: Box::new(e),
-        })?;
         let h = |t: f64| t / 3600.0;
         let steps: Vec<(f64, f64)> =
             p.km.t
@@ -254,7 +254,7 @@ pub const SHAPE_HEADER: [&str; 8] = [
     "source",
     "sessions",
     "events",
-    "median up",
+    "median up [95 % CI]",
     "hazard",
     "model (ΔAIC to next)",
     "held-out IBS best",
@@ -262,13 +262,19 @@ pub const SHAPE_HEADER: [&str; 8] = [
 ];
 
 /// One row of the hazard-shape table: the verdict of `fit --shrinkage none` and its evidence.
-fn shape_row(source: &str, g: &fit::GroupFit) -> Vec<String> {
+fn shape_row(source: &str, g: &fit::GroupFit, pooled: &fit::PooledCurve) -> Vec<String> {
+    let last = || duration_text(g.curve.last().map_or(0.0, |&(t, _)| t));
     let median = match g.median_s {
-        Some(m) => duration_text(m),
-        None => format!(
-            "> {}",
-            duration_text(g.curve.last().map_or(0.0, |&(t, _)| t))
-        ),
+        Some(m) => {
+            let (lo, hi) = pooled.median_ci();
+            format!(
+                "{} [{}, {}]",
+                duration_text(m),
+                lo.map_or_else(|| "-".into(), duration_text),
+                hi.map_or_else(|| format!("> {}", last()), duration_text)
+            )
+        }
+        None => format!("> {}", last()),
     };
     let model = match (&g.shape_model, g.aic_gap) {
         (Some(m), Some(gap)) => format!("{m} ({gap:.1})"),

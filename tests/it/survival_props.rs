@@ -51,6 +51,36 @@ proptest! {
     }
 
     #[test]
+    fn the_median_interval_brackets_the_median((t, e) in rows(80)) {
+        use hazardserve::fit::{pooled_curve, SourceSessions};
+        use hazardserve::survival::validate::SurvivalSession;
+        let data = SourceSessions {
+            node_ids: vec!["n".into()],
+            node_groups: vec!["all".into()],
+            sessions: t
+                .iter()
+                .zip(&e)
+                .map(|(&t, &e)| SurvivalSession::new(0, 0.0, t, e))
+                .collect(),
+            ..SourceSessions::default()
+        };
+        let p = pooled_curve(&data).unwrap();
+        let km = KmFit::fit(&t, &e).unwrap();
+        let (lo, hi) = p.median_ci();
+        match km.median() {
+            Some(m) => {
+                let lo = lo.expect("the lower edge falls first");
+                prop_assert!(lo <= m, "{lo} > {m}");
+                if let Some(hi) = hi {
+                    prop_assert!(hi >= m, "{hi} < {m}");
+                }
+            }
+            // Not reached: the upper edge is never at 0.5 either.
+            None => prop_assert!(hi.is_none()),
+        }
+    }
+
+    #[test]
     fn truncated_survival_is_non_increasing((t, e, en) in truncated_rows(60)) {
         let km = KmFit::fit_data(&SurvivalData::new(&t, &e).with_entry(&en)).unwrap();
         let s = km.survival_values();
