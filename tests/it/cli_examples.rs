@@ -1,4 +1,5 @@
-//! Every example of every `--help` runs, as a new user would type it: in a fresh directory
+//! Every example of every `--help`, then every command of the README's `sh` blocks, runs as a
+//! new user would type it: in a fresh directory
 //! beside `../shared`, with the default store, after `hazardserve demo`, `ingest-public` and
 //! the Azure conv workload (the README's set-up), each in the order the help pages list them,
 //! through `sh` (redirections, loops and pipes included).
@@ -51,8 +52,39 @@ fn examples(help: &str) -> Vec<String> {
     out
 }
 
+/// The commands of the README's `sh` blocks, continuation lines joined, comment lines left out,
+/// `cargo run --release --` written as the installed binary.
+fn readme_commands(readme: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut in_block = false;
+    let mut current = String::new();
+    for l in readme.lines() {
+        if l.starts_with("```") {
+            in_block = l == "```sh";
+            continue;
+        }
+        let t = l.trim();
+        if !in_block || t.is_empty() || t.starts_with('#') {
+            continue;
+        }
+        match t.strip_suffix('\\') {
+            Some(body) => {
+                current.push_str(body.trim_end());
+                current.push(' ');
+            }
+            None => {
+                current.push_str(t);
+                out.push(
+                    std::mem::take(&mut current).replace("cargo run --release --", "hazardserve"),
+                );
+            }
+        }
+    }
+    out
+}
+
 #[test]
-fn every_help_example_runs_after_the_readme_set_up() {
+fn every_help_example_and_readme_command_runs_after_the_readme_set_up() {
     let (Some(traces), Some(workloads)) = (shared("traces-public"), shared("workloads-public"))
     else {
         return;
@@ -122,39 +154,50 @@ fn every_help_example_runs_after_the_readme_set_up() {
     let mut ran = 0;
     let mut failures = Vec::new();
     let mut timings = Vec::new();
-    for (cmd, help) in help_tree() {
-        for line in examples(&help) {
-            let words: Vec<&str> = line.split_whitespace().collect();
-            if words.get(1) == Some(&"tui") || line.contains(" tui ") || line.ends_with(" tui") {
-                // No terminal here: the TUI must refuse with a clear message, not hang.
-                let (out, _) = run(&line);
-                let err = String::from_utf8_lossy(&out.stderr);
-                if out.status.success() || !err.contains("terminal") {
-                    failures.push(format!("`{line}` without a terminal: {err}"));
-                }
-                continue;
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let lines = help_tree()
+        .into_iter()
+        .flat_map(|(cmd, help)| {
+            let origin = format!("`hazardserve {} --help`", cmd.join(" "));
+            examples(&help)
+                .into_iter()
+                .map(move |l| (l, origin.clone()))
+        })
+        .chain(
+            readme_commands(&readme)
+                .into_iter()
+                .map(|l| (l, "README.md".to_string())),
+        );
+    for (line, origin) in lines {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        if words.contains(&"tui") {
+            // No terminal here: the TUI must refuse with a clear message, not hang.
+            let (out, _) = run(&line);
+            let err = String::from_utf8_lossy(&out.stderr);
+            if out.status.success() || !err.contains("terminal") {
+                failures.push(format!("`{line}` ({origin}) without a terminal: {err}"));
             }
-            if line.contains("regime-map.toml") && !line.contains("--dry-run") {
-                eprintln!("not run (24 minutes on two cores; its --dry-run runs): {line}");
-                continue;
-            }
-            let line = if line.contains("| man -l -") && !have_man {
-                eprintln!("`man` is not installed: running only the hazardserve half of {line}");
-                line.replace("| man -l -", "> /dev/null")
-            } else {
-                line
-            };
-            let (out, secs) = run(&line);
-            ran += 1;
-            timings.push((secs, line.clone()));
-            if !out.status.success() {
-                failures.push(format!(
-                    "`{line}` (from `hazardserve {} --help`) exited with {}:\n{}",
-                    cmd.join(" "),
-                    out.status,
-                    String::from_utf8_lossy(&out.stderr)
-                ));
-            }
+            continue;
+        }
+        if line.contains("regime-map") && !line.contains("--dry-run") {
+            eprintln!("not run (the regime map takes 24 minutes on two cores): {line}");
+            continue;
+        }
+        let line = if line.contains("| man -l -") && !have_man {
+            eprintln!("`man` is not installed: running only the hazardserve half of {line}");
+            line.replace("| man -l -", "> /dev/null")
+        } else {
+            line
+        };
+        let (out, secs) = run(&line);
+        ran += 1;
+        timings.push((secs, line.clone()));
+        if !out.status.success() {
+            failures.push(format!(
+                "`{line}` (from {origin}) exited with {}:\n{}",
+                out.status,
+                String::from_utf8_lossy(&out.stderr)
+            ));
         }
     }
     timings.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -167,5 +210,5 @@ fn every_help_example_runs_after_the_readme_set_up() {
         failures.len(),
         failures.join("\n\n")
     );
-    assert!(ran >= 60, "only {ran} examples ran");
+    assert!(ran >= 120, "only {ran} examples ran");
 }
