@@ -7,6 +7,7 @@ use clap::Args;
 use super::Globals;
 use crate::report::{self, ReportOptions};
 use crate::store::Store;
+use crate::sweep::AxisFilter;
 
 /// `report` arguments.
 #[derive(Debug, Args)]
@@ -14,6 +15,7 @@ use crate::store::Store;
   hazardserve report --out report/
   hazardserve report --out report/ --source gce-preemptible --source stunner-80
   hazardserve report --out report/ --run run-demo --sweep demo-map
+  hazardserve report --out report/ --sweep demo-map --where hardware.preset=phone
 
 Writes report.md (with the plots as SVG files beside it) and report.html (one self-contained
 page, plots inline, no network).")]
@@ -30,6 +32,10 @@ pub struct ReportArgs {
     /// Add the regime map of this sweep.
     #[arg(long, value_name = "ID")]
     pub sweep: Option<String>,
+    /// Only the sweep's cells whose axis KEY has VALUE (repeatable; axis keys as in
+    /// `sweep summary`).
+    #[arg(long = "where", value_name = "KEY=VALUE", requires = "sweep", value_parser = AxisFilter::parse_pair)]
+    pub where_: Vec<(String, String)>,
 }
 
 /// Runs `report`.
@@ -41,6 +47,7 @@ pub fn run(globals: &Globals, args: ReportArgs) -> anyhow::Result<()> {
             sources: args.source,
             run: args.run,
             sweep: args.sweep,
+            sweep_where: AxisFilter(args.where_),
         },
     )?;
     let files = r.write(&args.out)?;

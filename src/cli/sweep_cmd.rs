@@ -11,7 +11,7 @@ use super::{Globals, Verbosity};
 use crate::output::{self, human_float, render, Col, OutputFormat};
 use crate::replay::Metric;
 use crate::store::{Store, WriteLock};
-use crate::sweep::{self, CellResult, GridFile, Shard, ShardInfo};
+use crate::sweep::{self, AxisFilter, CellResult, GridFile, Shard, ShardInfo};
 
 /// `sweep` arguments: run a grid, or one of the subcommands.
 #[derive(Debug, Args)]
@@ -20,6 +20,7 @@ use crate::sweep::{self, CellResult, GridFile, Shard, ShardInfo};
     after_help = "Examples:
   hazardserve sweep --grid reports/sweeps/regime-map.toml --jobs 2
   hazardserve sweep --grid reports/sweeps/regime-map.toml --dry-run
+  hazardserve sweep --grid reports/sweeps/demo.toml --where hardware.preset=phone
   hazardserve sweep summary
   hazardserve sweep summary --format json > map.json
   # Sharded: one shard per cluster array task (here in a loop), then merge
@@ -58,6 +59,10 @@ pub struct SweepRunArgs {
     /// Store the sweep under this id (default: sweep-<UTC time>).
     #[arg(long)]
     pub id: Option<String>,
+    /// Run only the cells whose axis KEY has VALUE (repeatable): a slice of the grid, stored
+    /// as a sweep of its own.
+    #[arg(long = "where", value_name = "KEY=VALUE", value_parser = AxisFilter::parse_pair)]
+    pub where_: Vec<(String, String)>,
     /// List the cells and exit.
     #[arg(long)]
     pub dry_run: bool,
@@ -152,6 +157,25 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
     let grid = GridFile::read(&path)?;
     let all = grid.cells()?;
     let n_all = all.len();
+    let filter = AxisFilter(args.where_);
+    if let Some(c) = all.first() {
+        filter
+            .check_keys(c.values.iter().map(|(k, _)| k.as_str()))
+            .map_err(|e| anyhow::anyhow!("{}: --where: {e}", path.display()))?;
+    }
+    let all: Vec<_> = all
+        .into_iter()
+        .filter(|c| {
+            filter.keeps(
+                c.values
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), sweep::grid::value_text(v))),
+            )
+        })
+        .collect();
+    if all.is_empty() {
+        anyhow::bail!("{}: no cell has {}", path.display(), filter.text());
+    }
     let cells = sweep::shard_cells(all, shard);
     if args.dry_run {
         let mut out = std::io::stdout().lock();
@@ -166,7 +190,13 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
         None => {
             // Fail before hours of work, not after.
             Store::check_writable(&globals.store)?;
-            let key = sweep::content_key(&store, &grid.text, sweep::grid_sources(&cells))?;
+            // A slice is a sweep of its own: its filter is part of its content.
+            let text = if filter.is_empty() {
+                grid.text.clone()
+            } else {
+                format!("{}\n# --where {}\n", grid.text, filter.text())
+            };
+            let key = sweep::content_key(&store, &text, sweep::grid_sources(&cells))?;
             if let Some(id) = &args.id {
                 if sweep::is_stored(&store, id, &key) {
                     globals.say(format!(

@@ -11,9 +11,11 @@
 mod migration;
 pub mod plots;
 mod survival;
+mod sweep_map;
 
 pub use migration::TRIGGER_HEADER;
 pub use survival::{SHAPE_HEADER, VALIDATION_HEADER, VALIDATION_SPLIT};
+pub use sweep_map::CELLS_HEADER;
 
 use std::path::{Path, PathBuf};
 
@@ -24,8 +26,8 @@ use crate::replay::{Metric, PolicySummary};
 use crate::scenario;
 use crate::store::{Store, StoreError};
 use crate::survival::SurvivalError;
-use crate::sweep::{self, SweepError};
-use plots::{Bar, Sign};
+use crate::sweep::SweepError;
+use plots::Bar;
 
 /// Why a report could not be made.
 #[derive(Debug, thiserror::Error)]
@@ -66,6 +68,14 @@ pub enum ReportError {
         #[source]
         source: std::io::Error,
     },
+    /// A `--where` names an axis the sweep does not have, or matches no cell.
+    #[error("sweep {sweep}: {problem}")]
+    SweepWhere {
+        /// The sweep.
+        sweep: String,
+        /// What is wrong.
+        problem: String,
+    },
     /// No run of that id.
     #[error("no run {0:?} in the store (`hazardserve compare` lists the latest)")]
     NoRun(String),
@@ -86,6 +96,8 @@ pub struct ReportOptions {
     pub run: Option<String>,
     /// Sweep (`None`: none).
     pub sweep: Option<String>,
+    /// Only the sweep's cells with these axis values.
+    pub sweep_where: crate::sweep::AxisFilter,
 }
 
 /// One piece of the report.
@@ -145,7 +157,7 @@ pub fn build(store: &Store, opts: &ReportOptions) -> Result<Report, ReportError>
         run_section(store, &reader, run, &mut r)?;
     }
     if let Some(id) = &opts.sweep {
-        sweep_section(store, id, &mut r)?;
+        sweep_map::sweep_section(store, id, &opts.sweep_where, &mut r)?;
     }
     Ok(r)
 }
@@ -276,64 +288,6 @@ fn run_section(
         "completion-cdf.svg".into(),
         plots::cdfs(&format!("Completion-time CDF, run {run}"), &series)?,
         "Completion-time CDF of every policy".into(),
-    ));
-    Ok(())
-}
-
-fn sweep_section(store: &Store, id: &str, r: &mut Report) -> Result<(), ReportError> {
-    let cells = sweep::load_sweep(store, id)?;
-    r.blocks
-        .push(Block::Heading(format!("Regime map: sweep {id}")));
-    let layout = sweep::MapLayout::of(&cells);
-    let rows: Vec<String> = layout.rows.iter().map(|r| r.join(" · ")).collect();
-    let grid: Vec<Vec<(Sign, String)>> = layout
-        .grid
-        .iter()
-        .map(|row| {
-            row.iter()
-                .map(|slot| {
-                    let Some(c) = slot.map(|i| &cells[i]) else {
-                        return (Sign::Missing, String::new());
-                    };
-                    let d = c
-                        .vs_best_blind()
-                        .and_then(|v| v.get(Metric::MeanCompletion));
-                    let sign = match d.map(|d| d.direction()) {
-                        None => Sign::Missing,
-                        Some(Some(std::cmp::Ordering::Less)) => Sign::Better,
-                        Some(Some(_)) => Sign::Worse,
-                        Some(None) => Sign::Tie,
-                    };
-                    let text = d.map_or("-".into(), |d| human_float(d.diff))
-                        + if c.pays() { " *" } else { "" };
-                    (sign, text)
-                })
-                .collect()
-        })
-        .collect();
-    let column_axis = layout.column_axis().unwrap_or("(one column)");
-    let pays = cells.iter().filter(|c| c.pays()).count();
-    r.blocks.push(Block::Text(format!(
-        "{} cells; `hazard` minus the best hazard-blind baseline on mean completion (s), paired \
-         by window: green where hazard is better and red where it is worse with a 95 % interval \
-         that excludes 0, grey where the interval contains 0; `*` marks the {pays} cells where \
-         hazard pays (beats the best blind baseline and `uptime`). Rows: {}; columns: {} \
-         (`hazardserve sweep summary {id}`).",
-        cells.len(),
-        layout.row_axes().join(" · "),
-        layout.column_axis().unwrap_or("-"),
-    )));
-    let svg = plots::heatmap(
-        &format!("Regime map {id}: hazard minus best blind, mean completion (s)"),
-        column_axis,
-        &rows,
-        &layout.columns,
-        &grid,
-    )?;
-    r.blocks.push(Block::Plot(
-        "regime-map.svg".into(),
-        svg,
-        "Where hazard-awareness pays".into(),
     ));
     Ok(())
 }

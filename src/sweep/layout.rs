@@ -1,5 +1,6 @@
 //! The regime map's layout: the last axis of a sweep across, every combination of the other
-//! axes down (a one-axis sweep lists its values down), each slot holding one cell. The TUI's
+//! axes down (a one-axis sweep lists its values down), each slot holding one cell; axes with a
+//! single value among the cells laid out are left out. The TUI's
 //! Sweep screen and the report's heatmap draw this one layout.
 
 use super::cell::CellResult;
@@ -42,6 +43,10 @@ impl MapLayout {
                     }),
                 }
             }
+        }
+        // An axis with one value among these cells (a slice of a sweep) is not drawn.
+        if cells.len() > 1 {
+            axes.retain(|a| a.values.len() > 1);
         }
         // The last axis goes across, unless it is the only one.
         let across = (axes.len() >= 2).then(|| axes.len() - 1);

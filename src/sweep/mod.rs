@@ -17,12 +17,14 @@ use rayon::prelude::*;
 
 pub mod axis;
 pub mod cell;
+pub mod filter;
 pub mod grid;
 pub mod layout;
 pub mod stored;
 
 pub use axis::{compare_axis, AxisRow};
 pub use cell::{run_cell, CellResult, MAP_METRICS};
+pub use filter::AxisFilter;
 pub use grid::{Cell, GridFile};
 pub use layout::{MapLayout, SweepAxis};
 pub use stored::{

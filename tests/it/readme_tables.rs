@@ -7,17 +7,32 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use hazardserve::report::{COMPARISON_HEADER, SHAPE_HEADER, VALIDATION_HEADER};
+use hazardserve::report::{CELLS_HEADER, COMPARISON_HEADER, SHAPE_HEADER, VALIDATION_HEADER};
 
 use crate::common::{hs, ok, shared};
 
 const BEGIN: &str = "<!-- report-table ";
+
+/// The README's slice of the regime map (`report-table regime-map-slice`): these cells of
+/// `reports/sweeps/regime-map.toml`, run with `sweep --where` and reported with
+/// `report --where`. A cell's result depends only on its own scenario, so the slice's numbers
+/// are the full map's.
+const MAP_SLICE: [&str; 3] = [
+    "workload.source=long-output",
+    "hardware.link=10gbe",
+    "policy.survival_curve+policy.tail=linear+exponential",
+];
 const END: &str = "<!-- /report-table -->";
 
 /// The table of `md` whose header row is `header`, as Markdown lines (header, rule, rows).
 fn table(md: &str, header: &[&str]) -> Option<String> {
     let head = format!("| {} |", header.join(" | "));
-    let mut lines = md.lines().skip_while(|l| *l != head);
+    table_where(md, |l| l == head)
+}
+
+/// The first table of `md` whose header row satisfies `is_header`.
+fn table_where(md: &str, is_header: impl Fn(&str) -> bool) -> Option<String> {
+    let mut lines = md.lines().skip_while(|l| !is_header(l));
     let first = lines.next()?;
     let mut out = vec![first];
     out.extend(lines.take_while(|l| l.starts_with('|')));
@@ -96,6 +111,42 @@ fn readme_result_tables_are_what_report_prints_now() {
         "the README has its generated tables: {:?}",
         keys.iter().map(|k| &k.0).collect::<Vec<_>>()
     );
+    if keys.iter().any(|(k, _)| k == "regime-map-slice") {
+        let csv = tmp.path().join("long-output.csv");
+        let mut c = hs(&store);
+        c.args(["-q", "synth", "workload", "--class", "long-output", "--out"])
+            .arg(&csv);
+        ok(c);
+        let mut c = hs(&store);
+        c.args([
+            "-q",
+            "ingest",
+            "--format",
+            "lengths-csv",
+            "--source",
+            "long-output",
+        ])
+        .arg(&csv);
+        ok(c);
+        let wheres: Vec<&str> = MAP_SLICE.iter().flat_map(|w| ["--where", w]).collect();
+        let mut c = hs(&store);
+        c.current_dir(root)
+            .args(["-q", "sweep", "--grid", "reports/sweeps/regime-map.toml"])
+            .args(&wheres)
+            .args(["--id", "regime-map-slice"]);
+        ok(c);
+        let dir = tmp.path().join("map-report");
+        let mut c = hs(&store);
+        c.args(["-q", "report", "--out"])
+            .arg(&dir)
+            .args(["--source", "parcae-p3", "--sweep", "regime-map-slice"])
+            .args(&wheres);
+        ok(c);
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        let t = table_where(&md, |l| l.starts_with('|') && l.contains(CELLS_HEADER[0]))
+            .unwrap_or_else(|| panic!("no cells table:\n{md}"));
+        fresh.insert("regime-map-slice".into(), t);
+    }
     for (key, _) in &keys {
         if fresh.contains_key(key) {
             continue;

@@ -39,7 +39,11 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
         let fit = json(demo_store(), &["fit", "--source", source]);
         let g = &fit.as_array().unwrap()[0];
         let k = human(g["weibull_shape"].as_f64().unwrap());
+        // Rows before the regime map (whose cells table has a row per source too).
         let rows: Vec<&str> = md
+            .split("## Regime map")
+            .next()
+            .unwrap()
             .lines()
             .filter(|l| l.starts_with(&format!("| {source} |")))
             .collect();
@@ -151,6 +155,35 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
             .find(|l| l.starts_with(&format!("| {name} |")))
             .unwrap_or_else(|| panic!("no row of {name}"));
         assert!(row.contains(&format!("| {mean} [")), "{row} lacks {mean}");
+    }
+    // The regime map's cells: the paired differences of `sweep summary --format json`.
+    let map = json(demo_store(), &["sweep", "summary", "demo-map"]);
+    let table: Vec<&str> = md
+        .split("## Regime map")
+        .nth(1)
+        .unwrap()
+        .lines()
+        .filter(|l| l.starts_with("| sample-"))
+        .collect();
+    assert_eq!(table.len(), map.as_array().unwrap().len());
+    for (cell, row) in map.as_array().unwrap().iter().zip(&table) {
+        for (key, col) in [("hazard_vs_fastest", 3), ("hazard_vs_uptime", 5)] {
+            let d = &cell[key]["mean_completion_s"];
+            let text = hazardserve::output::signed_interval_text(
+                d["diff"].as_f64().unwrap(),
+                d["ci_low"].as_f64().zip(d["ci_high"].as_f64()),
+            );
+            let got = row.split(" | ").nth(col).unwrap();
+            assert_eq!(got, text, "{key} of {} in {row}", cell["cell"]);
+        }
+        let best = cell["best_blind"].as_str().unwrap();
+        assert!(row.contains(&format!("({best})")), "{row} lacks {best}");
+        let pays = if cell["pays"].as_bool().unwrap() {
+            "yes"
+        } else {
+            "no"
+        };
+        assert!(row.ends_with(&format!("| {pays} |")), "{row}");
     }
     // The regime map is there with its cell count.
     assert!(

@@ -559,3 +559,71 @@ fn summary_axis_pairs_one_axis_across_otherwise_equal_cells() {
         "{err}"
     );
 }
+
+#[test]
+fn a_slice_of_a_grid_runs_and_reports_on_its_own() {
+    use crate::tui_common::demo_store;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let grid = root.join("reports/sweeps/demo.toml");
+    let dry = |wheres: &[&str]| {
+        let mut c = hs(demo_store());
+        c.args(["-q", "sweep", "--grid"])
+            .arg(&grid)
+            .arg("--dry-run");
+        for w in wheres {
+            c.args(["--where", w]);
+        }
+        c
+    };
+    // 12 cells = 2 sources x 3 presets x 2 loads; a preset keeps 4, a preset and a source 2.
+    let phone = ok(dry(&["hardware.preset=phone"]));
+    assert_eq!(phone.lines().count(), 4, "{phone}");
+    assert!(phone.lines().all(|l| l.contains("hardware.preset=phone")));
+    let two = ok(dry(&["hardware.preset=phone", "nodes.source=sample-hpc"]));
+    assert_eq!(two.lines().count(), 2, "{two}");
+    // An unknown axis names the axes; a value no cell has says so; both before any work.
+    let e = fails(dry(&["hardware.link=10gbe"]));
+    let msg = String::from_utf8_lossy(&e.stderr);
+    assert!(
+        msg.contains("no axis \"hardware.link\"") && msg.contains("hardware.preset"),
+        "{msg}"
+    );
+    let e = fails(dry(&["hardware.preset=tpu"]));
+    assert!(String::from_utf8_lossy(&e.stderr).contains("no cell has hardware.preset=tpu"));
+    let e = fails(dry(&["hardware.preset"]));
+    assert!(String::from_utf8_lossy(&e.stderr).contains("use KEY=VALUE"));
+    // The report of a slice of the stored demo map: its 4 cells, the fixed axis left out of
+    // the table, and the same errors.
+    let tmp = tempfile::tempdir().unwrap();
+    let mut c = hs(demo_store());
+    c.args(["-q", "report", "--out"])
+        .arg(tmp.path())
+        .args(["--source", "sample-spot", "--sweep", "demo-map"])
+        .args(["--where", "hardware.preset=phone"]);
+    ok(c);
+    let md = std::fs::read_to_string(tmp.path().join("report.md")).unwrap();
+    let head = md
+        .lines()
+        .find(|l| l.contains(hazardserve::report::CELLS_HEADER[0]))
+        .expect("a cells table");
+    assert!(
+        head.starts_with("| nodes.source | workload.load |"),
+        "{head}"
+    );
+    let rows = md
+        .lines()
+        .skip_while(|l| *l != head)
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .count();
+    assert_eq!(rows, 4, "{md}");
+    let mut c = hs(demo_store());
+    c.args(["-q", "report", "--out"]).arg(tmp.path()).args([
+        "--sweep",
+        "demo-map",
+        "--where",
+        "hardware.link=wan",
+    ]);
+    let e = fails(c);
+    assert!(String::from_utf8_lossy(&e.stderr).contains("no axis \"hardware.link\""));
+}

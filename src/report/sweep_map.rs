@@ -1,0 +1,181 @@
+//! The report's regime map: a sweep's cells (all, or those with given axis values) as a
+//! heatmap of `hazard` minus the best hazard-blind baseline, and as a table of `hazard`'s paired
+//! differences (the numbers of `sweep summary --format json`).
+
+use super::plots::{self, Sign};
+use super::{Block, Report, ReportError};
+use crate::output::{human_float, signed_interval_text};
+use crate::replay::{Metric, Versus};
+use crate::store::Store;
+use crate::sweep::{self, AxisFilter, CellResult};
+
+/// The cells of sweep `id` in the slice `filter`.
+fn select(
+    cells: Vec<CellResult>,
+    id: &str,
+    filter: &AxisFilter,
+) -> Result<Vec<CellResult>, ReportError> {
+    let problem = |problem: String| ReportError::SweepWhere {
+        sweep: id.to_string(),
+        problem,
+    };
+    if let Some(c) = cells.first() {
+        filter
+            .check_keys(c.axes.iter().map(|(k, _)| k.as_str()))
+            .map_err(problem)?;
+    }
+    let kept: Vec<CellResult> = cells
+        .into_iter()
+        .filter(|c| filter.keeps(c.axes.iter().map(|(k, v)| (k.as_str(), v.clone()))))
+        .collect();
+    if kept.is_empty() && !filter.is_empty() {
+        return Err(problem(format!("no cell has {}", filter.text())));
+    }
+    Ok(kept)
+}
+
+/// The header of the cells table after its axis columns.
+pub const CELLS_HEADER: [&str; 6] = [
+    "hazard - fastest, mean completion (s)",
+    "hazard - best blind (s)",
+    "hazard - uptime (s)",
+    "hazard - fastest, interruptions / window",
+    "planned moves / window",
+    "pays",
+];
+
+/// A paired difference of `v` on `m`, signed, with its interval.
+fn diff(v: Option<&Versus>, m: Metric) -> String {
+    v.and_then(|v| v.get(m)).map_or("-".into(), |d| {
+        signed_interval_text(d.diff, d.ci_low.zip(d.ci_high))
+    })
+}
+
+/// One row per cell: the axes that vary among `cells` (and are not fixed by `filter`), then
+/// `hazard`'s paired differences on mean completion against `fastest`, the best hazard-blind
+/// baseline (named) and `uptime`, on interruptions against `fastest`, its planned moves, and
+/// whether it pays.
+fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
+    let Some(first) = cells.first() else {
+        return;
+    };
+    let axes: Vec<&str> = first
+        .axes
+        .iter()
+        .map(|(k, _)| k.as_str())
+        .filter(|k| !filter.fixes(k))
+        .filter(|k| {
+            let value = |c: &CellResult| {
+                c.axes
+                    .iter()
+                    .find(|(ck, _)| ck == k)
+                    .map(|(_, v)| v.clone())
+            };
+            cells.iter().any(|c| value(c) != value(first))
+        })
+        .collect();
+    let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
+    header.extend(CELLS_HEADER.map(String::from));
+    let rows = cells
+        .iter()
+        .map(|c| {
+            let mut row: Vec<String> = axes
+                .iter()
+                .map(|a| {
+                    c.axes
+                        .iter()
+                        .find(|(k, _)| k == a)
+                        .map_or("-".into(), |(_, v)| v.clone())
+                })
+                .collect();
+            let bb = c.vs_best_blind();
+            row.push(diff(c.vs_fastest(), Metric::MeanCompletion));
+            row.push(format!(
+                "{} ({})",
+                diff(bb, Metric::MeanCompletion),
+                bb.map_or("-".into(), |v| v.reference.to_string())
+            ));
+            row.push(diff(c.vs_uptime.as_ref(), Metric::MeanCompletion));
+            row.push(diff(c.vs_fastest(), Metric::UnplannedInterruptions));
+            row.push(c.planned_migrations().map_or("-".into(), human_float));
+            row.push(if c.pays() { "yes" } else { "no" }.into());
+            row
+        })
+        .collect();
+    let fixed = if filter.is_empty() {
+        String::new()
+    } else {
+        format!(" with {}", filter.text())
+    };
+    r.blocks.push(Block::Text(format!(
+        "The {} cells{fixed}: `hazard` minus each reference, paired by window, with 95 % \
+         intervals (negative: hazard better); a cell pays when hazard beats both the best \
+         blind baseline and `uptime` on mean or p99 completion with intervals that exclude 0.",
+        cells.len()
+    )));
+    r.blocks.push(Block::Table(header, rows));
+}
+
+pub(super) fn sweep_section(
+    store: &Store,
+    id: &str,
+    filter: &AxisFilter,
+    r: &mut Report,
+) -> Result<(), ReportError> {
+    let cells = select(sweep::load_sweep(store, id)?, id, filter)?;
+    r.blocks
+        .push(Block::Heading(format!("Regime map: sweep {id}")));
+    let layout = sweep::MapLayout::of(&cells);
+    let rows: Vec<String> = layout.rows.iter().map(|r| r.join(" · ")).collect();
+    let grid: Vec<Vec<(Sign, String)>> = layout
+        .grid
+        .iter()
+        .map(|row| {
+            row.iter()
+                .map(|slot| {
+                    let Some(c) = slot.map(|i| &cells[i]) else {
+                        return (Sign::Missing, String::new());
+                    };
+                    let d = c
+                        .vs_best_blind()
+                        .and_then(|v| v.get(Metric::MeanCompletion));
+                    let sign = match d.map(|d| d.direction()) {
+                        None => Sign::Missing,
+                        Some(Some(std::cmp::Ordering::Less)) => Sign::Better,
+                        Some(Some(_)) => Sign::Worse,
+                        Some(None) => Sign::Tie,
+                    };
+                    let text = d.map_or("-".into(), |d| human_float(d.diff))
+                        + if c.pays() { " *" } else { "" };
+                    (sign, text)
+                })
+                .collect()
+        })
+        .collect();
+    let column_axis = layout.column_axis().unwrap_or("(one column)");
+    let pays = cells.iter().filter(|c| c.pays()).count();
+    r.blocks.push(Block::Text(format!(
+        "{} cells; `hazard` minus the best hazard-blind baseline on mean completion (s), paired \
+         by window: green where hazard is better and red where it is worse with a 95 % interval \
+         that excludes 0, grey where the interval contains 0; `*` marks the {pays} cells where \
+         hazard pays (beats the best blind baseline and `uptime`). Rows: {}; columns: {} \
+         (`hazardserve sweep summary {id}`).",
+        cells.len(),
+        layout.row_axes().join(" · "),
+        layout.column_axis().unwrap_or("-"),
+    )));
+    let svg = plots::heatmap(
+        &format!("Regime map {id}: hazard minus best blind, mean completion (s)"),
+        column_axis,
+        &rows,
+        &layout.columns,
+        &grid,
+    )?;
+    r.blocks.push(Block::Plot(
+        "regime-map.svg".into(),
+        svg,
+        "Where hazard-awareness pays".into(),
+    ));
+    cells_table(&cells, filter, r);
+    Ok(())
+}
