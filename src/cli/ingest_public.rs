@@ -50,8 +50,10 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
     for name in &args.only {
         if !PUBLIC_SOURCES.iter().any(|s| s.source == name) {
             let names: Vec<&str> = PUBLIC_SOURCES.iter().map(|s| s.source).collect();
+            let near = crate::store::similar_names(name, names.iter().copied());
             anyhow::bail!(
-                "unknown public source {name:?}; known: {}",
+                "unknown public source {name:?}{}; known: {}",
+                crate::store::did_you_mean(&near),
                 names.join(", ")
             );
         }

@@ -252,8 +252,10 @@ pub fn sql(globals: &Globals, args: SqlArgs) -> anyhow::Result<()> {
 /// "no query named X" with the names there are.
 pub fn unknown_query(name: &str) -> String {
     let names: Vec<&str> = named_queries::QUERIES.iter().map(|q| q.name).collect();
+    let near = crate::store::similar_names(name, names.iter().copied());
     format!(
-        "no query named {name:?}; named queries: {} (`hazardserve query --list` describes them)",
+        "no query named {name:?}{}; named queries: {} (`hazardserve query --list` describes them)",
+        crate::store::did_you_mean(&near),
         names.join(", ")
     )
 }

@@ -331,7 +331,11 @@ impl std::fmt::Display for PresetKind {
 
 /// A preset name that no preset of its kind has; the message lists the known names.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("unknown {kind} {name:?}; known: {}", known.join(", "))]
+#[error(
+    "unknown {kind} {name:?}{}; known: {}",
+    crate::store::did_you_mean(&crate::store::similar_names(name, known.iter().copied())),
+    known.join(", ")
+)]
 pub struct UnknownPreset {
     /// What was looked up.
     pub kind: PresetKind,
@@ -393,7 +397,10 @@ mod tests {
         let e = find_link("wam").map(|l| l.name);
         assert_eq!(
             e.map_err(|e| e.to_string()),
-            Err("unknown link \"wam\"; known: wan, 1gbe, 10gbe, rdma, nvlink".to_string())
+            Err(
+                "unknown link \"wam\"; did you mean wan?; known: wan, 1gbe, 10gbe, rdma, nvlink"
+                    .to_string()
+            )
         );
         assert!(find_model("llama-3-8b").is_ok());
         let m = find_model("gpt").map(|m| m.name).map_err(|e| e.to_string());

@@ -624,7 +624,7 @@ mod override_tests {
         cfg.hardware.link = "wam".into();
         assert_eq!(
             cfg.validate().unwrap_err().to_string(),
-            "unknown link \"wam\"; known: wan, 1gbe, 10gbe, rdma, nvlink"
+            "unknown link \"wam\"; did you mean wan?; known: wan, 1gbe, 10gbe, rdma, nvlink"
         );
         let mut cfg = ScenarioConfig::default();
         cfg.replay.policies = vec!["fastets".into()];

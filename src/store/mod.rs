@@ -316,25 +316,16 @@ impl Store {
         None
     }
 
-    /// Up to three source names close to `name`: names that start with it (or that it starts
-    /// with), or within two edits of it, closest first.
+    /// Up to three source names close to `name` ([`similar_names`] among the stored sources).
     pub fn similar_sources(&self, name: &str) -> Vec<String> {
         let Ok(entries) = std::fs::read_dir(self.root.join("manifests")) else {
             return Vec::new();
         };
-        let lower = name.to_lowercase();
-        let mut near: Vec<(usize, String)> = entries
+        let names: Vec<String> = entries
             .flatten()
-            .filter_map(|e| {
-                let n = e.file_name().to_str()?.strip_suffix(".json")?.to_string();
-                let l = n.to_lowercase();
-                let d = edit_distance(&lower, &l);
-                let prefix = !lower.is_empty() && (l.starts_with(&lower) || lower.starts_with(&l));
-                (prefix || d <= 2).then_some((if prefix { 0 } else { d }, n))
-            })
+            .filter_map(|e| Some(e.file_name().to_str()?.strip_suffix(".json")?.to_string()))
             .collect();
-        near.sort();
-        near.into_iter().take(3).map(|(_, n)| n).collect()
+        similar_names(name, names.iter().map(String::as_str))
     }
 
     /// The manifest of one source.
@@ -376,8 +367,26 @@ impl Store {
     }
 }
 
+/// Up to three of `candidates` close to `name`: names that start with it (or that it starts
+/// with), or within two edits of it (case-insensitive), closest first.
+pub fn similar_names<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let lower = name.to_lowercase();
+    let mut near: Vec<(usize, String)> = candidates
+        .into_iter()
+        .filter_map(|n| {
+            let l = n.to_lowercase();
+            let d = edit_distance(&lower, &l);
+            let prefix = !lower.is_empty() && (l.starts_with(&lower) || lower.starts_with(&l));
+            (prefix || d <= 2).then(|| (if prefix { 0 } else { d }, n.to_string()))
+        })
+        .collect();
+    near.sort();
+    near.dedup();
+    near.into_iter().take(3).map(|(_, n)| n).collect()
+}
+
 /// `"; did you mean a, b?"` for similar names, or nothing.
-fn did_you_mean(names: &[String]) -> String {
+pub fn did_you_mean(names: &[String]) -> String {
     if names.is_empty() {
         String::new()
     } else {

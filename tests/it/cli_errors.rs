@@ -88,6 +88,9 @@ fn cli_errors_sql() {
         "unknown_named_query",
         s.stderr(true, &["sql", "--query", "nope"])
     );
+    // A typo gets the name it was probably meant to be.
+    let typo = s.stderr(true, &["query", "availabilty"]);
+    assert!(typo.contains("did you mean availability?"), "{typo}");
 }
 
 #[test]
@@ -145,6 +148,18 @@ fn cli_errors_files() {
             ]
         )
     );
+    let typo = s.stderr(
+        true,
+        &[
+            "ingest-public",
+            &s.path().display().to_string(),
+            "--only",
+            "gce-preemptable",
+        ],
+    );
+    assert!(typo.contains("did you mean gce-preemptible?"), "{typo}");
+    let typo = s.stderr(true, &["trigger", "--link", "10gb"]);
+    assert!(typo.contains("did you mean 10gbe"), "{typo}");
 }
 
 #[test]
