@@ -127,7 +127,7 @@ pub enum Command {
     /// Generate sample traces from distributions measured on public traces.
     #[command(after_help = "Examples:
   hazardserve synth traces --out traces/samples
-  hazardserve synth workload --class long-output --out long.csv")]
+  hazardserve synth workload --class long-output --out long-output.csv")]
     Synth(synth_cmd::SynthArgs),
     /// Write a Markdown + HTML report with SVG plots (survival, policy comparison, regime map).
     Report(report_cmd::ReportArgs),

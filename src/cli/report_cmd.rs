@@ -15,7 +15,8 @@ use crate::sweep::AxisFilter;
   hazardserve report --out report/
   hazardserve report --out report/ --source gce-preemptible --source stunner-80
   hazardserve report --out report/ --run run-demo --sweep demo-map
-  hazardserve report --out report/ --sweep demo-map --where hardware.preset=phone
+  hazardserve report --out report/ --sweep demo-map \\
+      --where hardware.preset=phone
 
 Writes report.md (with the plots as SVG files beside it) and report.html (one self-contained
 page, plots inline, no network).")]

@@ -20,7 +20,8 @@ use crate::sweep::{self, AxisFilter, CellResult, GridFile, Shard, ShardInfo};
     after_help = "Examples:
   hazardserve sweep --grid reports/sweeps/regime-map.toml --jobs 2
   hazardserve sweep --grid reports/sweeps/regime-map.toml --dry-run
-  hazardserve sweep --grid reports/sweeps/demo.toml --where hardware.preset=phone
+  hazardserve sweep --grid reports/sweeps/demo.toml \\
+      --where hardware.preset=phone
   hazardserve sweep summary
   hazardserve sweep summary --format json > map.json
   # Sharded: one shard per cluster array task (here in a loop), then merge
@@ -176,6 +177,14 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
     if all.is_empty() {
         anyhow::bail!("{}: no cell has {}", path.display(), filter.text());
     }
+    // A slice is a sweep of its own: its filter is part of its grid text (so of its content
+    // key, and shards of different slices do not merge), and its cells are the grid's.
+    let grid_text = if filter.is_empty() {
+        grid.text.clone()
+    } else {
+        format!("{}\n# --where {}\n", grid.text, filter.text())
+    };
+    let grid_cells = all.len();
     let cells = sweep::shard_cells(all, shard);
     if args.dry_run {
         let mut out = std::io::stdout().lock();
@@ -190,13 +199,7 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
         None => {
             // Fail before hours of work, not after.
             Store::check_writable(&globals.store)?;
-            // A slice is a sweep of its own: its filter is part of its content.
-            let text = if filter.is_empty() {
-                grid.text.clone()
-            } else {
-                format!("{}\n# --where {}\n", grid.text, filter.text())
-            };
-            let key = sweep::content_key(&store, &text, sweep::grid_sources(&cells))?;
+            let key = sweep::content_key(&store, &grid_text, sweep::grid_sources(&cells))?;
             if let Some(id) = &args.id {
                 if sweep::is_stored(&store, id, &key) {
                     globals.say(format!(
@@ -256,10 +259,10 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
     if let (Some(s), Some(dir)) = (shard, &args.out) {
         let info = ShardInfo {
             version: env!("CARGO_PKG_VERSION").into(),
-            grid: grid.text.clone(),
+            grid: grid_text.clone(),
             shard: s.index,
             of: s.count,
-            grid_cells: n_all,
+            grid_cells,
             cells: results.iter().map(|r| r.key.clone()).collect(),
         };
         let file = sweep::write_shard(dir, &info, &results)?;
@@ -270,7 +273,7 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
         ));
         return Ok(());
     }
-    store_sweep(globals, &store, args.id, key, &grid.text, &results)
+    store_sweep(globals, &store, args.id, key, &grid_text, &results)
 }
 
 fn store_sweep(

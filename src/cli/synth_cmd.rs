@@ -37,7 +37,7 @@ pub enum SynthWhat {
 /// `synth workload` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve synth workload --out w.csv --rate 5 --duration 3600\n  hazardserve synth workload --out w.csv --cv 1\n  hazardserve ingest --format lengths-csv --source w w.csv\n  hazardserve synth workload --class long-output --out long.csv\n  hazardserve ingest --format lengths-csv --source long-output long.csv\n\nLengths drawn above --max-prompt / --max-output are written at the cap; the number clipped\nis reported."
+    after_help = "Examples:\n  hazardserve synth workload --out w.csv --rate 5 --duration 3600\n  hazardserve synth workload --out w.csv --cv 1\n  hazardserve ingest --format lengths-csv --source w w.csv\n  hazardserve synth workload --class long-output --out long-output.csv\n  hazardserve ingest --format lengths-csv --source long-output long-output.csv\n\nLengths drawn above --max-prompt / --max-output are written at the cap; the number clipped\nis reported."
 )]
 pub struct WorkloadArgs {
     /// Output CSV (lengths-csv: arrival_s,prompt_tokens,output_tokens).

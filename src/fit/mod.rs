@@ -9,8 +9,8 @@ mod summary;
 
 pub use load::{load_sessions, ByColumn, SourceSessions};
 pub use nodes::{
-    fit_nodes, pooled_curve, source_priors, AgeSpan, KmSteps, NodeFit, NodeFitOptions, PooledCurve,
-    SourceNodeFits,
+    fit_nodes, median_interval, pooled_curve, source_priors, AgeSpan, KmSteps, NodeFit,
+    NodeFitOptions, PooledCurve, SourceNodeFits,
 };
 pub use priors::{priors_as_of, PriorsExportError};
 pub use summary::{

@@ -73,16 +73,9 @@ pub struct PooledCurve {
 }
 
 impl PooledCurve {
-    /// The 95 % interval of the median: the first times the lower and the upper bound reach
-    /// 0.5 (the median of each band edge, as lifelines' `median_survival_times` of the
-    /// confidence interval); `None` where that edge stays above 0.5.
+    /// The 95 % interval of the median ([`median_interval`] of the band).
     pub fn median_ci(&self) -> (Option<f64>, Option<f64>) {
-        let first = |v: &[f64]| {
-            v.iter()
-                .position(|&x| x <= 0.5)
-                .and_then(|i| self.km.t.get(i).copied())
-        };
-        (first(&self.lo), first(&self.hi))
+        median_interval(&self.km.t, &self.lo, &self.hi)
     }
 
     /// (lower, upper) 95 % bound at `x` (1, 1 before the first step).
@@ -182,6 +175,19 @@ fn span_columns<'a>(spans: impl Iterator<Item = &'a AgeSpan>) -> (Vec<f64>, Vec<
         out.2.push(s.entry);
     }
     out
+}
+
+/// The 95 % interval of a Kaplan-Meier median from the curve's pointwise band at step times `t`:
+/// the first times the lower and the upper bound reach 0.5 (the median of each band edge, as
+/// lifelines' `median_survival_times` of the confidence interval); `None` where that edge stays
+/// above 0.5.
+pub fn median_interval(t: &[f64], lo: &[f64], hi: &[f64]) -> (Option<f64>, Option<f64>) {
+    let first = |v: &[f64]| {
+        v.iter()
+            .position(|&x| x <= 0.5)
+            .and_then(|i| t.get(i).copied())
+    };
+    (first(lo), first(hi))
 }
 
 /// The pooled Kaplan-Meier curve of every session of `data` (ages, with left truncation) and

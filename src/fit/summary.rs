@@ -14,7 +14,7 @@ use crate::survival::parametric::hazard_shape_test;
 pub use crate::survival::shapes::DEFAULT_MIN_EVENTS;
 use crate::survival::shapes::{rank_by_ibs, select_shape, IbsOptions, ShapeOptions, ShapeVerdict};
 use crate::survival::shrinkage::{EstimatorChoice, ShrinkageModel, ShrinkageOptions};
-use crate::survival::{ConditionalSurvival, SurvivalData, SurvivalError};
+use crate::survival::{ConditionalSurvival, SurvivalData, SurvivalError, Z_95};
 
 /// Horizons at which the pooled survival is reported: 1 h, 6 h, 24 h.
 pub const HORIZONS_S: [f64; 3] = [3600.0, 21_600.0, 86_400.0];
@@ -32,6 +32,12 @@ pub struct GroupFit {
     pub events: usize,
     /// Pooled Kaplan-Meier median up-time (seconds; null when S never reaches 0.5).
     pub median_s: Option<f64>,
+    /// 95 % interval of the median, low end (seconds; [`super::median_interval`] of the
+    /// pooled curve's band).
+    pub median_ci_low_s: Option<f64>,
+    /// 95 % interval of the median, high end (seconds; null when the band's upper edge stays
+    /// above 0.5).
+    pub median_ci_high_s: Option<f64>,
     /// Pooled S(1 h).
     pub s_1h: Option<f64>,
     /// Pooled S(6 h).
@@ -179,6 +185,8 @@ pub fn fit_groups_with(
             sessions: sessions.len(),
             events,
             median_s: None,
+            median_ci_low_s: None,
+            median_ci_high_s: None,
             s_1h: None,
             s_6h: None,
             s_24h: None,
@@ -215,6 +223,9 @@ pub fn fit_groups_with(
         };
         let km = KmFit::fit_data(&sd)?;
         fit.median_s = km.median();
+        let (band_lo, band_hi) = km.view().confidence_interval(Z_95);
+        (fit.median_ci_low_s, fit.median_ci_high_s) =
+            super::median_interval(km.timeline(), &band_lo, &band_hi);
         fit.median = match fit.median_s {
             Some(m) => format!("{m:.0} s"),
             None => format!(

@@ -61,10 +61,14 @@ pub(super) fn trigger_section(
             Box::new(priors.pooled_curve()),
         );
         let grid = trigger_rows(&sc, &DEFAULT_UPTIMES_S, &DEFAULT_HYSTERESIS_S);
-        let Some(best) = grid
-            .iter()
-            .max_by(|a, b| a.risk_gain.total_cmp(&b.risk_gain))
-        else {
+        // The earliest uptime of the largest risk_gain (a flat curve peaks at its start).
+        let Some(best) = grid.iter().reduce(|best, x| {
+            if x.risk_gain > best.risk_gain {
+                x
+            } else {
+                best
+            }
+        }) else {
             continue;
         };
         let at_1h = grid.iter().find(|x| x.uptime_s == 3600.0);

@@ -2,11 +2,16 @@
 //! (inline SVG, no network) with the same content, of a store's sources, a replay run and a
 //! sweep.
 //!
-//! Every number comes from the code path of the command that prints it: survival from
-//! [`crate::fit::fit_groups`] (`fit --format json`), the policy comparison from the stored
-//! run summary (`compare --format json`), the regime map from the stored sweep
-//! ([`crate::sweep::CellResult`], `sweep summary --format json`). The report adds plots and
-//! layout, no statistics of its own.
+//! Every estimate comes from the code path of the command that prints it: survival, its
+//! verdict and the median's interval from [`crate::fit::fit_groups`] (`fit --format json`),
+//! the validation scores from [`crate::survival::validate::validate`] (`fit --validate`), the
+//! trigger from [`crate::policy::analysis::trigger_rows`] (`trigger --source S`), the
+//! crossover from [`crate::policy::analysis::crossover_rows`] (`crossover`), the policy
+//! comparison from the stored run summary (`compare --format json`), the regime map from the
+//! stored sweep ([`crate::sweep::CellResult`], `sweep summary --format json`). What the report
+//! adds is choice and layout, not statistics: which groups are drawn (the first attribute that
+//! splits a source, its largest groups), the busiest nodes' timelines, and of the trigger grid
+//! its largest `risk_gain`, where it is, and the hysteresis values at which the move fires.
 
 mod migration;
 pub mod plots;

@@ -127,7 +127,8 @@ pub fn survival(p: &SurvivalPlot<'_>) -> Result<String, ReportError> {
             .label("95% band (Greenwood)")
             .legend(move |(x, y)| Rectangle::new([(x, y - 4), (x + 18, y + 4)], band.filled()));
         for (i, (name, steps)) in p.groups.iter().enumerate() {
-            let c = COLOURS[(i + 2) % COLOURS.len()];
+            // Never the pooled curve's colour (0) or the Weibull fit's (1).
+            let c = COLOURS[2 + i % (COLOURS.len() - 2)];
             chart
                 .draw_series(LineSeries::new(stairs(steps), c.stroke_width(1)))
                 .map_err(err)?

@@ -47,7 +47,7 @@ pub(super) fn survival_section(
             source_name: source.clone(),
             source: Box::new(e),
         })?;
-        shape_rows.push(shape_row(source, g, &p));
+        shape_rows.push(shape_row(source, g));
         weibull_rows.push(vec![
             source.clone(),
             match (g.weibull_shape, g.weibull_shape_lo, g.weibull_shape_hi) {
@@ -143,7 +143,7 @@ pub(super) fn survival_section(
 type GroupSteps = (String, Vec<(f64, f64)>);
 
 /// Groups drawn per source at most (the largest by sessions).
-pub const MAX_GROUPS: usize = 8;
+pub const MAX_GROUPS: usize = 7;
 
 /// The Kaplan-Meier steps of each group of `source` (by node group, else zone, else instance
 /// type: the first attribute with 2 to 50 values), at most [`MAX_GROUPS`] of them, the
@@ -262,11 +262,11 @@ pub const SHAPE_HEADER: [&str; 8] = [
 ];
 
 /// One row of the hazard-shape table: the verdict of `fit --shrinkage none` and its evidence.
-fn shape_row(source: &str, g: &fit::GroupFit, pooled: &fit::PooledCurve) -> Vec<String> {
+fn shape_row(source: &str, g: &fit::GroupFit) -> Vec<String> {
     let last = || duration_text(g.curve.last().map_or(0.0, |&(t, _)| t));
     let median = match g.median_s {
         Some(m) => {
-            let (lo, hi) = pooled.median_ci();
+            let (lo, hi) = (g.median_ci_low_s, g.median_ci_high_s);
             format!(
                 "{} [{}, {}]",
                 duration_text(m),
@@ -344,7 +344,7 @@ fn validation_row(source: &str, data: &fit::SourceSessions) -> Vec<String> {
     row
 }
 
-/// Three significant figures, `-` for none.
+/// Rounded to three decimal places, `-` for none.
 fn opt3(x: Option<f64>) -> String {
     x.map_or("-".into(), |v| format!("{}", (v * 1000.0).round() / 1000.0))
 }

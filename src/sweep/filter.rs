@@ -10,7 +10,9 @@ impl AxisFilter {
     /// Parses one `KEY=VALUE` (a clap value parser).
     pub fn parse_pair(s: &str) -> Result<(String, String), String> {
         match s.split_once('=') {
-            Some((k, v)) if !k.trim().is_empty() => Ok((k.trim().to_string(), v.to_string())),
+            Some((k, v)) if !k.trim().is_empty() => {
+                Ok((k.trim().to_string(), v.trim().to_string()))
+            }
             _ => Err(format!("{s:?}: use KEY=VALUE, e.g. hardware.link=10gbe")),
         }
     }
@@ -46,13 +48,13 @@ impl AxisFilter {
         self.0.iter().any(|(k, _)| k == key)
     }
 
-    /// `KEY=VALUE, ...` for messages and content keys.
+    /// `KEY=VALUE, ...`, sorted and without repeats, for messages and content keys (the same
+    /// slice however its flags were ordered).
     pub fn text(&self) -> String {
-        self.0
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        let mut pairs: Vec<String> = self.0.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        pairs.sort();
+        pairs.dedup();
+        pairs.join(", ")
     }
 }
 

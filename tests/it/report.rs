@@ -64,6 +64,15 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
             "the check below prints no thousands separator"
         );
         assert!(shape.contains(&format!("| {sessions} |")), "{shape}");
+        // The median's interval is the one of `fit --format json`.
+        let dur = |k: &str| g[k].as_f64().map(hazardserve::output::duration_text);
+        if let (Some(m), Some(lo)) = (dur("median_s"), dur("median_ci_low_s")) {
+            let hi = dur("median_ci_high_s").unwrap_or_else(|| "> ".into());
+            assert!(
+                shape.contains(&format!("| {m} [{lo}, {hi}")),
+                "{shape} lacks the median {m} [{lo}, {hi}"
+            );
+        }
         if let Some(m) = g["shape_model"].as_str() {
             assert!(shape.contains(&format!("| {m} (")), "{shape} lacks {m}");
         }
@@ -132,10 +141,21 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
             "{row} does not start with {expect}"
         );
     }
-    // Crossover: every c* of `crossover --format json` in its link's row.
+    // Crossover: every c* of `crossover --format json` in its link's row, under its rate.
     let x = json(demo_store(), &["crossover"]);
+    let header: Vec<&str> = md
+        .lines()
+        .find(|l| l.starts_with("| link | bandwidth |"))
+        .expect("a crossover table")
+        .split(" | ")
+        .collect();
     for c in x.as_array().unwrap() {
         let link = c["link"].as_str().unwrap();
+        let rate = format!("({} tok/s)", human(c["prefill_tok_s"].as_f64().unwrap()));
+        let col = header
+            .iter()
+            .position(|h| h.contains(&rate))
+            .unwrap_or_else(|| panic!("no column for {rate} in {header:?}"));
         let row = md
             .lines()
             .find(|l| l.starts_with(&format!("| {link} |")))
@@ -143,7 +163,8 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
         let cell = c["c_star"]
             .as_f64()
             .map_or("never".to_string(), |v| format!("{v:.0} tokens"));
-        assert!(row.contains(&format!("| {cell}")), "{row} lacks {cell}");
+        let got = row.split(" | ").nth(col).unwrap().trim_end_matches(" |");
+        assert_eq!(got, cell, "c* of {link} at {rate}");
     }
     // Policy rows: `compare --format json`.
     let cmp = json(demo_store(), &["compare", "run-demo"]);
