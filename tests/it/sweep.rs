@@ -627,3 +627,56 @@ fn a_slice_of_a_grid_runs_and_reports_on_its_own() {
     let e = fails(c);
     assert!(String::from_utf8_lossy(&e.stderr).contains("no axis \"hardware.link\""));
 }
+
+#[test]
+fn shards_of_a_slice_merge_into_the_full_map_s_cells() {
+    use crate::tui_common::demo_store;
+    let grid = Path::new(env!("CARGO_MANIFEST_DIR")).join("reports/sweeps/demo.toml");
+    let tmp = tempfile::tempdir().unwrap();
+    let shards = tmp.path().join("shards");
+    for i in 0..2 {
+        let mut c = hs(demo_store());
+        c.args(["-q", "sweep", "--grid"])
+            .arg(&grid)
+            .args([
+                "--where",
+                "hardware.preset=phone",
+                "--shard",
+                &format!("{i}/2"),
+            ])
+            .arg("--out")
+            .arg(&shards);
+        ok(c);
+    }
+    let merged = tmp.path().join("store");
+    let mut c = hs(&merged);
+    c.args(["-q", "sweep", "merge"])
+        .arg(&shards)
+        .args(["--id", "phones"]);
+    ok(c);
+    let slice = summary(&merged, "phones");
+    assert_eq!(slice.len(), 4);
+    // Each cell of the slice is the demo map's cell of the same name (demo stores demo-map).
+    let full = summary(demo_store(), "demo-map");
+    for cell in &slice {
+        let same = full
+            .iter()
+            .find(|c| c["cell"] == cell["cell"])
+            .unwrap_or_else(|| panic!("{} is not in demo-map", cell["cell"]));
+        assert_eq!(same, cell);
+    }
+    // A shard of another slice does not merge with these.
+    let mut c = hs(demo_store());
+    c.args(["-q", "sweep", "--grid"])
+        .arg(&grid)
+        .args(["--where", "hardware.preset=a100", "--shard", "0/2"])
+        .arg("--out")
+        .arg(tmp.path().join("other"));
+    ok(c);
+    let mut c = hs(&merged);
+    c.args(["-q", "sweep", "merge"])
+        .arg(&shards)
+        .arg(tmp.path().join("other"));
+    let e = fails(c);
+    assert!(!e.stderr.is_empty());
+}
