@@ -194,7 +194,8 @@ pub struct FitArgs {
     #[arg(long, conflicts_with = "validate")]
     pub curve: bool,
     /// Score the estimators out of time instead: fit before --split, test on sessions live then
-    /// (one row per estimator and calibration horizon).
+    /// (one row per estimator and calibration horizon; IBS and C with 95 % bootstrap intervals
+    /// over the test sessions).
     #[arg(long)]
     pub validate: bool,
     /// Print each group's smoothed hazard instead (one table: group, t_s, hazard_per_h with its
@@ -347,6 +348,8 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
         // One row per estimator and calibration horizon.
         let (mut est, mut n_test, mut ibs, mut conc) =
             (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut ibs_lo, mut ibs_hi, mut conc_lo, mut conc_hi) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         let (mut horizon, mut predicted, mut observed) = (Vec::new(), Vec::new(), Vec::new());
         for r in &report.rows {
             let name = serde_json::to_value(r.estimator)?
@@ -363,6 +366,10 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
                 n_test.push(Some(r.n_test as i64));
                 ibs.push(r.ibs);
                 conc.push(r.concordance);
+                ibs_lo.push(r.ibs_ci.map(|c| c[0]));
+                ibs_hi.push(r.ibs_ci.map(|c| c[1]));
+                conc_lo.push(r.concordance_ci.map(|c| c[0]));
+                conc_hi.push(r.concordance_ci.map(|c| c[1]));
                 horizon.push(c.map(|c| c.horizon_s));
                 predicted.push(c.map(|c| c.predicted));
                 observed.push(c.map(|c| c.observed));
@@ -372,7 +379,11 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
             ("estimator", Col::Str(est)),
             ("n_test", Col::I64(n_test)),
             ("ibs", Col::F64(ibs)),
+            ("ibs_ci_low", Col::F64(ibs_lo)),
+            ("ibs_ci_high", Col::F64(ibs_hi)),
             ("concordance", Col::F64(conc)),
+            ("concordance_ci_low", Col::F64(conc_lo)),
+            ("concordance_ci_high", Col::F64(conc_hi)),
             ("horizon_s", Col::F64(horizon)),
             ("predicted", Col::F64(predicted)),
             ("observed", Col::F64(observed)),

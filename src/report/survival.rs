@@ -119,7 +119,8 @@ pub(super) fn survival_section(
         "Out-of-time validation (`hazardserve fit --validate --split {VALIDATION_SPLIT}`): \
          fitted on what was known before {:.0} % of the observation span, scored on the \
          conditional survival of every session live at the split; integrated IPCW Brier score \
-         (lower is better) / Harrell's C.",
+         (lower is better) / Harrell's C, each with its 95 % interval (a percentile bootstrap \
+         over the test sessions; none below two).",
         VALIDATION_SPLIT * 100.0
     )));
     r.blocks.push(Block::Table(
@@ -338,10 +339,25 @@ fn validation_row(source: &str, data: &fit::SourceSessions) -> Vec<String> {
                 .is_some_and(|v| v.as_str() == Some(name))
         });
         row.push(r.map_or("-".into(), |r| {
-            format!("{} / {}", opt3(r.ibs), opt3(r.concordance))
+            format!(
+                "{} / {}",
+                with_ci(r.ibs, r.ibs_ci),
+                with_ci(r.concordance, r.concordance_ci)
+            )
         }));
     }
     row
+}
+
+/// A score rounded to three decimal places with its bootstrap interval (`0.041 [0.03,
+/// 0.052]`), `-` for none.
+fn with_ci(x: Option<f64>, ci: Option<[f64; 2]>) -> String {
+    match (x, ci) {
+        (Some(_), Some([lo, hi])) => {
+            format!("{} [{}, {}]", opt3(x), opt3(Some(lo)), opt3(Some(hi)))
+        }
+        _ => opt3(x),
+    }
 }
 
 /// Rounded to three decimal places, `-` for none.

@@ -424,6 +424,52 @@ pub fn integrated_brier_score(times: &[f64], bs: &[f64]) -> Option<f64> {
     Some(area / span)
 }
 
+/// 95 % percentile-bootstrap intervals of the IBS and of Harrell's C: the test cases are drawn
+/// with replacement `resamples` times, and each resample is scored afresh (its own censoring
+/// curve Ĝ, its own comparable pairs) with the cases' predictions `on_grid` (per case, Ŝ at
+/// each `grid` time) and risks. Resamples without a score (no comparable pair, a degenerate
+/// Ĝ) are left out; fewer than 20 scored resamples, or fewer than two cases, give `None`.
+pub fn bootstrap_scores(
+    res: &[Residual],
+    grid: &[f64],
+    on_grid: &[Vec<f64>],
+    risk: &[f64],
+    resamples: usize,
+    seed: u64,
+) -> (Option<[f64; 2]>, Option<[f64; 2]>) {
+    let n = res.len();
+    if n < 2 || resamples == 0 {
+        return (None, None);
+    }
+    let mut rng = crate::rng::Rng::new(seed);
+    let (mut ibs, mut conc) = (Vec::with_capacity(resamples), Vec::with_capacity(resamples));
+    let mut idx = vec![0usize; n];
+    for _ in 0..resamples {
+        for i in idx.iter_mut() {
+            *i = (rng.uniform() * n as f64) as usize % n;
+        }
+        let r: Vec<Residual> = idx.iter().map(|&i| res[i]).collect();
+        if !grid.is_empty() {
+            if let Ok(bs) = brier_scores(&r, grid, |j, k| on_grid[idx[j]][k]) {
+                ibs.extend(integrated_brier_score(grid, &bs));
+            }
+        }
+        let rk: Vec<f64> = idx.iter().map(|&i| risk[i]).collect();
+        if let Ok(Some(c)) = concordance_index(&r, &rk) {
+            conc.push(c);
+        }
+    }
+    let interval = |mut v: Vec<f64>| {
+        if v.len() < 20 {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        let at = |q: f64| v[((v.len() - 1) as f64 * q).round() as usize];
+        Some([at(0.025), at(0.975)])
+    };
+    (interval(ibs), interval(conc))
+}
+
 /// The uniform grid t_k = τ·k/K, k = 0..=K (K = `intervals` ≥ 1) on which the IBS is integrated.
 pub fn brier_grid(horizon: f64, intervals: usize) -> Vec<f64> {
     let k = intervals.max(1);
@@ -651,6 +697,11 @@ pub struct ValidateOptions {
     /// Shrinkage settings. Its `estimator` field is ignored: the model is fitted with
     /// `Auto` so that both the beta-process and the frailty curves are available.
     pub shrinkage: ShrinkageOptions,
+    /// Bootstrap resamples of the test cases for the intervals of IBS and C (default 1000;
+    /// 0: no intervals).
+    pub resamples: usize,
+    /// Seed of the bootstrap.
+    pub seed: u64,
 }
 
 impl Default for ValidateOptions {
@@ -663,6 +714,8 @@ impl Default for ValidateOptions {
             calibration_quantiles: vec![0.25, 0.5, 0.75],
             concordance_horizon: None,
             shrinkage: ShrinkageOptions::default(),
+            resamples: 1000,
+            seed: 20_240_601,
         }
     }
 }
@@ -678,6 +731,11 @@ pub struct ValidationRow {
     pub ibs: Option<f64>,
     /// Harrell's C of 1 − Ŝ_j(h_c) (`None` without comparable pairs).
     pub concordance: Option<f64>,
+    /// 95 % percentile-bootstrap interval of `ibs` ([`bootstrap_scores`]; `None` with fewer
+    /// than two test cases or no usable resample).
+    pub ibs_ci: Option<[f64; 2]>,
+    /// 95 % percentile-bootstrap interval of `concordance` (as `ibs_ci`).
+    pub concordance_ci: Option<[f64; 2]>,
     /// Calibration at the report's horizons.
     pub calibration: Vec<CalibrationPoint>,
 }
@@ -842,6 +900,8 @@ pub fn validate_split(
         let mut brier = BrierAcc::new(&g, &grid);
         let mut cal_sum = vec![0.0; n_cal];
         let mut risk = Vec::with_capacity(test.len());
+        // Each case's predictions on the IBS grid, for the bootstrap.
+        let mut on_grid: Vec<Vec<f64>> = Vec::with_capacity(test.len());
         let mut beta_cache: Option<(u32, crate::survival::shrinkage::BetaNodeCurve<'_>)> = None;
         for (j, case) in test.iter().enumerate() {
             let a = case.age;
@@ -893,6 +953,7 @@ pub fn validate_split(
                 }
             }
             brier.add(case.residual, g_minus[j], |k| buf[k]);
+            on_grid.push(buf[..n_grid].to_vec());
             for (s, &p) in cal_sum.iter_mut().zip(&buf[n_grid..n_grid + n_cal]) {
                 *s += p;
             }
@@ -904,11 +965,15 @@ pub fn validate_split(
         }
         let bs = brier.finish();
         let n = test.len() as f64;
+        let (ibs_ci, concordance_ci) =
+            bootstrap_scores(&res, &grid, &on_grid, &risk, opts.resamples, opts.seed);
         rows.push(ValidationRow {
             estimator: est,
             n_test: test.len(),
             ibs: integrated_brier_score(&grid, &bs),
             concordance: concordance_index(&res, &risk)?,
+            ibs_ci,
+            concordance_ci,
             calibration: calib
                 .iter()
                 .zip(&cal_sum)

@@ -188,7 +188,10 @@ fn validate_scores_every_estimator() {
         "--format",
         "csv",
     ]);
-    assert!(ok(c).starts_with("estimator,n_test,ibs,concordance,horizon_s,predicted,observed"));
+    assert!(ok(c).starts_with(
+        "estimator,n_test,ibs,ibs_ci_low,ibs_ci_high,concordance,concordance_ci_low,\
+         concordance_ci_high,horizon_s,predicted,observed"
+    ));
     let mut c = hs(&store);
     c.args([
         "fit",

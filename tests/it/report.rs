@@ -82,14 +82,19 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
             &["fit", "--source", source, "--validate", "--split", "0.6"],
         );
         for est in v.as_array().unwrap() {
-            let (Some(ibs), Some(c)) = (est["ibs"].as_f64(), est["concordance"].as_f64()) else {
+            let r3 = |k: &str| est[k].as_f64().map(|x| (x * 1000.0).round() / 1000.0);
+            let score = |k: &str| {
+                let (lo, hi) = (format!("{k}_ci_low"), format!("{k}_ci_high"));
+                match (r3(k), r3(&lo), r3(&hi)) {
+                    (Some(x), Some(lo), Some(hi)) => Some(format!("{x} [{lo}, {hi}]")),
+                    (Some(x), _, _) => Some(x.to_string()),
+                    _ => None,
+                }
+            };
+            let (Some(ibs), Some(c)) = (score("ibs"), score("concordance")) else {
                 continue;
             };
-            let text = format!(
-                "{} / {}",
-                (ibs * 1000.0).round() / 1000.0,
-                (c * 1000.0).round() / 1000.0
-            );
+            let text = format!("{ibs} / {c}");
             assert!(
                 validation.contains(&text),
                 "{validation} lacks {text} of {est}"

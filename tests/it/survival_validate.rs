@@ -241,3 +241,39 @@ fn split_fraction_and_absolute_agree() {
     assert_eq!(a.rows[0].calibration[1].horizon_s, 6.0 * HOUR);
     assert!(validate(&sessions, Split::At(-1.0), &opts).is_err());
 }
+
+#[test]
+fn scores_carry_bootstrap_intervals_that_hold_them() {
+    let sessions = heterogeneous(5);
+    let opts = ValidateOptions::default();
+    let r = validate(&sessions, Split::Fraction(0.6), &opts).unwrap();
+    assert!(r.n_test >= 10, "{} test cases", r.n_test);
+    for row in &r.rows {
+        let (ibs, [lo, hi]) = (row.ibs.unwrap(), row.ibs_ci.expect("an IBS interval"));
+        assert!(
+            lo <= ibs && ibs <= hi,
+            "{:?}: {ibs} outside [{lo}, {hi}]",
+            row.estimator
+        );
+        assert!(
+            lo < hi,
+            "{:?}: a bootstrap over test cases varies",
+            row.estimator
+        );
+        if let (Some(c), Some([lo, hi])) = (row.concordance, row.concordance_ci) {
+            assert!((0.0..=1.0).contains(&lo) && lo <= c && c <= hi && hi <= 1.0);
+        }
+    }
+    // Seeded: the same intervals again; none without resamples.
+    assert_eq!(validate(&sessions, Split::Fraction(0.6), &opts).unwrap(), r);
+    let none = ValidateOptions {
+        resamples: 0,
+        ..Default::default()
+    };
+    let r0 = validate(&sessions, Split::Fraction(0.6), &none).unwrap();
+    assert!(r0
+        .rows
+        .iter()
+        .all(|x| x.ibs_ci.is_none() && x.concordance_ci.is_none()));
+    assert_eq!(r0.rows[0].ibs, r.rows[0].ibs);
+}
