@@ -225,7 +225,7 @@ pub fn read_inputs_with(
 ) -> anyhow::Result<Vec<InputFile>> {
     let found = ingest::expand_paths(paths)?;
     let bar = if std::io::stderr().is_terminal()
-        && globals.verbosity != super::Verbosity::Quiet
+        && globals.verbosity() != super::Verbosity::Quiet
         && found.len() > 20
     {
         let b = indicatif::ProgressBar::new(found.len() as u64);

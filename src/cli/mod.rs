@@ -247,11 +247,14 @@ pub use crate::diag::Verbosity;
 pub struct Globals {
     /// The store directory.
     pub store: PathBuf,
-    /// Verbosity.
-    pub verbosity: Verbosity,
 }
 
 impl Globals {
+    /// The process's verbosity ([`crate::diag::verbosity`], set once from `-q`/`-v`).
+    pub fn verbosity(&self) -> Verbosity {
+        crate::diag::verbosity()
+    }
+
     /// Prints a progress or summary line on stderr unless quiet ([`crate::diag::say`]).
     pub fn say(&self, msg: impl AsRef<str>) {
         crate::diag::say(msg);
@@ -270,17 +273,16 @@ impl Globals {
 
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    crate::diag::set_verbosity(if cli.quiet {
+        Verbosity::Quiet
+    } else if cli.verbose {
+        Verbosity::Verbose
+    } else {
+        Verbosity::Normal
+    });
     let globals = Globals {
         store: cli.store.clone(),
-        verbosity: if cli.quiet {
-            Verbosity::Quiet
-        } else if cli.verbose {
-            Verbosity::Verbose
-        } else {
-            Verbosity::Normal
-        },
     };
-    crate::diag::set_verbosity(globals.verbosity);
     let started = std::time::Instant::now();
     let name = cli.command.name();
     let result = dispatch(&globals, cli.command);

@@ -159,24 +159,14 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
     let all = grid.cells()?;
     let n_all = all.len();
     let filter = AxisFilter(args.where_);
-    if let Some(c) = all.first() {
-        filter
-            .check_keys(c.values.iter().map(|(k, _)| k.as_str()))
-            .map_err(|e| anyhow::anyhow!("{}: --where: {e}", path.display()))?;
-    }
-    let all: Vec<_> = all
-        .into_iter()
-        .filter(|c| {
-            filter.keeps(
-                c.values
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), sweep::grid::value_text(v))),
-            )
+    let all = filter
+        .apply(all, |c| {
+            c.values
+                .iter()
+                .map(|(k, v)| (k.clone(), sweep::grid::value_text(v)))
+                .collect()
         })
-        .collect();
-    if all.is_empty() {
-        anyhow::bail!("{}: no cell has {}", path.display(), filter.text());
-    }
+        .map_err(|e| anyhow::anyhow!("{}: --where: {e}", path.display()))?;
     // A slice is a sweep of its own: its filter is part of its grid text (so of its content
     // key, and shards of different slices do not merge), and its cells are the grid's.
     let grid_text = if filter.is_empty() {
@@ -222,7 +212,7 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
         ))
     ));
     let bar =
-        (std::io::stderr().is_terminal() && globals.verbosity != Verbosity::Quiet).then(|| {
+        (std::io::stderr().is_terminal() && globals.verbosity() != Verbosity::Quiet).then(|| {
             let b = indicatif::ProgressBar::new(cells.len() as u64);
             b.set_style(
                 indicatif::ProgressStyle::with_template(
@@ -232,7 +222,7 @@ fn run(globals: &Globals, args: SweepRunArgs) -> anyhow::Result<()> {
             );
             b
         });
-    let quiet_log = bar.is_none() && globals.verbosity != Verbosity::Quiet;
+    let quiet_log = bar.is_none() && globals.verbosity() != Verbosity::Quiet;
     let total = cells.len();
     let started = std::time::Instant::now();
     let progress = |done: usize| {

@@ -50,6 +50,35 @@ fn category(labels: &[String], v: f64) -> String {
     }
 }
 
+/// A chart with one row per label down the y axis (row `i` at y = `i`, labelled) and `x`
+/// across, its mesh drawn: the layout of the comparison and the timelines.
+fn category_chart<'a, 'b>(
+    root: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
+    title: &str,
+    x: std::ops::Range<f64>,
+    labels: &[String],
+    x_desc: &str,
+    y_desc: &str,
+) -> Result<Chart<'a, 'b>, ReportError> {
+    let n = labels.len().max(1);
+    let mut chart = ChartBuilder::on(root)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(150)
+        .build_cartesian_2d(x, -0.5f64..(n as f64 - 0.5))
+        .map_err(err)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .y_labels(n)
+        .y_label_formatter(&|y| category(labels, *y))
+        .draw()
+        .map_err(err)?;
+    Ok(chart)
+}
+
 /// Colours of the series, in order.
 const COLOURS: [RGBColor; 9] = [
     RGBColor(31, 119, 180),
@@ -203,21 +232,7 @@ pub fn comparison(title: &str, x_desc: &str, bars: &[Bar]) -> Result<String, Rep
             SVGBackend::with_string(&mut svg, (SIZE.0, 80 + 30 * n as u32)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let labels: Vec<String> = bars.iter().map(|b| b.label.clone()).collect();
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(150)
-            .build_cartesian_2d(lo..hi, -0.5f64..(n as f64 - 0.5))
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc("policy")
-            .y_labels(n)
-            .y_label_formatter(&|y| category(&labels, *y))
-            .draw()
-            .map_err(err)?;
+        let mut chart = category_chart(&root, title, lo..hi, &labels, x_desc, "policy")?;
         for (i, b) in bars.iter().enumerate() {
             let y = i as f64;
             let c = COLOURS[i % COLOURS.len()];
@@ -352,21 +367,7 @@ pub fn timeline(title: &str, x_desc: &str, rows: &[TimelineRow]) -> Result<Strin
             SVGBackend::with_string(&mut svg, (SIZE.0, 90 + 18 * n as u32)).into_drawing_area();
         root.fill(&WHITE).map_err(err)?;
         let labels: Vec<String> = rows.iter().map(|r| r.label.clone()).collect();
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(44)
-            .y_label_area_size(150)
-            .build_cartesian_2d(0f64..xmax * 1.01, -0.5f64..(n as f64 - 0.5))
-            .map_err(err)?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc("node")
-            .y_labels(n)
-            .y_label_formatter(&|y| category(&labels, *y))
-            .draw()
-            .map_err(err)?;
+        let mut chart = category_chart(&root, title, 0.0..xmax * 1.01, &labels, x_desc, "node")?;
         let grey = RGBColor(220, 220, 220);
         let (up, down) = (COLOURS[0], COLOURS[3]);
         for (i, r) in rows.iter().enumerate() {

@@ -9,31 +9,6 @@ use crate::replay::{Metric, Versus};
 use crate::store::Store;
 use crate::sweep::{self, AxisFilter, CellResult};
 
-/// The cells of sweep `id` in the slice `filter`.
-fn select(
-    cells: Vec<CellResult>,
-    id: &str,
-    filter: &AxisFilter,
-) -> Result<Vec<CellResult>, ReportError> {
-    let problem = |problem: String| ReportError::SweepWhere {
-        sweep: id.to_string(),
-        problem,
-    };
-    if let Some(c) = cells.first() {
-        filter
-            .check_keys(c.axes.iter().map(|(k, _)| k.as_str()))
-            .map_err(problem)?;
-    }
-    let kept: Vec<CellResult> = cells
-        .into_iter()
-        .filter(|c| filter.keeps(c.axes.iter().map(|(k, v)| (k.as_str(), v.clone()))))
-        .collect();
-    if kept.is_empty() && !filter.is_empty() {
-        return Err(problem(format!("no cell has {}", filter.text())));
-    }
-    Ok(kept)
-}
-
 /// The header of the cells table after its axis columns.
 pub const CELLS_HEADER: [&str; 6] = [
     "hazard - fastest, mean completion (s)",
@@ -122,7 +97,12 @@ pub(super) fn sweep_section(
     filter: &AxisFilter,
     r: &mut Report,
 ) -> Result<(), ReportError> {
-    let cells = select(sweep::load_sweep(store, id)?, id, filter)?;
+    let cells = filter
+        .apply(sweep::load_sweep(store, id)?, |c| c.axes.clone())
+        .map_err(|problem| ReportError::SweepWhere {
+            sweep: id.to_string(),
+            problem,
+        })?;
     r.blocks
         .push(Block::Heading(format!("Regime map: sweep {id}")));
     let layout = sweep::MapLayout::of(&cells);

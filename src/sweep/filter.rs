@@ -43,6 +43,33 @@ impl AxisFilter {
             .all(|(k, v)| axes.clone().into_iter().any(|(ck, cv)| ck == k && cv == *v))
     }
 
+    /// The cells of `cells` in the slice, `axes` giving each cell's `(axis key, value)` pairs:
+    /// an error naming the axes when a filtered key is not one of them, or when no cell is left.
+    pub fn apply<T>(
+        &self,
+        cells: Vec<T>,
+        axes: impl Fn(&T) -> Vec<(String, String)>,
+    ) -> Result<Vec<T>, String> {
+        if self.is_empty() {
+            return Ok(cells);
+        }
+        if let Some(first) = cells.first() {
+            let a = axes(first);
+            self.check_keys(a.iter().map(|(k, _)| k.as_str()))?;
+        }
+        let kept: Vec<T> = cells
+            .into_iter()
+            .filter(|c| {
+                let a = axes(c);
+                self.keeps(a.iter().map(|(k, v)| (k.as_str(), v.clone())))
+            })
+            .collect();
+        if kept.is_empty() {
+            return Err(format!("no cell has {}", self.text()));
+        }
+        Ok(kept)
+    }
+
     /// Whether `key` is fixed by the filter.
     pub fn fixes(&self, key: &str) -> bool {
         self.0.iter().any(|(k, _)| k == key)

@@ -16,56 +16,14 @@ use std::time::Instant;
 
 use crate::common::{help_tree, shared};
 
-/// The runnable examples of one `--help` text: continuation lines joined, comment lines left
-/// out, `cargo run --release --` written as the installed binary.
-fn examples(help: &str) -> Vec<String> {
+/// Shell commands from `lines`: blank and `#` comment lines left out, lines ending in `\\`
+/// joined with the next, `cargo run --release --` written as the installed binary.
+fn shell_commands<'a>(lines: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let mut out = Vec::new();
-    let mut current: Option<String> = None;
-    let lines = help
-        .lines()
-        .skip_while(|l| !l.starts_with("Example"))
-        .skip(1)
-        .take_while(|l| !l.starts_with(|c: char| c.is_ascii_alphabetic()));
+    let mut current = String::new();
     for l in lines {
         let t = l.trim();
-        let (body, more) = match t.strip_suffix('\\') {
-            Some(b) => (b.trim_end(), true),
-            None => (t, false),
-        };
-        match current.as_mut() {
-            Some(c) => {
-                c.push(' ');
-                c.push_str(body);
-            }
-            None if body.starts_with("hazardserve")
-                || body.starts_with("for ")
-                || body.starts_with("cp ")
-                || body.starts_with("cargo run") =>
-            {
-                current = Some(body.replace("cargo run --release --", "hazardserve"));
-            }
-            None => continue,
-        }
-        if !more {
-            out.extend(current.take());
-        }
-    }
-    out
-}
-
-/// The commands of the README's `sh` blocks, continuation lines joined, comment lines left out,
-/// `cargo run --release --` written as the installed binary.
-fn readme_commands(readme: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut in_block = false;
-    let mut current = String::new();
-    for l in readme.lines() {
-        if l.starts_with("```") {
-            in_block = l == "```sh";
-            continue;
-        }
-        let t = l.trim();
-        if !in_block || t.is_empty() || t.starts_with('#') {
+        if t.is_empty() || t.starts_with('#') {
             continue;
         }
         match t.strip_suffix('\\') {
@@ -82,6 +40,28 @@ fn readme_commands(readme: &str) -> Vec<String> {
         }
     }
     out
+}
+
+/// The examples of one `--help` text (its indented `Examples:` lines).
+fn examples(help: &str) -> Vec<String> {
+    shell_commands(
+        help.lines()
+            .skip_while(|l| !l.starts_with("Example"))
+            .skip(1)
+            .take_while(|l| !l.starts_with(|c: char| c.is_ascii_alphabetic())),
+    )
+}
+
+/// The commands of the README's `sh` blocks.
+fn readme_commands(readme: &str) -> Vec<String> {
+    let mut in_block = false;
+    shell_commands(readme.lines().filter(|l| {
+        if l.starts_with("```") {
+            in_block = *l == "```sh";
+            return false;
+        }
+        in_block
+    }))
 }
 
 #[test]
