@@ -1,6 +1,9 @@
 //! The expected-completion-cost function `E_i(r) = T_i + L_i` (design note "The algorithm").
 //!
-//! * `T_i` ([`service_time`]): remaining service time of request `r` on node `i`.
+//! * `T_i`: remaining service time of request `r` on node `i`. The policies price it with the
+//!   service-time model's forecast ([`super::service::forecast`], exact for the engine); this
+//!   module's [`service_time`] is the unloaded-view formula used when a view carries no
+//!   forecast (hand-built views, the `trigger` tables).
 //! * `U_i(t)` ([`UnplannedLoss`]): what an unplanned loss at time `t` costs.
 //! * `L_i` ([`expected_loss`]): `U_i` integrated against the conditional failure density,
 //!   as a 16-cell Riemann-Stieltjes sum over the conditional survival curve.
@@ -9,31 +12,11 @@
 //! call (17 survival points) plus 16 evaluations of `U_i`.
 
 use super::model::{NodeIdx, NodeView, Params, RequestView};
+pub use super::service::{secs, ServiceTime};
 use crate::survival::curve::{nonneg, ConditionalSurvival, Exponential, CELLS, GRID_POINTS};
 
-/// Seconds to process `tokens` at `rate` tokens/s: 0 for no tokens, infinite for a
-/// non-positive or NaN rate.
-#[inline]
-pub fn secs(tokens: f64, rate: f64) -> f64 {
-    if !(tokens > 0.0) {
-        0.0
-    } else if rate > 0.0 {
-        tokens / rate
-    } else {
-        f64::INFINITY
-    }
-}
-
-/// `T_i` and `w_i` of one request on one node.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct ServiceTime {
-    /// `w_i`: time from now until the request starts decoding (queue wait + prefill), seconds.
-    pub start_s: f64,
-    /// `T_i`: estimated remaining service time including `w_i`, seconds.
-    pub total_s: f64,
-}
-
-/// The documented estimate of `T_i`:
+/// The unloaded-view estimate of `T_i` (used when a [`super::model::ClusterView`] carries no
+/// [`super::service::NodeLoads`] forecast):
 ///
 /// `w_i = queue_wait + prefill_tokens / p_i`, `T_i = w_i + remaining_tokens / d_i`,
 ///
@@ -452,10 +435,42 @@ pub fn request_cost(
         remaining_tokens,
         node.decode_tok_s,
     );
+    cost_from_service(
+        node,
+        st,
+        node.decode_tok_s,
+        context_tokens,
+        remaining_tokens,
+        fallback_prefill_tok_s,
+        params,
+        model,
+        remaining_up,
+    )
+    .0
+}
+
+/// `E_i` for a service time `st` already forecast (by [`super::service::forecast`] or
+/// [`service_time`]): `T_i = st.total_s`, `w_i = st.start_s`, and `U_i` for context
+/// `context_tokens` growing from `w_i` at `decode_tok_s` (for a forecast, the average rate it
+/// implies, [`ServiceTime::decode_rate`]), `L_i` over `[0, T_i]` under `model`. Returns the
+/// cost and the `U_i` behind it.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn cost_from_service(
+    node: &NodeView<'_>,
+    st: ServiceTime,
+    decode_tok_s: f64,
+    context_tokens: f64,
+    remaining_tokens: f64,
+    fallback_prefill_tok_s: f64,
+    params: &Params,
+    model: RiskModel,
+    remaining_up: Option<f64>,
+) -> (NodeCost, UnplannedLoss) {
     let u = UnplannedLoss::new(
         context_tokens,
         st.start_s,
-        node.decode_tok_s,
+        decode_tok_s,
         remaining_tokens,
         fallback_prefill_tok_s,
         params.recompute_overhead_s,
@@ -467,12 +482,15 @@ pub fn request_cost(
         node.bandwidth_bytes_s,
     );
     let l = node_loss(node, model, remaining_up, 0.0, st.total_s, &u);
-    NodeCost {
-        t: st.total_s,
-        w: st.start_s,
-        l,
-        e: st.total_s + l,
-    }
+    (
+        NodeCost {
+            t: st.total_s,
+            w: st.start_s,
+            l,
+            e: st.total_s + l,
+        },
+        u,
+    )
 }
 
 /// Unplanned recovery after node loss: re-prefill the context `c` on node `j`,

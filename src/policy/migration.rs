@@ -8,6 +8,7 @@ use super::cost::{
     UnplannedLoss,
 };
 use super::model::{NodeView, Params, RequestView};
+use super::service::ServiceTime;
 use crate::survival::curve::nonneg;
 
 /// How a planned move carries the KV cache to the destination.
@@ -421,29 +422,7 @@ pub fn assess_move(
     dst_remaining_up: Option<f64>,
     prune: Option<(f64, f64)>,
 ) -> MoveAssessment {
-    let c = source.context;
-    let rem = source.remaining;
-    let mv = if params.overlap {
-        overlapped_move(
-            c,
-            rem,
-            src.decode_tok_s,
-            params.kv_bytes_per_token,
-            src.bandwidth_bytes_s,
-            dst.bandwidth_bytes_s,
-            dst.prefill_tok_s,
-            params,
-        )
-    } else {
-        planned_move(
-            c,
-            params.kv_bytes_per_token,
-            src.bandwidth_bytes_s,
-            dst.bandwidth_bytes_s,
-            dst.prefill_tok_s,
-            params,
-        )
-    };
+    let mv = move_cost(src, source, dst, params);
     price_move(
         src,
         source,
@@ -457,6 +436,43 @@ pub fn assess_move(
         mv,
     )
 }
+
+/// The move's cost for the request on `src` to `dst`: [`overlapped_move`] with
+/// `params.overlap`, else [`planned_move`].
+#[inline]
+pub fn move_cost(
+    src: &NodeView<'_>,
+    source: &SourceState,
+    dst: &NodeView<'_>,
+    params: &Params,
+) -> MoveCost {
+    if params.overlap {
+        overlapped_move(
+            source.context,
+            source.remaining,
+            src.decode_tok_s,
+            params.kv_bytes_per_token,
+            src.bandwidth_bytes_s,
+            dst.bandwidth_bytes_s,
+            dst.prefill_tok_s,
+            params,
+        )
+    } else {
+        planned_move(
+            source.context,
+            params.kv_bytes_per_token,
+            src.bandwidth_bytes_s,
+            dst.bandwidth_bytes_s,
+            dst.prefill_tok_s,
+            params,
+        )
+    }
+}
+
+/// A destination's service-time forecast for a move: given the move's cost and the tokens
+/// left after it, when the request starts decoding on the destination and completes, counted
+/// from now (the window `W` and the cost `C` included). `None` falls back to the view formula.
+pub type DestinationForecast<'f> = &'f dyn Fn(&MoveCost, f64) -> Option<ServiceTime>;
 
 /// [`assess_move`] for a move whose cost and method are already chosen (`mv`): the oracle
 /// forces recompute when a transfer would not finish before the source's known end.
@@ -486,6 +502,40 @@ pub fn price_move(
     prune: Option<(f64, f64)>,
     mv: MoveCost,
 ) -> MoveAssessment {
+    price_move_with(
+        src,
+        source,
+        dst,
+        dst_fallback_prefill,
+        params,
+        model,
+        src_remaining_up,
+        dst_remaining_up,
+        prune,
+        mv,
+        None,
+    )
+}
+
+/// [`price_move`] with the destination's `T_j` from the service-time forecast `forecast`
+/// (called only once the cheap bound `L_i - C` could still fire): `T_j = T - W - C` and the
+/// destination's decode starting at `w - W` after the cut-over, `(w, T)` the forecast's
+/// start and completion. A pruned assessment reports the view formula's `T_j` and `dT`.
+#[allow(clippy::too_many_arguments)]
+#[inline]
+pub fn price_move_with(
+    src: &NodeView<'_>,
+    source: &SourceState,
+    dst: &NodeView<'_>,
+    dst_fallback_prefill: f64,
+    params: &Params,
+    model: RiskModel,
+    src_remaining_up: Option<f64>,
+    dst_remaining_up: Option<f64>,
+    prune: Option<(f64, f64)>,
+    mv: MoveCost,
+    forecast: Option<DestinationForecast<'_>>,
+) -> MoveAssessment {
     let c = source.context;
     let rem = source.remaining;
     let t_i = source.cost.t;
@@ -499,28 +549,43 @@ pub fn price_move(
         rem_after,
         dst.decode_tok_s,
     );
-    let t_j = st.total_s;
     let cost = nonneg(mv.cost_s);
-    let dt = mv.window_s + mv.cost_s + t_j - t_i;
+    let mut t_j = st.total_s;
+    let mut u_start = cost + st.start_s;
+    let mut rate_j = dst.decode_tok_s;
     let bound = l_i - mv.cost_s;
+    let pruned = |t_j: f64, risk_gain: f64| MoveAssessment {
+        mv,
+        t_j,
+        l_j: f64::NAN,
+        risk_gain,
+        dt: mv.window_s + mv.cost_s + t_j - t_i,
+        pruned: true,
+    };
+    if let Some((h, floor)) = prune {
+        if !(bound > h.max(floor)) {
+            return pruned(t_j, bound);
+        }
+    }
+    if let Some(f) = forecast {
+        if let Some(fc) = f(&mv, rem_after) {
+            t_j = fc.total_s - mv.window_s - cost;
+            u_start = fc.start_s - mv.window_s;
+            rate_j = fc.decode_rate(rem_after, dst.decode_tok_s);
+        }
+    }
+    let dt = mv.window_s + mv.cost_s + t_j - t_i;
     let beats = |gain: f64| match prune {
         Some((h, floor)) => gain > h.max(floor) && dt < h,
         None => true,
     };
     if !beats(bound) {
-        return MoveAssessment {
-            mv,
-            t_j,
-            l_j: f64::NAN,
-            risk_gain: bound,
-            dt,
-            pruned: true,
-        };
+        return pruned(t_j, bound);
     }
     let u_j = UnplannedLoss::new(
         c + g,
-        cost + st.start_s,
-        dst.decode_tok_s,
+        u_start,
+        rate_j,
         rem_after,
         dst_fallback_prefill,
         params.recompute_overhead_s,
@@ -547,14 +612,7 @@ pub fn price_move(
             lb += node_loss_lower_bound(src, model, src_remaining_up, 0.0, src_horizon, &src_u);
         }
         if !beats(bound - lb) {
-            return MoveAssessment {
-                mv,
-                t_j,
-                l_j: f64::NAN,
-                risk_gain: bound - lb,
-                dt,
-                pruned: true,
-            };
+            return pruned(t_j, bound - lb);
         }
     }
     let mut l_j = node_loss(dst, model, dst_remaining_up, mv.window_s, horizon_j, &u_j);

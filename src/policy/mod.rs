@@ -10,6 +10,8 @@
 //!   `c*`, the overlapped variant, the trigger and its guards;
 //! * the survival curves the policy consumes live in the survival stage
 //!   ([`crate::survival::curve`]: [`crate::survival::curve::ConditionalSurvival`] and its implementations);
+//! * [`service`]: the service-time model (how a node serves requests) and its forecast of
+//!   `T_i`, shared with the replay engine;
 //! * [`model`]: the per-decision views (allocation-free for a simulator);
 //! * [`presets`]: model KV sizes, hardware rates and link tiers, with sources;
 //! * [`analysis`]: the `trigger` and `crossover` tables.
@@ -25,6 +27,7 @@ pub mod migration;
 pub mod model;
 pub mod policies;
 pub mod presets;
+pub mod service;
 
 pub use cost::{NodeCost, RiskModel};
 pub use migration::{Crossover, MoveMethod};

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::service::NodeLoads;
 use crate::survival::curve::ConditionalSurvival;
 
 /// Index of a node in [`ClusterView::nodes`].
@@ -123,6 +124,9 @@ pub struct ClusterView<'a> {
     pub nodes: &'a [NodeView<'a>],
     /// True remaining sessions, for the oracle only.
     pub foresight: Option<&'a dyn Foresight>,
+    /// The service-time model's forecast over the nodes' live state (the replay supplies it;
+    /// without it `T_i` falls back to [`super::cost::service_time`] on the view's fields).
+    pub loads: Option<&'a dyn NodeLoads>,
 }
 
 impl<'a> ClusterView<'a> {
@@ -131,6 +135,15 @@ impl<'a> ClusterView<'a> {
         ClusterView {
             nodes,
             foresight: None,
+            loads: None,
+        }
+    }
+
+    /// The same view with the service-time forecast over the nodes' live state.
+    pub fn with_loads(self, loads: &'a dyn NodeLoads) -> ClusterView<'a> {
+        ClusterView {
+            loads: Some(loads),
+            ..self
         }
     }
 

@@ -15,7 +15,7 @@
 //! | `fastest` | `argmin T_i` (hazard-blind; recovers only after failures) | none |
 //! | `least-loaded` | lowest slot load (then KV load, queue wait) | none |
 //! | `random` | uniform over feasible nodes (seeded SplitMix64) | none |
-//! | `uptime` | node up the longest (the age heuristic) | none |
+//! | `uptime` | among the nodes that can start the request soonest (smallest queue wait), the one up the longest (the age heuristic, load-aware) | none |
 //! | `oracle` | clairvoyant greedy: smallest true completion, a doomed node priced by its cheaper of `U(R)` and a planned hop before its end | event-driven, just before each known end |
 //! | `bound` | not a policy: an analytic lower bound computed by the replay | — |
 //!
@@ -28,13 +28,20 @@
 //! | `fastest` | yes | yes (queue wait) | no | no | no |
 //! | `least-loaded` | no | yes | no | no | no |
 //! | `random` | no | no | no | no | no |
-//! | `uptime` | no | no | yes (only) | no | no |
+//! | `uptime` | no | yes (queue wait only) | yes | no | no |
 //! | `oracle` | yes | yes | — | — | yes: true output lengths, every node's true timeline |
 //! | `bound` | fastest rates | none (unloaded) | — | — | yes: when any node is up |
 //!
 //! The `oracle` is a *clairvoyant greedy* heuristic, an upper reference, not a proven optimum
 //! (it can be beaten in a window); `bound` is provably unbeatable (see
 //! [`crate::replay::bound`]).
+//!
+//! `T_i` of every cost-based policy (`hazard`, `hazard-nomigrate`, `memoryless`, `fastest`,
+//! `oracle`), at placement and in the migration check, is the service-time model's forecast
+//! ([`super::service::forecast`] through [`ClusterView::loads`]): the completion time on the
+//! node in its current state, every resident and queued request counted at the rate it will
+//! get, the request itself counted once on its source. Views without a forecast fall back to
+//! [`service_time`] on the view's fields.
 //!
 //! Every decision fills an [`Explanation`] supplied by the caller (reused across calls, so no
 //! allocation once its candidate buffer has grown).
@@ -49,14 +56,15 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::cost::{
-    node_loss, node_loss_lower_bound, placement_cost, service_time, Fallbacks, NodeCost, RiskModel,
-    UnplannedLoss,
+    cost_from_service, node_loss, node_loss_lower_bound, secs, service_time, Fallbacks, NodeCost,
+    RiskModel, ServiceTime, UnplannedLoss,
 };
 use super::migration::{
-    assess_move, check_guards, planned_move, price_move, source_state, trigger_fires, Blocked,
-    MoveAssessment, MoveMethod, SourceState,
+    check_guards, move_cost, planned_move, price_move_with, source_state, trigger_fires, Blocked,
+    DestinationForecast, MoveAssessment, MoveCost, MoveMethod, SourceState,
 };
 use super::model::{ClusterView, NodeIdx, NodeView, Params, RequestView};
+use super::service::{Waiting, PROBE_ID};
 use crate::rng::SplitMix64;
 
 /// The policies, by name.
@@ -382,11 +390,13 @@ pub fn build(kind: PolicyKind, params: Params, seed: u64) -> Box<dyn Policy> {
     Box::new(StandardPolicy::new(kind, params, seed))
 }
 
-#[inline]
 /// The running request's cost on its source `from` (the start of every migration check),
-/// recorded in `out`.
+/// recorded in `out`. `T_i` is the forecast of the request itself on the source, counted once
+/// among the node's residents; [`source_state`] on the view's fields without a forecast.
 #[allow(clippy::too_many_arguments)]
+#[inline]
 fn price_source(
+    view: &ClusterView<'_>,
     req: &RequestView,
     from: NodeIdx,
     src: &NodeView<'_>,
@@ -396,14 +406,32 @@ fn price_source(
     remaining_up: Option<f64>,
     out: &mut Explanation,
 ) -> SourceState {
-    let source = source_state(
-        src,
-        req,
-        fb.for_node(from, src.prefill_tok_s),
-        params,
-        model,
-        remaining_up,
-    );
+    let fallback = fb.for_node(from, src.prefill_tok_s);
+    let forecast = view.loads.and_then(|l| l.forecast_resident(from, req.id));
+    let source = match forecast {
+        Some(st) => {
+            let context = req.context() as f64;
+            let remaining = req.remaining_expected();
+            let (cost, u) = cost_from_service(
+                src,
+                st,
+                st.decode_rate(remaining, src.decode_tok_s),
+                context,
+                remaining,
+                fallback,
+                params,
+                model,
+                remaining_up,
+            );
+            SourceState {
+                cost,
+                u,
+                context,
+                remaining,
+            }
+        }
+        None => source_state(src, req, fallback, params, model, remaining_up),
+    };
     out.set_node_cost(&source.cost);
     source
 }
@@ -421,6 +449,94 @@ fn nan_as_inf(x: f64) -> f64 {
         f64::INFINITY
     } else {
         x
+    }
+}
+
+/// The newcomer of a forecast: `req` taking a slot now and decoding after `start_s` seconds
+/// (`prefill`: that phase is a prefill), `remaining` tokens still to generate after it.
+#[inline]
+fn newcomer(req: &RequestView, start_s: f64, prefill: bool, done: f64, remaining: f64) -> Waiting {
+    Waiting {
+        id: PROBE_ID,
+        kv: req.kv_need(),
+        start_s,
+        prefill,
+        done,
+        target: done + remaining,
+    }
+}
+
+/// `T_i` and `w_i` of `req` placed on node `idx` with `prefill_tokens` to prefill and `rem`
+/// tokens to generate, and the decode rate `U_i` grows at: the forecast when the view has one
+/// (its average rate), else [`service_time`] on the view's fields (the view's rate).
+#[inline]
+fn placement_service(
+    view: &ClusterView<'_>,
+    idx: NodeIdx,
+    node: &NodeView<'_>,
+    req: &RequestView,
+    prefill_tokens: f64,
+    rem: f64,
+) -> (ServiceTime, f64) {
+    if let Some(loads) = view.loads {
+        let start = secs(prefill_tokens, node.prefill_tok_s);
+        let w = newcomer(req, start, true, req.done_tokens as f64, rem);
+        if let Some(st) = loads.forecast_newcomer(idx, w) {
+            return (st, st.decode_rate(rem, node.decode_tok_s));
+        }
+    }
+    (
+        service_time(
+            node.queue_wait_s,
+            prefill_tokens,
+            node.prefill_tok_s,
+            rem,
+            node.decode_tok_s,
+        ),
+        node.decode_tok_s,
+    )
+}
+
+/// A lower bound of [`placement_service`]'s `T_i` that costs no forecast: prefill plus decode
+/// at the node's unloaded rate (durations round up to whole microseconds in the forecast, so
+/// it is a bound up to the relative `1e-9` of that rounding, which the margin covers).
+#[inline]
+fn placement_lower_bound(
+    view: &ClusterView<'_>,
+    idx: NodeIdx,
+    node: &NodeView<'_>,
+    prefill_tokens: f64,
+    rem: f64,
+) -> f64 {
+    match view.loads {
+        Some(loads) => {
+            let d = loads.unloaded_decode_tok_s(idx);
+            (secs(prefill_tokens, node.prefill_tok_s) + secs(rem, d)) * (1.0 - 1e-6)
+        }
+        None => 0.0,
+    }
+}
+
+/// The destination forecast of a planned move of `req` to `j` (see
+/// [`super::migration::DestinationForecast`]): the request holds a slot on `j` from now and
+/// decodes after the move's window and cost.
+fn move_forecast<'v>(
+    view: &'v ClusterView<'v>,
+    j: NodeIdx,
+    req: &'v RequestView,
+    remaining: f64,
+) -> impl Fn(&MoveCost, f64) -> Option<ServiceTime> + 'v {
+    move |mv: &MoveCost, rem_after: f64| {
+        let loads = view.loads?;
+        let done = req.done_tokens as f64 + (remaining - rem_after).max(0.0);
+        let w = newcomer(
+            req,
+            mv.window_s.max(0.0) + mv.cost_s.max(0.0),
+            false,
+            done,
+            rem_after,
+        );
+        loads.forecast_newcomer(j, w)
     }
 }
 
@@ -444,6 +560,7 @@ impl StandardPolicy {
         &mut self.params
     }
 
+    /// `E_i` of `req` on node `idx` under `model` (the forecast's `T_i`), for explanations.
     fn cost_of(
         &self,
         view: &ClusterView<'_>,
@@ -453,20 +570,32 @@ impl StandardPolicy {
         node: &NodeView<'_>,
         model: RiskModel,
     ) -> NodeCost {
-        placement_cost(
+        let c = req.context() as f64;
+        let resident = if req.node == Some(idx) {
+            req.resident_tokens as f64
+        } else {
+            0.0
+        };
+        let rem = req.remaining_expected();
+        let (st, rate) = placement_service(view, idx, node, req, c - resident, rem);
+        cost_from_service(
             node,
-            idx,
-            req,
+            st,
+            rate,
+            c,
+            rem,
             fb.for_node(idx, node.prefill_tok_s),
             &self.params,
             model,
             remaining_up(view, model, idx),
         )
+        .0
     }
 
     /// `argmin E_i` over feasible nodes. Unless recording candidates, a node is dropped as soon
     /// as a lower bound of its `E` reaches the best `E` so far (exact: ties keep the earlier
-    /// node): first `T_i` (`L >= 0`), then `T_i + (1 - S(T_i | a_i)) U_i(0)`.
+    /// node): first the unloaded `T_i` ([`placement_lower_bound`], before any forecast), then
+    /// the forecast `T_i` (`L >= 0`), then `T_i + (1 - S(T_i | a_i)) U_i(0)`.
     fn argmin_e(
         &self,
         view: &ClusterView<'_>,
@@ -491,21 +620,18 @@ impl StandardPolicy {
             } else {
                 0.0
             };
-            let st = service_time(
-                node.queue_wait_s,
-                c - resident,
-                node.prefill_tok_s,
-                rem,
-                node.decode_tok_s,
-            );
             let searching = prune && best.is_some();
+            if searching && !(placement_lower_bound(view, i, node, c - resident, rem) < best_e) {
+                continue;
+            }
+            let (st, rate) = placement_service(view, i, node, req, c - resident, rem);
             if searching && !(st.total_s < best_e) {
                 continue;
             }
             let u = UnplannedLoss::new(
                 c,
                 st.start_s,
-                node.decode_tok_s,
+                rate,
                 rem,
                 fb.for_node(i, node.prefill_tok_s),
                 params.recompute_overhead_s,
@@ -548,6 +674,50 @@ impl StandardPolicy {
             }
         }
         best
+    }
+
+    /// `fastest`: `argmin T_i` (the forecast) over feasible nodes; ties keep the earlier node.
+    /// Unless recording candidates, a node whose unloaded `T_i` already reaches the best is
+    /// skipped without a forecast.
+    fn argmin_t(
+        &self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        out: &mut Explanation,
+    ) -> Option<NodeIdx> {
+        let need = req.kv_need();
+        let c = req.context() as f64;
+        let rem = req.remaining_expected();
+        let prune = !out.record_candidates;
+        let mut best: Option<(NodeIdx, f64)> = None;
+        for (i, node) in view.nodes.iter().enumerate() {
+            if !node.can_admit(need) {
+                continue;
+            }
+            if prune {
+                if let Some((_, b)) = best {
+                    if !(placement_lower_bound(view, i, node, c, rem) < b) {
+                        continue;
+                    }
+                }
+            }
+            let t = nan_as_inf(placement_service(view, i, node, req, c, rem).0.total_s);
+            if out.record_candidates {
+                out.candidates.push(CandidateCost {
+                    node: i,
+                    t,
+                    l: f64::NAN,
+                    e: t,
+                    c_planned: f64::NAN,
+                    risk_gain: f64::NAN,
+                    dt: f64::NAN,
+                });
+            }
+            if best.is_none_or(|(_, b)| t < b) {
+                best = Some((i, t));
+            }
+        }
+        best.map(|(i, _)| i)
     }
 
     /// `argmin score` over feasible nodes for the hazard-blind policies.
@@ -606,7 +776,7 @@ impl StandardPolicy {
         let h = params.hysteresis_s;
         out.hysteresis_s = h;
         let r_src = remaining_up(view, model, from);
-        let source = price_source(req, from, src, fb, &params, model, r_src, out);
+        let source = price_source(view, req, from, src, fb, &params, model, r_src, out);
         if let Err(b) = check_guards(req.planned_hops, source.cost.t, &params) {
             out.outcome = match b {
                 Blocked::MaxHops => Outcome::MaxHops,
@@ -624,7 +794,8 @@ impl StandardPolicy {
             if j == from || !dst.can_admit(need) {
                 continue;
             }
-            let a = assess_move(
+            let forecast = move_forecast(view, j, req, source.remaining);
+            let a = price_move_with(
                 src,
                 &source,
                 dst,
@@ -638,6 +809,8 @@ impl StandardPolicy {
                 } else {
                     Some((h, fire.map_or(f64::NEG_INFINITY, |(_, a)| a.risk_gain)))
                 },
+                move_cost(src, &source, dst, &params),
+                Some(&forecast as DestinationForecast<'_>),
             );
             if out.record_candidates {
                 out.candidates.push(CandidateCost {
@@ -713,7 +886,7 @@ impl StandardPolicy {
         out.hysteresis_s = 0.0;
         let model = RiskModel::Oracle;
         let r_src = remaining_up(view, model, from);
-        let source = price_source(req, from, src, fb, &params, model, r_src, out);
+        let source = price_source(view, req, from, src, fb, &params, model, r_src, out);
         let r = match r_src {
             Some(r) if r < source.cost.t => r,
             _ => {
@@ -724,7 +897,7 @@ impl StandardPolicy {
         // Staying: the request decodes on the source until it ends at R_i, loses U_i(R_i),
         // and (clairvoyance) finishes the rest on the destination's speed.
         let loss = source.u.at(r);
-        let decoded = (src.decode_tok_s * (r - source.cost.w))
+        let decoded = (source.u.context_at(r) - source.context)
             .max(0.0)
             .min(source.remaining);
         let left = source.remaining - decoded;
@@ -747,7 +920,8 @@ impl StandardPolicy {
                 mv.cost_s = mv.recompute_s;
                 mv.method = MoveMethod::Recompute;
             }
-            let a = price_move(
+            let forecast = move_forecast(view, j, req, source.remaining);
+            let a = price_move_with(
                 src,
                 &source,
                 dst,
@@ -758,6 +932,7 @@ impl StandardPolicy {
                 remaining_up(view, model, j),
                 None,
                 mv,
+                Some(&forecast as DestinationForecast<'_>),
             );
             // gain = (T_i + L_i) - (C + T_j + L_j), the planned cost counted once, with the
             // source's T_i + L_i priced exactly: R_i + U_i(R_i) + the rest at j's speed
@@ -851,22 +1026,14 @@ impl Policy for StandardPolicy {
                 Some((i, c)) => (Some(i), Some(c)),
                 None => (None, None),
             },
-            PolicyKind::Fastest | PolicyKind::Bound => {
-                let c = req.context() as f64;
-                let rem = req.remaining_expected();
-                let pick = self.argmin_by(view, req, out, |n| {
-                    let st = service_time(n.queue_wait_s, c, n.prefill_tok_s, rem, n.decode_tok_s);
-                    (st.total_s, 0.0, 0.0)
-                });
-                (pick, None)
-            }
+            PolicyKind::Fastest | PolicyKind::Bound => (self.argmin_t(view, req, out), None),
             PolicyKind::LeastLoaded => {
                 let pick =
                     self.argmin_by(view, req, out, |n| (n.load(), n.kv_load(), n.queue_wait_s));
                 (pick, None)
             }
             PolicyKind::Uptime => {
-                let pick = self.argmin_by(view, req, out, |n| (-n.age_s, 0.0, 0.0));
+                let pick = self.argmin_by(view, req, out, |n| (n.queue_wait_s, -n.age_s, 0.0));
                 (pick, None)
             }
             PolicyKind::Random => {

@@ -17,11 +17,15 @@
 //!   order whenever a node comes up, and is dropped (`window-end`) if the window ends first.
 //!   Nodes whose capacity is below the request's true need are shown with capacity 0 for that
 //!   request (the only use of `L_r` in a view; it reveals nothing about availability).
-//! * **Service.** A started request prefills its context `c = P_r + done` at `p_i`
+//! * **Service** (the service-time model, [`crate::policy::service`], whose functions the
+//!   engine uses). A started request prefills its context `c = P_r + done` at `p_i`
 //!   (`c / p_i` seconds), then decodes its remaining tokens at
 //!   `d_i / (1 + f (k - 1))` tokens/s each, `k` the requests decoding on the node and `f` the
 //!   batch slowdown factor. TTFT is the end of the first prefill that completes; tokens stream
 //!   to the client as they are generated and are never lost.
+//! * **Forecasts.** Every decision's [`ClusterView`] carries the engine's live node state as
+//!   [`NodeLoads`]: the policies' `T_i` is [`service::forecast`] over it, each resident and
+//!   queued request priced by its estimate `L^_r` (never its true length).
 //! * **Unplanned loss.** When a node's session ends, every request holding it loses its KV: the
 //!   generated tokens it streamed are kept (partial tokens are lost), it counts one
 //!   interruption and is re-placed at once through the policy; its next prefill re-prefills the
@@ -72,11 +76,17 @@
 //! phases, node up/down, migration, cut-over); its handlers mutate the same state and are easier
 //! to check against each other in one place.
 
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::policy::cost::{secs, unplanned_recovery_s};
+use crate::policy::cost::{secs, unplanned_recovery_s, ServiceTime};
 use crate::policy::migration::planned_cost;
+use crate::policy::model::conditional_excess;
+use crate::policy::service::{
+    self, decode_end_us, progress, NodeLoads, NodeServing, Resident, ResidentPhase, Waiting,
+    PROBE_ID,
+};
 use crate::policy::{
     self, ClusterView, Explanation, Foresight, MoveMethod, NodeIdx, NodeView, Params, Policy,
     PolicyKind, RequestView,
@@ -212,6 +222,8 @@ struct Req {
     recovery_us: i128,
     causes: Vec<Arc<str>>,
     chk_epoch: u32,
+    /// Cut-over time of an overlapped move in progress (its reserved destination's forecast).
+    cutover_at: i64,
 }
 
 impl Req {
@@ -287,6 +299,162 @@ struct Sim<'a> {
     views_time: i64,
     views_dirty: bool,
     min_cap: u64,
+    /// Scratch buffers of the forecasts ([`LiveLoads`]).
+    scratch_residents: RefCell<Vec<Resident>>,
+    scratch_waiting: RefCell<Vec<Waiting>>,
+}
+
+/// The tokens request `q` is expected to generate in total, from its estimate `L^_r` (never its
+/// true length): `L^_r` while it has fewer, else `done + E[L - done | L > done]` under the
+/// estimate's noise `sigma` (one token past the estimate when `sigma = 0`), as
+/// [`RequestView::remaining_expected`] prices a request.
+fn expected_target(q: &Req, sigma: f64) -> f64 {
+    let est = q.est as f64;
+    if sigma > 0.0 && est > 0.0 {
+        q.done + conditional_excess(est, sigma, q.done).max(1.0)
+    } else if q.done < est {
+        est
+    } else {
+        q.done + 1.0
+    }
+}
+
+/// The engine's live node state as the policies' forecast reads it ([`NodeLoads`]).
+struct LiveLoads<'s> {
+    cluster: &'s Cluster,
+    batch_slowdown: f64,
+    nodes: &'s [NodeState],
+    reqs: &'s [Req],
+    params: &'s Params,
+    sigma: f64,
+    now: i64,
+    residents: &'s RefCell<Vec<Resident>>,
+    waiting: &'s RefCell<Vec<Waiting>>,
+}
+
+impl LiveLoads<'_> {
+    /// [`service::forecast`] of `watch` on node `i` with `newcomer` joining now.
+    fn run(&self, i: usize, newcomer: Option<Waiting>, watch: u64) -> Option<ServiceTime> {
+        let st = self.nodes.get(i)?;
+        let spec = &self.cluster.nodes.get(i)?.spec;
+        if !st.up {
+            return None;
+        }
+        let mut residents = self.residents.borrow_mut();
+        let mut waiting = self.waiting.borrow_mut();
+        residents.clear();
+        waiting.clear();
+        let me = i as u32;
+        for &r in &st.residents {
+            let q = &self.reqs[r as usize];
+            let target = expected_target(q, self.sigma);
+            let (kv, phase) = if q.node == me {
+                let phase = match q.phase {
+                    Phase::Decode => ResidentPhase::Decoding {
+                        done: q.done,
+                        rate: q.rate,
+                        since_us: q.phase_start,
+                        end_us: decode_end_us(q.phase_start, q.done, target, q.rate),
+                    },
+                    p => ResidentPhase::Starting {
+                        at_us: q.phase_end,
+                        done: q.done,
+                        prefill: p == Phase::Prefill,
+                    },
+                };
+                (q.sched_primary, phase)
+            } else if q.aux_kind == Aux::Source {
+                (q.sched_aux, ResidentPhase::Held { at_us: q.phase_end })
+            } else {
+                // An overlapped move's reserved destination: decoding here from the cut-over,
+                // with the tokens expected by then.
+                let done = (q.done + q.rate * (q.cutover_at - q.phase_start) as f64 / US_PER_S)
+                    .min(target);
+                let phase = ResidentPhase::Starting {
+                    at_us: q.cutover_at,
+                    done,
+                    prefill: false,
+                };
+                (q.sched_aux, phase)
+            };
+            residents.push(Resident {
+                id: u64::from(r),
+                kv,
+                target,
+                phase,
+            });
+        }
+        let p = &self.params;
+        for &r in &st.fifo {
+            let q = &self.reqs[r as usize];
+            let ctx = q.prompt.saturating_add(q.done_tokens()) as f64;
+            let start_s = if q.recovering {
+                unplanned_recovery_s(
+                    ctx,
+                    spec.prefill_tok_s,
+                    p.stall_penalty_s,
+                    p.recompute_overhead_s,
+                )
+            } else {
+                secs(ctx, spec.prefill_tok_s)
+            };
+            waiting.push(Waiting {
+                id: u64::from(r),
+                kv: q.prompt.saturating_add(q.est.max(q.done_tokens())),
+                start_s,
+                prefill: true,
+                done: q.done,
+                target: expected_target(q, self.sigma),
+            });
+        }
+        let state = service::NodeState {
+            serving: NodeServing {
+                decode_tok_s: spec.decode_tok_s,
+                batch_slowdown: self.batch_slowdown,
+                slots: spec.slots,
+                kv_capacity_tokens: spec.kv_capacity_tokens,
+            },
+            now_us: self.now,
+            residents: &mut residents,
+            queue: &waiting,
+        };
+        service::forecast(state, newcomer, watch)
+    }
+}
+
+impl NodeLoads for LiveLoads<'_> {
+    fn forecast_newcomer(&self, node: NodeIdx, newcomer: Waiting) -> Option<ServiceTime> {
+        self.run(node, Some(newcomer), PROBE_ID)
+    }
+
+    fn forecast_resident(&self, node: NodeIdx, id: u64) -> Option<ServiceTime> {
+        self.run(node, None, id)
+    }
+
+    fn unloaded_decode_tok_s(&self, node: NodeIdx) -> f64 {
+        self.cluster
+            .nodes
+            .get(node)
+            .map_or(0.0, |n| n.spec.decode_tok_s)
+    }
+}
+
+/// The forecast over `$sim`'s live state, borrowing only the fields it reads (so that a
+/// decision can fill `$sim.expl` meanwhile).
+macro_rules! live_loads {
+    ($sim:expr) => {
+        LiveLoads {
+            cluster: $sim.cluster,
+            batch_slowdown: $sim.cfg.batch_slowdown,
+            nodes: &$sim.nodes,
+            reqs: &$sim.reqs,
+            params: &$sim.params,
+            sigma: $sim.est_sigma,
+            now: $sim.now,
+            residents: &$sim.scratch_residents,
+            waiting: &$sim.scratch_waiting,
+        }
+    };
 }
 
 /// Known age of a session at its start, seconds (non-finite or negative as 0).
@@ -373,6 +541,7 @@ impl<'a> Sim<'a> {
                 recovery_us: 0,
                 causes: Vec::new(),
                 chk_epoch: 0,
+                cutover_at: 0,
             })
             .collect();
         let n = cluster.nodes.len();
@@ -497,6 +666,8 @@ impl<'a> Sim<'a> {
             views_time: i64::MIN,
             views_dirty: true,
             min_cap,
+            scratch_residents: RefCell::new(Vec::with_capacity(64)),
+            scratch_waiting: RefCell::new(Vec::with_capacity(16)),
         }
     }
 
@@ -548,8 +719,11 @@ impl<'a> Sim<'a> {
     /// Effective per-request decode rate on node `i` for a request joining `k` decoders.
     #[inline]
     fn decode_rate(&self, i: usize, decoding_others: u32) -> f64 {
-        self.cluster.nodes[i].spec.decode_tok_s
-            / (1.0 + self.cfg.batch_slowdown * f64::from(decoding_others))
+        service::decode_rate(
+            self.cluster.nodes[i].spec.decode_tok_s,
+            self.cfg.batch_slowdown,
+            decoding_others.saturating_add(1),
+        )
     }
 
     /// Estimated seconds until request `r` (holding node `i`) frees its slot there, from the
@@ -721,7 +895,8 @@ impl<'a> Sim<'a> {
                 ends: &self.ends,
                 now: self.now,
             };
-            let mut view = ClusterView::new(nodes);
+            let loads = live_loads!(self);
+            let mut view = ClusterView::new(nodes).with_loads(&loads);
             if self.oracle {
                 view = view.with_foresight(&fs);
             }
@@ -756,7 +931,8 @@ impl<'a> Sim<'a> {
                 ends: &self.ends,
                 now: self.now,
             };
-            let mut view = ClusterView::new(&self.scratch_views);
+            let loads = live_loads!(self);
+            let mut view = ClusterView::new(&self.scratch_views).with_loads(&loads);
             if self.oracle {
                 view = view.with_foresight(&fs);
             }
@@ -920,8 +1096,14 @@ impl<'a> Sim<'a> {
         let now = self.now;
         let q = &mut self.reqs[r as usize];
         if q.phase == Phase::Decode {
-            let d = q.done + q.rate * (now - q.phase_start) as f64 / US_PER_S;
-            q.done = d.min(q.output as f64);
+            q.done = progress(
+                q.done,
+                q.rate,
+                q.phase_start,
+                q.phase_end,
+                now,
+                q.output as f64,
+            );
             q.phase_start = now;
         }
     }
@@ -932,8 +1114,7 @@ impl<'a> Sim<'a> {
         let q = &mut self.reqs[r as usize];
         q.phase_start = now;
         q.epoch = q.epoch.wrapping_add(1);
-        let rem = (q.output as f64 - q.done).max(0.0);
-        q.phase_end = now.saturating_add(secs_to_us(secs(rem, q.rate)));
+        q.phase_end = decode_end_us(now, q.done, q.output as f64, q.rate);
         let (t, epoch) = (q.phase_end, q.epoch);
         self.schedule(t, Event::PhaseEnd { req: r, epoch });
     }
@@ -1313,7 +1494,10 @@ impl<'a> Sim<'a> {
                 ends: &self.ends,
                 now: self.now,
             };
-            let view = ClusterView::new(&self.scratch_views).with_foresight(&fs);
+            let loads = live_loads!(self);
+            let view = ClusterView::new(&self.scratch_views)
+                .with_foresight(&fs)
+                .with_loads(&loads);
             policy.place(&view, &rv, &mut self.expl)
         };
         self.log_decision(false);
@@ -1371,7 +1555,8 @@ impl<'a> Sim<'a> {
                 ends: &self.ends,
                 now,
             };
-            let mut view = ClusterView::new(&self.views);
+            let loads = live_loads!(self);
+            let mut view = ClusterView::new(&self.views).with_loads(&loads);
             if self.oracle {
                 view = view.with_foresight(&fs);
             }
@@ -1416,11 +1601,10 @@ impl<'a> Sim<'a> {
             }
             q.mv_done0 = q.done_tokens();
             q.mv_epoch = q.mv_epoch.wrapping_add(1);
+            q.cutover_at = now.saturating_add(secs_to_us(window));
             let epoch = q.mv_epoch;
-            self.schedule(
-                now.saturating_add(secs_to_us(window)),
-                Event::Cutover { req: r, epoch },
-            );
+            let at = q.cutover_at;
+            self.schedule(at, Event::Cutover { req: r, epoch });
             return;
         }
         self.leave_decode(r);

@@ -20,34 +20,9 @@ use crate::policy::Params;
 use crate::rng::Rng;
 use crate::survival::curve::ConditionalSurvival;
 
-/// Microseconds per second.
-pub const US_PER_S: f64 = 1e6;
-
-/// Converts a duration in seconds to whole microseconds, rounding up (so that any positive work
-/// takes at least 1 us), except that a value within a relative `1e-9` of a whole microsecond is
-/// rounded to it (so that `1.234 s` is 1,234,000 us despite floating-point noise).
-/// Non-positive and NaN durations give 0; durations beyond about 36,000 years (including
-/// infinity) saturate at [`FOREVER_US`].
-#[inline]
-pub fn secs_to_us(s: f64) -> i64 {
-    if !(s > 0.0) {
-        return 0;
-    }
-    let x = s * US_PER_S;
-    if x >= FOREVER_US as f64 {
-        return FOREVER_US;
-    }
-    let r = x.round();
-    let us = if (x - r).abs() <= 1e-9 * r.max(1.0) {
-        r
-    } else {
-        x.ceil()
-    };
-    (us as i64).max(1)
-}
-
-/// A duration that never elapses within any window (`2^60` us, about 36,000 years).
-pub const FOREVER_US: i64 = 1 << 60;
+/// Microseconds per second, [`secs_to_us`] and [`FOREVER_US`]: the service-time model's
+/// clock ([`crate::policy::service`]), shared by the engine and the policies' forecast.
+pub use crate::policy::service::{secs_to_us, FOREVER_US, US_PER_S};
 
 /// Why the inputs were rejected (or, in validation mode, which invariant broke).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -19,6 +19,7 @@ mod policy_trigger;
 mod public_traces;
 mod readme_tables;
 mod replay_engine;
+mod replay_forecast;
 mod replay_grid;
 mod replay_leakage;
 mod replay_oracle;

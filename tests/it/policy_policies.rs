@@ -98,6 +98,18 @@ fn fastest_least_loaded_uptime() {
     assert_eq!(place(PolicyKind::LeastLoaded, &nodes, &req).0, Some(0));
     assert_eq!(place(PolicyKind::Uptime, &nodes, &req).0, Some(0));
     assert_eq!(place(PolicyKind::Hazard, &nodes, &req).0, Some(1));
+    // `uptime` is load-aware: the oldest node among those that can start the request soonest,
+    // so an older node with a queue loses to a younger one that starts at once.
+    let old_queued = NodeView {
+        age_s: 1e6,
+        queue_wait_s: 2.0,
+        ..node(&c, 10.0, 1000.0)
+    };
+    assert_eq!(
+        place(PolicyKind::Uptime, &[old_queued, slow], &req).0,
+        Some(1)
+    );
+    assert_eq!(place(PolicyKind::Uptime, &[old_queued], &req).0, Some(0));
 }
 
 #[test]

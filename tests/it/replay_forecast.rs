@@ -1,0 +1,260 @@
+//! The service-time model's forecast against the engine it forecasts: a request placed on a
+//! node in a generated state, with no later arrivals and exact estimates, completes exactly
+//! when the policies' `T_i` said; a running request's source price counts it once; `fastest`
+//! sees requests that are still prefilling.
+
+use proptest::prelude::*;
+
+use hazardserve::policy::{
+    ClusterView, Explanation, NodeIdx, Params, Policy, PolicyKind, RequestView, StandardPolicy,
+};
+use hazardserve::replay::{
+    simulate_with, Cluster, LengthEstimator, Node, NodeSpec, ReplayConfig, Request, RunSpec,
+    Window, Workload,
+};
+
+use super::replay_support::*;
+
+/// Places request `k` on node `script[k % len]` (queueing there when it is full); delegates
+/// the placement of request `probe` to `fastest` or `hazard` and records the `T` of the node
+/// it chose. Delegates migration checks of request `watch` to `hazard` and records the first
+/// source price `T_i` it computed.
+struct Probe {
+    script: Vec<NodeIdx>,
+    probe: u64,
+    inner: StandardPolicy,
+    placed: Option<(NodeIdx, f64)>,
+    watch: u64,
+    source_t: Option<f64>,
+}
+
+impl Probe {
+    fn new(script: Vec<NodeIdx>, probe: u64, kind: PolicyKind, watch: u64) -> Probe {
+        Probe {
+            script,
+            probe,
+            inner: StandardPolicy::new(kind, Params::default(), 1),
+            placed: None,
+            watch,
+            source_t: None,
+        }
+    }
+}
+
+impl Policy for Probe {
+    fn kind(&self) -> PolicyKind {
+        self.inner.kind()
+    }
+
+    fn place(
+        &mut self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        out: &mut Explanation,
+    ) -> Option<NodeIdx> {
+        if req.id == self.probe {
+            let chosen = self.inner.place(view, req, out);
+            if let Some(i) = chosen {
+                self.placed.get_or_insert((i, out.t));
+            }
+            return chosen;
+        }
+        *out = Explanation::default();
+        let i = self.script[req.id as usize % self.script.len()];
+        view.nodes.get(i).is_some_and(|n| n.up).then_some(i)
+    }
+
+    fn check_migration(
+        &mut self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        from: NodeIdx,
+        out: &mut Explanation,
+    ) -> Option<NodeIdx> {
+        let mut inner = StandardPolicy::new(PolicyKind::Hazard, Params::default(), 1);
+        let _ = inner.check_migration(view, req, from, out);
+        if req.id == self.watch && self.source_t.is_none() {
+            self.source_t = Some(out.t);
+        }
+        *out = Explanation::default();
+        None
+    }
+}
+
+#[derive(Debug, Clone)]
+struct State {
+    slots: Vec<u32>,
+    cap: u64,
+    p: f64,
+    d: f64,
+    f: f64,
+    /// (arrival s, prompt, output, node) of the earlier requests.
+    earlier: Vec<(f64, u64, u64, usize)>,
+    probe_at: f64,
+    probe: (u64, u64),
+    policy: PolicyKind,
+}
+
+fn state() -> impl Strategy<Value = State> {
+    (
+        prop::collection::vec(1u32..5, 1..4),
+        prop_oneof![Just(u64::MAX / 4), 3_000u64..20_000],
+        (
+            50.0f64..4000.0,
+            2.0f64..80.0,
+            prop_oneof![Just(0.0), 0.0f64..1.5],
+        ),
+        prop::collection::vec((0.0f64..60.0, 1u64..3000, 1u64..400, 0usize..4), 0..14),
+        (0.0f64..60.0, (1u64..3000, 1u64..400)),
+        prop_oneof![Just(PolicyKind::Fastest), Just(PolicyKind::HazardNomigrate)],
+    )
+        .prop_map(|(slots, cap, (p, d, f), earlier, (gap, probe), policy)| {
+            let n = slots.len();
+            let last = earlier.iter().map(|e| e.0).fold(0.0, f64::max);
+            State {
+                earlier: earlier
+                    .into_iter()
+                    .map(|(a, pr, o, i)| (a, pr, o, i % n))
+                    .collect(),
+                slots,
+                cap,
+                p,
+                d,
+                f,
+                probe_at: last + 0.001 + gap,
+                probe,
+                policy,
+            }
+        })
+}
+
+fn cluster_of(s: &State) -> Cluster {
+    Cluster {
+        nodes: s
+            .slots
+            .iter()
+            .enumerate()
+            .map(|(i, &slots)| {
+                let mut n: Node = always_up(&format!("n{i}"), slots, s.p, s.d);
+                n.spec = NodeSpec {
+                    kv_capacity_tokens: s.cap,
+                    ..n.spec
+                };
+                n
+            })
+            .collect(),
+    }
+}
+
+fn config(f: f64) -> ReplayConfig {
+    ReplayConfig {
+        batch_slowdown: f,
+        estimator: LengthEstimator::Exact,
+        validate: true,
+        ..ReplayConfig::default()
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+    /// The acceptance property: the forecast `T_i` of the node the policy chose equals the
+    /// engine's completion of that request to 1e-9 relative, whatever the node holds
+    /// (prefilling, decoding, queued requests, KV-bound queues, batch slowdown).
+    #[test]
+    fn forecast_equals_the_engine(s in state()) {
+        let cluster = cluster_of(&s);
+        let mut requests: Vec<Request> = s
+            .earlier
+            .iter()
+            .enumerate()
+            .map(|(k, &(a, pr, o, _))| req(k as u64, a, pr.min(s.cap / 4), o))
+            .collect();
+        // The engine sorts by arrival (stably): script each request's node by its rank.
+        requests.sort_by(|a, b| a.arrival_us.cmp(&b.arrival_us));
+        let script: Vec<usize> = {
+            let mut order: Vec<(i64, usize)> = s
+                .earlier
+                .iter()
+                .map(|&(a, _, _, i)| (us(a), i))
+                .collect();
+            order.sort_by_key(|x| x.0);
+            order.into_iter().map(|x| x.1).collect()
+        };
+        let probe_id = requests.len() as u64;
+        requests.push(req(probe_id, s.probe_at, s.probe.0.min(s.cap / 4), s.probe.1));
+        let script = if script.is_empty() { vec![0] } else { script };
+        let mut policy = Probe::new(script, probe_id, s.policy, u64::MAX);
+        let cfg = config(s.f);
+        let spec = RunSpec::new(s.policy, Window::new(0, us(1e7)), 1, cfg.params);
+        let out = simulate_with(&cluster, &Workload::new(requests), &cfg, &spec, &mut policy)
+            .expect("replay runs");
+        let (_, t) = policy.placed.expect("the probe was placed");
+        let rec = &out.records[probe_id as usize];
+        let done = rec.completion_s.expect("the probe completes");
+        prop_assert!(
+            (t - done).abs() <= 1e-9 * done.max(1e-6),
+            "forecast {t} s, engine {done} s"
+        );
+    }
+}
+
+/// Migration's source price counts the request once: four requests decode together on one
+/// node (batch slowdown 1: each at d / 4); at the first check the source's `T_i` of one of
+/// them is exactly its remaining time in the engine, not the `rem b / d` longer that pricing
+/// it as a fifth decoder would give.
+#[test]
+fn migration_source_counts_the_request_once() {
+    let cluster = Cluster {
+        nodes: vec![always_up("a", 8, 1e6, 20.0), always_up("b", 8, 1e6, 20.0)],
+    };
+    let requests: Vec<Request> = (0..4).map(|k| req(k, 0.0, 10, 400 + 100 * k)).collect();
+    let mut policy = Probe::new(vec![0], u64::MAX, PolicyKind::Hazard, 0);
+    let cfg = config(1.0);
+    let spec = RunSpec::new(PolicyKind::Hazard, Window::new(0, us(1e4)), 1, cfg.params);
+    let out = simulate_with(&cluster, &Workload::new(requests), &cfg, &spec, &mut policy)
+        .expect("replay runs");
+    let t_i = policy.source_t.expect("a migration check priced request 0");
+    let check_at = cfg.params.check_interval_s;
+    let finish = out.records[0].completion_s.expect("completes") - 0.0;
+    assert!(
+        (t_i - (finish - check_at)).abs() <= 1e-9 * finish,
+        "T_i {t_i} s against the engine's {} s",
+        finish - check_at
+    );
+    // Counting it twice would add rem * b / d' with d' the rate of five decoders.
+    let rem_at_check = 400.0 - check_at * 20.0 / 4.0;
+    let doubled = rem_at_check / (20.0 / 5.0);
+    assert!(t_i < doubled, "T_i {t_i} s is the double-counted price");
+}
+
+/// On a homogeneous cluster with long prefills, requests arriving while earlier ones are
+/// still prefilling are spread over the nodes by `fastest` exactly as `least-loaded` spreads
+/// them (the forecast sees the prefilling residents).
+#[test]
+fn fastest_spreads_requests_arriving_during_prefill() {
+    let cluster = Cluster {
+        nodes: (0..4)
+            .map(|i| always_up(&format!("n{i}"), 8, 200.0, 10.0))
+            .collect(),
+    };
+    // 10 s prefills, arrivals 1 s apart.
+    let requests: Vec<Request> = (0..4).map(|k| req(k, k as f64, 2000, 100)).collect();
+    let cfg = ReplayConfig {
+        batch_slowdown: 1.0,
+        ..checked()
+    };
+    let first = |kind| -> Vec<Option<u32>> {
+        run(&cluster, requests.clone(), &cfg, kind, 1000.0)
+            .records
+            .iter()
+            .map(|r| r.first_node)
+            .collect()
+    };
+    let fastest = first(PolicyKind::Fastest);
+    assert_eq!(fastest, first(PolicyKind::LeastLoaded));
+    let mut nodes = fastest.clone();
+    nodes.sort();
+    nodes.dedup();
+    assert_eq!(nodes.len(), 4, "fastest stacked requests: {fastest:?}");
+}
