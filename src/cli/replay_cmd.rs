@@ -9,7 +9,7 @@ use clap::Args;
 
 use super::Globals;
 use crate::output::{self, render, Col, OutputFormat};
-use crate::replay::{Metric, PolicySummary, METRICS};
+use crate::replay::{ForecastCalibration, Metric, PolicySummary, METRICS};
 use crate::scenario::config::DEFAULT_CONFIG;
 use crate::scenario::{self, RunOptions, RunResult, ScenarioConfig};
 use crate::store::Store;
@@ -282,6 +282,25 @@ pub fn print_rows(rows: &[PolicySummary], format: OutputFormat) -> anyhow::Resul
             "gap_closed_ci_hi".into(),
             Col::F64(rows.iter().map(|r| r.gap_closed.ci.map(|c| c[1])).collect()),
         ));
+        type Field = fn(&ForecastCalibration) -> Option<f64>;
+        let fields: [(&str, Field); 6] = [
+            ("forecast_t_n", |f| Some(f.t_n as f64)),
+            ("forecast_t_ratio_median", |f| f.t_ratio_median),
+            ("forecast_t_mape", |f| f.t_mape),
+            ("forecast_interruption_n", |f| Some(f.interruption_n as f64)),
+            ("forecast_interruption_brier", |f| f.interruption_brier),
+            ("forecast_interruption_rate", |f| f.interruption_rate),
+        ];
+        for (name, get) in fields {
+            owned.push((
+                name.into(),
+                Col::F64(
+                    rows.iter()
+                        .map(|r| r.forecast.as_ref().and_then(get))
+                        .collect(),
+                ),
+            ));
+        }
         let cols: Vec<(&str, Col)> = owned.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
         render(&[output::batch(cols)?], format, &mut out)?;
         return Ok(());
@@ -330,6 +349,20 @@ pub fn print_rows(rows: &[PolicySummary], format: OutputFormat) -> anyhow::Resul
         None => "gap_closed".to_string(),
     };
     cols.push((&gap_title, Col::Str(rows.iter().map(gap).collect())));
+    let forecast = |get: fn(&ForecastCalibration) -> Option<f64>, digits: usize| {
+        Col::Str(
+            rows.iter()
+                .map(|r| {
+                    r.forecast
+                        .as_ref()
+                        .and_then(get)
+                        .map(|v| format!("{v:.digits$}"))
+                })
+                .collect(),
+        )
+    };
+    cols.push(("t_forecast/served", forecast(|f| f.t_ratio_median, 3)));
+    cols.push(("interruption_brier", forecast(|f| f.interruption_brier, 4)));
     render(&[output::batch(cols)?], format, &mut out)?;
     Ok(())
 }

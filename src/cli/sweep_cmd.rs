@@ -439,8 +439,10 @@ fn print_axis(
 }
 
 /// Prints the regime map: JSON as [`CellResult::summary_json`] objects; CSV flat (one column
-/// per axis, then `<comparison>_<metric>` with `_ci_lo`/`_ci_hi`); a table with `diff [lo, hi]`
-/// cells on mean completion and interruptions. A gap closed without a gap prints as "none".
+/// per axis, then `<comparison>_<metric>` with `_ci_lo`/`_ci_hi` and the q-value `_q`,
+/// `opportunity_s`); a table with the declared reference, its q-value, the opportunity and
+/// `diff [lo, hi]` cells on mean completion and interruptions. A gap closed without a gap
+/// prints as "none".
 pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if format == OutputFormat::Json {
@@ -466,7 +468,8 @@ pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Resu
         ));
     }
     type Pick = fn(&CellResult) -> Option<&crate::replay::Versus>;
-    let comparisons: [(&str, Pick); 5] = [
+    let comparisons: [(&str, Pick); 6] = [
+        ("vs_reference", |c| c.vs_reference.as_ref()),
         ("vs_fastest", CellResult::vs_fastest),
         ("vs_best_blind", CellResult::vs_best_blind),
         ("vs_uptime", |c| c.vs_uptime.as_ref()),
@@ -492,14 +495,52 @@ pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Resu
                     format!("{key}_ci_hi"),
                     Col::F64(cells.iter().map(|c| d(c).and_then(|d| d.ci_high)).collect()),
                 ));
+                let pairing = format!("hazard_{name}");
+                let pairing = match name {
+                    "overlap_gain" | "migration_effect" => name,
+                    _ => pairing.as_str(),
+                };
+                cols.push((
+                    format!("{key}_q"),
+                    Col::F64(cells.iter().map(|c| c.q_value(pairing, m)).collect()),
+                ));
             }
         }
+        cols.push((
+            "opportunity_s".into(),
+            Col::F64(cells.iter().map(CellResult::opportunity_s).collect()),
+        ));
         cols.push((
             "gap_closed".into(),
             Col::F64(cells.iter().map(CellResult::gap_closed).collect()),
         ));
     } else {
-        for (name, pick) in comparisons.into_iter().take(3) {
+        cols.push((
+            "reference".into(),
+            Col::Str(cells.iter().map(|c| Some(c.reference.clone())).collect()),
+        ));
+        cols.push((
+            "q (vs_reference mean)".into(),
+            Col::Str(
+                cells
+                    .iter()
+                    .map(|c| {
+                        c.q_value("hazard_vs_reference", sweep::VERDICT_METRIC)
+                            .map(|q| format!("{q:.3}"))
+                    })
+                    .collect(),
+            ),
+        ));
+        cols.push((
+            "opportunity_s".into(),
+            Col::Str(
+                cells
+                    .iter()
+                    .map(|c| c.opportunity_s().map(human_float))
+                    .collect(),
+            ),
+        ));
+        for (name, pick) in comparisons.into_iter().take(4) {
             for m in [Metric::MeanCompletion, Metric::UnplannedInterruptions] {
                 let short = if m == Metric::MeanCompletion {
                     "mean_s"
@@ -538,6 +579,15 @@ pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Resu
     cols.push((
         "migration_pays".into(),
         Col::Bool(cells.iter().map(|c| Some(c.migration_pays())).collect()),
+    ));
+    cols.push((
+        "verdict".into(),
+        Col::Str(
+            cells
+                .iter()
+                .map(|c| Some(c.verdict().to_string()))
+                .collect(),
+        ),
     ));
     let cols: Vec<(&str, Col)> = cols.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
     render(&[output::batch(cols)?], format, &mut out)?;

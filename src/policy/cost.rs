@@ -306,6 +306,34 @@ pub fn node_loss(
     }
 }
 
+/// The predicted probability that `node` fails before a request placed on it now completes,
+/// `1 - S(T | a)` with `T = horizon` and `a` the node's age, under `model` (the oracle's: 1 when
+/// the known remaining session is shorter than `T`, else 0). 0 for a non-positive horizon, 1
+/// for an infinite one. The forecast calibration compares it with what happened.
+pub fn interruption_probability(
+    node: &NodeView<'_>,
+    model: RiskModel,
+    remaining_up: Option<f64>,
+    horizon: f64,
+) -> f64 {
+    if !(horizon > 0.0) {
+        return 0.0;
+    }
+    if !horizon.is_finite() {
+        return 1.0;
+    }
+    match model {
+        RiskModel::Hazard => 1.0 - node.survival.conditional(node.age_s, horizon),
+        RiskModel::Memoryless => {
+            1.0 - Exponential::from_rate(node.exp_rate_per_s).conditional(node.age_s, horizon)
+        }
+        RiskModel::Oracle => match remaining_up {
+            Some(r) if r < horizon => 1.0,
+            _ => 0.0,
+        },
+    }
+}
+
 /// `T_i`, `w_i`, `L_i` and `E_i = T_i + L_i` of one request on one node.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct NodeCost {

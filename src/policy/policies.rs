@@ -56,8 +56,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::cost::{
-    cost_from_service, node_loss, node_loss_lower_bound, secs, service_time, Fallbacks, NodeCost,
-    RiskModel, ServiceTime, UnplannedLoss,
+    cost_from_service, interruption_probability, node_loss, node_loss_lower_bound, secs,
+    service_time, Fallbacks, NodeCost, RiskModel, ServiceTime, UnplannedLoss,
 };
 use super::migration::{
     check_guards, move_cost, planned_move, price_move_with, source_state, trigger_fires, Blocked,
@@ -275,6 +275,11 @@ pub struct Explanation {
     pub dt: f64,
     /// Hysteresis `h` applied, seconds.
     pub hysteresis_s: f64,
+    /// Placement: the predicted probability that the chosen node fails before the request
+    /// completes, `1 - S(T | a)` under the policy's risk model (the node curves for hazard-blind
+    /// policies); the forecast calibration scores it against what happened.
+    #[serde(skip)]
+    pub p_interrupt: f64,
     /// Nodes looked at.
     pub considered: u32,
     /// Of which feasible.
@@ -310,6 +315,7 @@ impl Default for Explanation {
             risk_gain: f64::NAN,
             dt: f64::NAN,
             hysteresis_s: f64::NAN,
+            p_interrupt: f64::NAN,
             considered: 0,
             feasible: 0,
             candidates: Vec::new(),
@@ -1052,11 +1058,18 @@ impl Policy for StandardPolicy {
             out.outcome = Outcome::NoFeasibleNode;
             return None;
         };
+        let model = if cost.is_some() {
+            model
+        } else {
+            RiskModel::Hazard
+        };
         let cost = match cost {
             Some(c) => c,
-            None => self.cost_of(view, req, &fb, i, &view.nodes[i], RiskModel::Hazard),
+            None => self.cost_of(view, req, &fb, i, &view.nodes[i], model),
         };
         out.set_node_cost(&cost);
+        out.p_interrupt =
+            interruption_probability(&view.nodes[i], model, remaining_up(view, model, i), cost.t);
         out.chosen = Some(i);
         out.outcome = Outcome::Placed;
         Some(i)

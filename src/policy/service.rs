@@ -216,6 +216,154 @@ pub struct NodeState<'s> {
 /// At most this many events are replayed per forecast before it gives up (returns `None`).
 const MAX_FORECAST_EVENTS: usize = 1 << 20;
 
+/// The forecast's replay of one node: the counters beside its residents at time `t`.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Run {
+    t: i64,
+    slots_used: u64,
+    kv_used: u64,
+    decoding: u32,
+    events: usize,
+}
+
+/// What one event of a [`Run`] did.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Step {
+    /// Request `id` started decoding.
+    Started(u64),
+    /// Request `id` completed.
+    Finished(u64),
+    /// A held slot was released.
+    Released,
+    /// The next event never comes (a rate of 0).
+    Forever,
+    /// No resident is left.
+    Idle,
+    /// [`MAX_FORECAST_EVENTS`] were replayed.
+    GaveUp,
+}
+
+impl Run {
+    fn new(residents: &[Resident], now_us: i64) -> Run {
+        Run {
+            t: now_us,
+            slots_used: residents.len() as u64,
+            kv_used: residents.iter().map(|r| r.kv).fold(0, u64::saturating_add),
+            decoding: residents
+                .iter()
+                .filter(|r| matches!(r.phase, ResidentPhase::Decoding { .. }))
+                .count() as u32,
+            events: 0,
+        }
+    }
+
+    /// Takes a slot for `w` now if one is free and its KV fits.
+    #[inline]
+    fn admit(&mut self, serving: &NodeServing, residents: &mut Vec<Resident>, w: &Waiting) -> bool {
+        let fits = self.slots_used < u64::from(serving.slots)
+            && self
+                .kv_used
+                .checked_add(w.kv)
+                .is_some_and(|x| x <= serving.kv_capacity_tokens);
+        if fits {
+            self.slots_used += 1;
+            self.kv_used = self.kv_used.saturating_add(w.kv);
+            residents.push(Resident {
+                id: w.id,
+                kv: w.kv,
+                target: w.target,
+                phase: ResidentPhase::Starting {
+                    at_us: self.t.saturating_add(secs_to_us(w.start_s)),
+                    done: w.done,
+                    prefill: w.prefill,
+                },
+            });
+        }
+        fits
+    }
+
+    /// Replays the next event: the earliest phase end (the first such slot on ties).
+    fn step(&mut self, serving: &NodeServing, residents: &mut Vec<Resident>) -> Step {
+        if self.events >= MAX_FORECAST_EVENTS {
+            return Step::GaveUp;
+        }
+        self.events += 1;
+        let (d, f) = (serving.decode_tok_s, serving.batch_slowdown);
+        let mut next: Option<(usize, i64)> = None;
+        for (k, r) in residents.iter().enumerate() {
+            let at = match r.phase {
+                ResidentPhase::Decoding { end_us, .. } => end_us,
+                ResidentPhase::Starting { at_us, .. } | ResidentPhase::Held { at_us } => at_us,
+            };
+            if next.is_none_or(|(_, best)| at < best) {
+                next = Some((k, at));
+            }
+        }
+        let Some((k, at)) = next else {
+            return Step::Idle;
+        };
+        if at >= FOREVER_US {
+            return Step::Forever;
+        }
+        self.t = at.max(self.t);
+        let t = self.t;
+        let r = residents[k];
+        match r.phase {
+            ResidentPhase::Held { .. } => {
+                residents.swap_remove(k);
+                self.slots_used -= 1;
+                self.kv_used = self.kv_used.saturating_sub(r.kv);
+                Step::Released
+            }
+            ResidentPhase::Starting { done, prefill, .. }
+                if prefill && done.floor() >= r.target =>
+            {
+                residents.swap_remove(k);
+                self.slots_used -= 1;
+                self.kv_used = self.kv_used.saturating_sub(r.kv);
+                Step::Finished(r.id)
+            }
+            ResidentPhase::Starting { done, .. } => {
+                self.decoding += 1;
+                let rate = decode_rate(d, f, self.decoding);
+                residents[k].phase = ResidentPhase::Decoding {
+                    done,
+                    rate,
+                    since_us: t,
+                    end_us: decode_end_us(t, done, r.target, rate),
+                };
+                rerate(residents, d, f, self.decoding, t);
+                Step::Started(r.id)
+            }
+            ResidentPhase::Decoding { .. } => {
+                residents.swap_remove(k);
+                self.decoding = self.decoding.saturating_sub(1);
+                self.slots_used -= 1;
+                self.kv_used = self.kv_used.saturating_sub(r.kv);
+                rerate(residents, d, f, self.decoding, t);
+                Step::Finished(r.id)
+            }
+        }
+    }
+}
+
+/// The forecast's answer for a request that started decoding at `start` (if it did) and
+/// completes at `end` (`None`: never), counted from `now_us`.
+#[inline]
+fn answer(now_us: i64, start: Option<i64>, end: Option<i64>) -> ServiceTime {
+    let rel = |t: i64| (t.max(now_us) - now_us) as f64 / US_PER_S;
+    match end {
+        Some(end) => ServiceTime {
+            start_s: rel(start.unwrap_or(end)),
+            total_s: rel(end),
+        },
+        None => ServiceTime {
+            start_s: start.map_or(f64::INFINITY, rel),
+            total_s: f64::INFINITY,
+        },
+    }
+}
+
 /// When request `watch` starts decoding and completes on the node, counted from `now`, with
 /// `newcomer` (if any) joining the node now — starting at once if the queue is empty and it
 /// fits, else at the queue's tail — and nothing else arriving. `watch` is [`PROBE_ID`] for the
@@ -225,7 +373,7 @@ const MAX_FORECAST_EVENTS: usize = 1 << 20;
 /// The rules and arithmetic are the engine's (module docs): a slot frees on a completion or a
 /// released hold, the queue then drains while its head fits, a prefill's end starts a decode
 /// at [`decode_rate`] of the new batch size and every other decoder is re-rated, a completion
-/// re-rates the rest.
+/// re-rates the rest. [`Trajectory`] gives the same answers, computed once per node state.
 pub fn forecast(
     state: NodeState<'_>,
     newcomer: Option<Waiting>,
@@ -237,123 +385,206 @@ pub fn forecast(
         residents,
         queue,
     } = state;
-    let (d, f) = (serving.decode_tok_s, serving.batch_slowdown);
-    let mut slots_used = residents.len() as u64;
-    let mut kv_used: u64 = residents.iter().map(|r| r.kv).fold(0, u64::saturating_add);
-    let mut decoding: u32 = residents
-        .iter()
-        .filter(|r| matches!(r.phase, ResidentPhase::Decoding { .. }))
-        .count() as u32;
-    let mut started: Option<i64> = residents
-        .iter()
-        .find(|r| r.id == watch && matches!(r.phase, ResidentPhase::Decoding { .. }))
-        .map(|_| now_us);
     let present = residents.iter().any(|r| r.id == watch)
         || queue.iter().any(|w| w.id == watch)
         || newcomer.is_some_and(|w| w.id == watch);
     if !present {
         return None;
     }
-    let waiting = |k: usize| -> Option<Waiting> {
-        match queue.get(k) {
-            Some(w) => Some(*w),
-            None if k == queue.len() => newcomer,
-            None => None,
-        }
-    };
-    let mut next_wait = 0usize;
-    let mut t = now_us;
-    let done_at = |t_us: i64, start: Option<i64>| ServiceTime {
-        start_s: (start.unwrap_or(t_us) - now_us) as f64 / US_PER_S,
-        total_s: (t_us - now_us) as f64 / US_PER_S,
-    };
-    for _ in 0..MAX_FORECAST_EVENTS {
+    let mut started: Option<i64> = residents
+        .iter()
+        .find(|r| r.id == watch && matches!(r.phase, ResidentPhase::Decoding { .. }))
+        .map(|_| now_us);
+    let mut run = Run::new(residents, now_us);
+    let mut waiting = queue.iter().copied().chain(newcomer);
+    let mut head = waiting.next();
+    loop {
         // Start queued requests while the head fits.
-        while let Some(w) = waiting(next_wait) {
-            let fits = slots_used < u64::from(serving.slots)
-                && kv_used
-                    .checked_add(w.kv)
-                    .is_some_and(|x| x <= serving.kv_capacity_tokens);
-            if !fits {
+        while let Some(w) = head {
+            if !run.admit(&serving, residents, &w) {
                 break;
             }
-            next_wait += 1;
-            slots_used += 1;
-            kv_used = kv_used.saturating_add(w.kv);
-            residents.push(Resident {
-                id: w.id,
-                kv: w.kv,
-                target: w.target,
-                phase: ResidentPhase::Starting {
-                    at_us: t.saturating_add(secs_to_us(w.start_s)),
-                    done: w.done,
-                    prefill: w.prefill,
-                },
-            });
+            head = waiting.next();
         }
-        // The next event: the earliest phase end (the first such slot on ties).
-        let mut next: Option<(usize, i64)> = None;
-        for (k, r) in residents.iter().enumerate() {
-            let at = match r.phase {
-                ResidentPhase::Decoding { end_us, .. } => end_us,
-                ResidentPhase::Starting { at_us, .. } | ResidentPhase::Held { at_us } => at_us,
-            };
-            if next.is_none_or(|(_, best)| at < best) {
-                next = Some((k, at));
-            }
+        match run.step(&serving, residents) {
+            Step::Idle | Step::GaveUp => return None,
+            Step::Forever => return Some(answer(now_us, started, None)),
+            Step::Started(id) if id == watch => started = Some(run.t),
+            Step::Finished(id) if id == watch => return Some(answer(now_us, started, Some(run.t))),
+            _ => {}
         }
-        let (k, at) = next?;
-        if at >= FOREVER_US {
-            return Some(ServiceTime {
-                start_s: started.map_or(f64::INFINITY, |s| (s - now_us) as f64 / US_PER_S),
-                total_s: f64::INFINITY,
-            });
+    }
+}
+
+/// How a [`Trajectory`] left the node's queue.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+enum Tail {
+    /// The queue was never all admitted (the replay gave up, or its head never fits).
+    #[default]
+    Unreached,
+    /// Every queued request holds a slot: the state a newcomer joins is recorded.
+    Ready,
+    /// The queue waits forever (a rate of 0).
+    Forever,
+}
+
+/// The start and end of one request in a [`Trajectory`].
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Outcome {
+    id: u64,
+    start: Option<i64>,
+    end: Option<i64>,
+    forever: bool,
+}
+
+/// [`forecast`] of every request on one node and of any newcomer, computed once for the
+/// node's state: the node is replayed with no newcomer to the end, recording when each
+/// resident and queued request starts and completes and the state at the moment the whole
+/// queue holds slots, from which a newcomer's forecast resumes. While the node's state does
+/// not change, the answers equal [`forecast`]'s at any later `now` (each event of the node
+/// changes its state).
+#[derive(Debug, Clone, Default)]
+pub struct Trajectory {
+    serving: Option<NodeServing>,
+    now_us: i64,
+    /// Queued requests fitted at once (before any event): the answers then depend on `now`.
+    eager: bool,
+    tail: Tail,
+    tail_run: Run,
+    tail_residents: Vec<Resident>,
+    outcomes: Vec<Outcome>,
+    /// Position in `outcomes` by request id.
+    index: std::collections::HashMap<u64, usize>,
+}
+
+impl Trajectory {
+    /// Replays `state` (its residents are consumed) and keeps what the answers need.
+    pub fn compute(&mut self, state: NodeState<'_>) {
+        let NodeState {
+            serving,
+            now_us,
+            residents,
+            queue,
+        } = state;
+        self.serving = Some(serving);
+        self.now_us = now_us;
+        self.eager = false;
+        self.tail = Tail::Unreached;
+        self.outcomes.clear();
+        self.outcomes.extend(residents.iter().map(|r| Outcome {
+            id: r.id,
+            start: matches!(r.phase, ResidentPhase::Decoding { .. }).then_some(now_us),
+            end: None,
+            forever: false,
+        }));
+        self.outcomes.extend(queue.iter().map(|w| Outcome {
+            id: w.id,
+            start: None,
+            end: None,
+            forever: false,
+        }));
+        self.index.clear();
+        for (k, o) in self.outcomes.iter().enumerate() {
+            self.index.entry(o.id).or_insert(k);
         }
-        t = at.max(t);
-        let r = residents[k];
-        match r.phase {
-            ResidentPhase::Held { .. } => {
-                residents.swap_remove(k);
-                slots_used -= 1;
-                kv_used = kv_used.saturating_sub(r.kv);
-            }
-            ResidentPhase::Starting { done, prefill, .. }
-                if prefill && done.floor() >= r.target =>
-            {
-                residents.swap_remove(k);
-                slots_used -= 1;
-                kv_used = kv_used.saturating_sub(r.kv);
-                if r.id == watch {
-                    return Some(done_at(t, started));
+        let mut run = Run::new(residents, now_us);
+        let mut next_wait = 0usize;
+        loop {
+            while let Some(w) = queue.get(next_wait) {
+                if !run.admit(&serving, residents, w) {
+                    break;
                 }
+                next_wait += 1;
+                self.eager |= run.events == 0;
             }
-            ResidentPhase::Starting { done, .. } => {
-                decoding += 1;
-                let rate = decode_rate(d, f, decoding);
-                residents[k].phase = ResidentPhase::Decoding {
-                    done,
-                    rate,
-                    since_us: t,
-                    end_us: decode_end_us(t, done, r.target, rate),
-                };
-                if r.id == watch {
-                    started = Some(t);
-                }
-                rerate(residents, d, f, decoding, t);
+            if self.tail == Tail::Unreached && next_wait == queue.len() {
+                self.tail = Tail::Ready;
+                self.tail_run = run;
+                self.tail_residents.clone_from(residents);
             }
-            ResidentPhase::Decoding { .. } => {
-                residents.swap_remove(k);
-                decoding = decoding.saturating_sub(1);
-                slots_used -= 1;
-                kv_used = kv_used.saturating_sub(r.kv);
-                rerate(residents, d, f, decoding, t);
-                if r.id == watch {
-                    return Some(done_at(t, started));
+            match run.step(&serving, residents) {
+                Step::Idle | Step::GaveUp => return,
+                Step::Forever => {
+                    if self.tail == Tail::Unreached {
+                        self.tail = Tail::Forever;
+                    }
+                    for o in self.outcomes.iter_mut().filter(|o| o.end.is_none()) {
+                        o.forever = true;
+                    }
+                    return;
                 }
+                Step::Started(id) => {
+                    if let Some(&k) = self.index.get(&id) {
+                        self.outcomes[k].start = Some(run.t);
+                    }
+                }
+                Step::Finished(id) => {
+                    if let Some(&k) = self.index.get(&id) {
+                        self.outcomes[k].end = Some(run.t);
+                    }
+                }
+                Step::Released => {}
             }
         }
     }
-    None
+
+    /// Whether the answers at `now_us` are [`forecast`]'s at `now_us` (the node state unchanged
+    /// since [`Trajectory::compute`]): always at the time it was computed; later too unless a
+    /// queued request fitted at once (the engine starts such a request when it fits, so its
+    /// queue never does; a forecast with other estimates than the engine's may).
+    pub fn holds_at(&self, now_us: i64) -> bool {
+        now_us == self.now_us || (!self.eager && now_us > self.now_us)
+    }
+
+    /// [`forecast`] of request `id` (a resident or queued request), counted from `now_us`
+    /// (not before the time the trajectory was computed at).
+    pub fn resident(&self, id: u64, now_us: i64) -> Option<ServiceTime> {
+        let o = &self.outcomes[*self.index.get(&id)?];
+        let now = now_us.max(self.now_us);
+        if o.forever {
+            Some(answer(now, o.start, None))
+        } else {
+            o.end.map(|end| answer(now, o.start, Some(end)))
+        }
+    }
+
+    /// [`forecast`] of `newcomer` joining the node at `now_us` (not before the time the
+    /// trajectory was computed at); `scratch` is a buffer for the resumed replay.
+    pub fn newcomer(
+        &self,
+        newcomer: Waiting,
+        now_us: i64,
+        scratch: &mut Vec<Resident>,
+    ) -> Option<ServiceTime> {
+        let serving = self.serving?;
+        let now = now_us.max(self.now_us);
+        match self.tail {
+            Tail::Unreached => return None,
+            Tail::Forever => return Some(answer(now, None, None)),
+            Tail::Ready => {}
+        }
+        scratch.clone_from(&self.tail_residents);
+        let mut run = self.tail_run;
+        run.t = run.t.max(now);
+        let mut head = Some(newcomer);
+        let mut started = None;
+        loop {
+            if let Some(w) = head {
+                if run.admit(&serving, scratch, &w) {
+                    head = None;
+                }
+            }
+            match run.step(&serving, scratch) {
+                Step::Idle | Step::GaveUp => return None,
+                Step::Forever => return Some(answer(now, started, None)),
+                Step::Started(id) if id == newcomer.id => started = Some(run.t),
+                Step::Finished(id) if id == newcomer.id => {
+                    return Some(answer(now, started, Some(run.t)))
+                }
+                _ => {}
+            }
+        }
+    }
 }
 
 /// After the batch changed to `decoding` decoders at `t`: every decoder whose rate differs is
@@ -541,5 +772,91 @@ mod tests {
         let f = forecast(st, Some(newcomer(1.0, 5.0)), PROBE_ID).unwrap();
         assert_eq!(f.start_s, 1.0);
         assert!(f.total_s.is_infinite());
+    }
+    fn phase_of(kind: u8, a: i64, b: f64, rate: f64, target: f64) -> ResidentPhase {
+        match kind % 4 {
+            0 => ResidentPhase::Decoding {
+                done: b.min(target),
+                rate,
+                since_us: 0,
+                end_us: decode_end_us(0, b.min(target), target, rate),
+            },
+            1 => ResidentPhase::Starting {
+                at_us: a,
+                done: b.min(target),
+                prefill: true,
+            },
+            2 => ResidentPhase::Starting {
+                at_us: a,
+                done: b.min(target),
+                prefill: false,
+            },
+            _ => ResidentPhase::Held { at_us: a },
+        }
+    }
+
+    proptest::proptest! {
+        /// A [`Trajectory`] computed once answers every resident, queued request and newcomer
+        /// exactly as [`forecast`] does, also asked later while the state holds.
+        #[test]
+        fn trajectory_equals_forecast(
+            slots in 1u32..6,
+            cap in proptest::prop_oneof![proptest::strategy::Just(u64::MAX), 50u64..400],
+            (d, f) in (0.0f64..20.0, proptest::prop_oneof![proptest::strategy::Just(0.0), 0.0f64..1.5]),
+            res in proptest::collection::vec((0u8..4, 1i64..3_000_000, 0.0f64..40.0, 1u64..80, 1.0f64..60.0), 0..6),
+            queue in proptest::collection::vec((1u64..80, 0.0f64..3.0, proptest::bool::ANY, 0.0f64..5.0, 1.0f64..60.0), 0..6),
+            new in (1u64..120, 0.0f64..3.0, proptest::bool::ANY, 1.0f64..60.0),
+            later in 0i64..2,
+        ) {
+            let serving = NodeServing { decode_tok_s: d, batch_slowdown: f, slots, kv_capacity_tokens: cap };
+            let decoders = res.iter().filter(|r| r.0 % 4 == 0).count() as u32;
+            let rate = decode_rate(d, f, decoders.max(1));
+            let residents: Vec<Resident> = res
+                .iter()
+                .take(slots as usize)
+                .enumerate()
+                .map(|(k, &(kind, a, b, kv, target))| Resident {
+                    id: k as u64,
+                    kv,
+                    target,
+                    phase: phase_of(kind, a, b, rate, target),
+                })
+                .collect();
+            let queue: Vec<Waiting> = queue
+                .iter()
+                .enumerate()
+                .map(|(k, &(kv, start_s, prefill, done, target))| Waiting {
+                    id: 100 + k as u64,
+                    kv,
+                    start_s,
+                    prefill,
+                    done: done.min(target),
+                    target,
+                })
+                .collect();
+            let newcomer = Waiting { id: PROBE_ID, kv: new.0, start_s: new.1, prefill: new.2, done: 0.0, target: new.3 };
+            let mut traj = Trajectory::default();
+            let mut buf = residents.clone();
+            traj.compute(NodeState { serving, now_us: 0, residents: &mut buf, queue: &queue });
+            // Asked at the time it was computed, or later but before any resident's event.
+            let earliest = residents
+                .iter()
+                .map(|r| match r.phase {
+                    ResidentPhase::Decoding { end_us, .. } => end_us,
+                    ResidentPhase::Starting { at_us, .. } | ResidentPhase::Held { at_us } => at_us,
+                })
+                .min()
+                .unwrap_or(i64::MAX);
+            let now = if later == 1 && earliest >= 1 && traj.holds_at(1) { 1 } else { 0 };
+            let fresh = |newcomer: Option<Waiting>, watch: u64| {
+                let mut buf = residents.clone();
+                forecast(NodeState { serving, now_us: now, residents: &mut buf, queue: &queue }, newcomer, watch)
+            };
+            let mut scratch = Vec::new();
+            proptest::prop_assert_eq!(traj.newcomer(newcomer, now, &mut scratch), fresh(Some(newcomer), PROBE_ID));
+            for id in residents.iter().map(|r| r.id).chain(queue.iter().map(|w| w.id)).chain([999]) {
+                proptest::prop_assert_eq!(traj.resident(id, now), fresh(None, id));
+            }
+        }
     }
 }

@@ -129,6 +129,10 @@ pub fn run(
             dropped: completion_s.is_none().then_some(DropReason::WindowEnd),
             recovery_s: 0.0,
             interruption_causes: Vec::new(),
+            forecast_t_s: None,
+            forecast_p_interrupt: None,
+            served_s: None,
+            first_placement_lost: None,
         });
     }
     Ok(RunOutput {

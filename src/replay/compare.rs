@@ -6,9 +6,11 @@
 //! averaged over the seeds of a window (the per-window value), then over windows (the reported
 //! value, with a percentile-bootstrap 95 % interval over windows). Policies are compared on
 //! the same requests and windows: a paired difference is the mean over windows of
-//! `m_policy(w) - m_reference(w)` with the bootstrap interval of that mean (windows resampled
-//! together, so the pairing is kept). The references are `fastest` and the best hazard-blind
-//! baseline (the one of `fastest`, `least-loaded`, `random` with the lowest mean completion).
+//! `m_policy(w) - m_reference(w)` with the paired t interval of that mean and its two-sided
+//! p-value ([`super::stats::paired_t`]: studentized, so that ten windows still cover 95 %).
+//! The references are `fastest` and the best hazard-blind baseline (of `fastest`,
+//! `least-loaded`, `random`), chosen inside every bootstrap resample per metric so that its
+//! interval and p-value include the selection (the row names the best on mean completion).
 //!
 //! Gap closed is a ratio of sums over windows, `sum_w (F_w - P_w) / sum_w (F_w - O_w)` on one
 //! metric (F = `fastest`, O = `oracle`, P = the policy), reported only when the paired interval
@@ -21,6 +23,10 @@
 //! a reference (a policy may finish requests sooner than it, which once made "gap closed"
 //! exceed 1); the reference there is the `bound` row, and the paired `vs_fastest` differences
 //! carry the completion-time comparison. The `bound` row is not a policy and has no gap closed.
+//!
+//! Forecast calibration ([`ForecastCalibration`], JSON `forecast`): each row pools its runs'
+//! [`Calibration`], so a reader can tell a wrong load model (`t_ratio_median` away from 1) from
+//! a wrong hazard model (`interruption_brier`, the reliability table).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -29,9 +35,10 @@ use std::str::FromStr;
 use serde_json::{json, Map, Value};
 
 use super::metrics::{
-    bootstrap_mean_ci, bootstrap_ratio_ci, mean, AggregateOptions, Metric, RunMetrics,
-    DEFAULT_GAP_METRIC, METRICS, N_METRICS,
+    bootstrap_mean_ci, bootstrap_ratio_ci, mean, percentile_sorted, AggregateOptions, Better,
+    Calibration, Metric, RunMetrics, DEFAULT_GAP_METRIC, METRICS, N_METRICS,
 };
+use super::stats::paired_t;
 use crate::policy::PolicyKind;
 
 /// A row of a comparison: a policy at a parameter point (`hazard`, or `hazard --overlap` for
@@ -101,10 +108,14 @@ pub struct Estimate {
 pub struct PairedDiff {
     /// Mean over windows of the per-window difference.
     pub diff: f64,
-    /// Lower end of the 95 % paired-bootstrap interval (`None` with fewer than two windows).
+    /// Lower end of the 95 % interval (the paired t interval over windows,
+    /// [`super::stats::paired_t`]; `None` with fewer than two windows).
     pub ci_low: Option<f64>,
     /// Upper end.
     pub ci_high: Option<f64>,
+    /// Two-sided p-value of "no difference" (the paired t test); `None` with fewer than two
+    /// windows or for rows stored before p-values were kept.
+    pub p_value: Option<f64>,
 }
 
 impl PairedDiff {
@@ -157,6 +168,7 @@ impl Versus {
                     diff: d.get("diff")?.as_f64()?,
                     ci_low: d.get("ci_low").and_then(Value::as_f64),
                     ci_high: d.get("ci_high").and_then(Value::as_f64),
+                    p_value: d.get("p_value").and_then(Value::as_f64),
                 })
             });
         }
@@ -232,6 +244,82 @@ pub struct PolicySummary {
     pub vs_best_blind: Option<Versus>,
     /// Share of the fastest-to-oracle gap closed.
     pub gap_closed: GapClosed,
+    /// How well the policy's forecasts matched the engine (`None` when nothing was scored).
+    pub forecast: Option<ForecastCalibration>,
+}
+
+/// One row of the interruption forecast's reliability table.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ReliabilityRow {
+    /// Lower edge of the decile of prediction.
+    pub from: f64,
+    /// Upper edge.
+    pub to: f64,
+    /// Requests scored in it.
+    pub n: u64,
+    /// Their mean predicted interruption probability.
+    pub predicted: f64,
+    /// The share of them that was lost.
+    pub observed: f64,
+}
+
+/// A policy's forecast calibration over all its runs of a comparison: its `T` at the first
+/// placement against the realised service time of the requests served there without
+/// interruption or move (`t_*`), and its predicted interruption probability `1 - S(T | a)`
+/// against whether the first placement was lost (censored placements not scored). A
+/// `t_ratio_median` far from 1 says the load model is wrong; a poor `interruption_brier`
+/// with a good `T` says the hazard model is.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ForecastCalibration {
+    /// Requests scored for `T`.
+    pub t_n: u64,
+    /// Median of `predicted T / realised`.
+    pub t_ratio_median: Option<f64>,
+    /// Mean absolute percentage error of `T`, as a fraction.
+    pub t_mape: Option<f64>,
+    /// Requests scored for the interruption forecast.
+    pub interruption_n: u64,
+    /// Brier score of the interruption forecast.
+    pub interruption_brier: Option<f64>,
+    /// Share of the scored placements that were lost.
+    pub interruption_rate: Option<f64>,
+    /// Mean predicted interruption probability of the scored placements.
+    pub interruption_predicted: Option<f64>,
+    /// The reliability table: deciles of prediction that hold requests.
+    pub reliability: Vec<ReliabilityRow>,
+}
+
+impl ForecastCalibration {
+    /// The summary of merged run calibrations; `None` when nothing was scored.
+    pub fn from_calibration(c: &Calibration) -> Option<ForecastCalibration> {
+        if c.t_n() == 0 && c.p_n == 0 {
+            return None;
+        }
+        let nb = c.bins.len() as f64;
+        let predicted_sum: f64 = c.bins.iter().map(|b| b.predicted_sum).sum();
+        Some(ForecastCalibration {
+            t_n: c.t_n() as u64,
+            t_ratio_median: c.t_ratio_median(),
+            t_mape: c.t_mape(),
+            interruption_n: c.p_n,
+            interruption_brier: c.interruption_brier(),
+            interruption_rate: c.interruption_rate(),
+            interruption_predicted: (c.p_n > 0).then(|| predicted_sum / c.p_n as f64),
+            reliability: c
+                .bins
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.n > 0)
+                .map(|(k, b)| ReliabilityRow {
+                    from: k as f64 / nb,
+                    to: (k + 1) as f64 / nb,
+                    n: b.n,
+                    predicted: b.predicted_sum / b.n as f64,
+                    observed: b.lost as f64 / b.n as f64,
+                })
+                .collect(),
+        })
+    }
 }
 
 impl PolicySummary {
@@ -277,6 +365,9 @@ impl PolicySummary {
         }
         if let Some(why) = self.gap_closed.state.as_str() {
             o.insert("gap".into(), json!(why));
+        }
+        if let Some(f) = &self.forecast {
+            o.insert("forecast".into(), json!(f));
         }
         Value::Object(o)
     }
@@ -340,6 +431,13 @@ impl PolicySummary {
                     None => GapState::Measured,
                 },
             },
+            forecast: match o.get("forecast") {
+                Some(v) if v.is_object() => Some(
+                    serde_json::from_value(v.clone())
+                        .map_err(|e| SummaryParseError(format!("forecast: {e}")))?,
+                ),
+                _ => None,
+            },
         })
     }
 }
@@ -363,7 +461,7 @@ fn versus_json(v: &Versus) -> Value {
         if let Some(d) = d {
             o.insert(
                 def.key.into(),
-                json!({"diff": d.diff, "ci_low": d.ci_low, "ci_high": d.ci_high}),
+                json!({"diff": d.diff, "ci_low": d.ci_low, "ci_high": d.ci_high, "p_value": d.p_value}),
             );
         }
     }
@@ -393,6 +491,7 @@ struct Row {
     requests: u64,
     windows: WindowValues,
     causes: BTreeMap<String, f64>,
+    calibration: Calibration,
 }
 
 fn seed_for(opts: &AggregateOptions, salt: u64) -> u64 {
@@ -400,16 +499,11 @@ fn seed_for(opts: &AggregateOptions, salt: u64) -> u64 {
 }
 
 /// Paired differences `row - reference` per metric over the windows both have.
-fn versus(row: &WindowValues, reference: &Row, opts: &AggregateOptions) -> Versus {
-    versus_windows(row, &reference.windows, &reference.label, opts)
+fn versus(row: &WindowValues, reference: &Row) -> Versus {
+    versus_windows(row, &reference.windows, &reference.label)
 }
 
-fn versus_windows(
-    row: &WindowValues,
-    reference: &WindowValues,
-    label: &PolicyLabel,
-    opts: &AggregateOptions,
-) -> Versus {
+fn versus_windows(row: &WindowValues, reference: &WindowValues, label: &PolicyLabel) -> Versus {
     let mut diffs = [None; N_METRICS];
     for (m, d) in diffs.iter_mut().enumerate() {
         let xs: Vec<f64> = row
@@ -417,12 +511,93 @@ fn versus_windows(
             .filter_map(|(w, v)| Some(v[m]? - reference.get(w)?[m]?))
             .collect();
         *d = mean(&xs).map(|diff| {
-            let ci = bootstrap_mean_ci(&xs, opts.resamples, seed_for(opts, 100 + m as u64));
+            let t = paired_t(&xs);
             PairedDiff {
                 diff,
-                ci_low: ci.map(|c| c[0]),
-                ci_high: ci.map(|c| c[1]),
+                ci_low: t.map(|t| t.ci[0]),
+                ci_high: t.map(|t| t.ci[1]),
+                p_value: t.map(|t| t.p),
             }
+        });
+    }
+    Versus {
+        reference: label.clone(),
+        diffs,
+    }
+}
+
+/// `row` minus the best of `candidates`, per metric, with the best chosen *inside* each
+/// bootstrap resample of the windows all of them share (by that resample's means, in the
+/// metric's better direction; lower for a metric with neither), so that the interval and
+/// p-value include the selection. The point estimate chooses on all windows; the interval is
+/// the percentile interval of the resampled differences, the p-value
+/// `min(1, 2 min(P*(d <= 0), P*(d >= 0)))`. `label` names the reference (the best on mean
+/// completion over all windows).
+fn versus_best_of(
+    row: &WindowValues,
+    candidates: &[&Row],
+    label: &PolicyLabel,
+    opts: &AggregateOptions,
+) -> Versus {
+    let mut diffs = [None; N_METRICS];
+    for (m, d) in diffs.iter_mut().enumerate() {
+        let higher = METRICS[m].better == Better::Higher;
+        // Windows where the row and every candidate have a value.
+        let table: Vec<(f64, Vec<f64>)> = row
+            .iter()
+            .filter_map(|(w, v)| {
+                let cs: Option<Vec<f64>> = candidates
+                    .iter()
+                    .map(|c| c.windows.get(w).and_then(|x| x[m]))
+                    .collect();
+                Some((v[m]?, cs?))
+            })
+            .collect();
+        let n = table.len();
+        if n == 0 || candidates.is_empty() {
+            continue;
+        }
+        let k = candidates.len();
+        let diff_of = |idx: &mut dyn Iterator<Item = usize>| -> f64 {
+            let (mut r, mut c) = (0.0, vec![0.0; k]);
+            let mut count = 0.0;
+            for i in idx {
+                r += table[i].0;
+                for (acc, x) in c.iter_mut().zip(&table[i].1) {
+                    *acc += x;
+                }
+                count += 1.0;
+            }
+            let best = if higher {
+                c.iter().copied().fold(f64::NEG_INFINITY, f64::max)
+            } else {
+                c.iter().copied().fold(f64::INFINITY, f64::min)
+            };
+            (r - best) / count
+        };
+        let diff = diff_of(&mut (0..n));
+        let mut ci = None;
+        let mut p_value = None;
+        if n >= 2 && opts.resamples > 0 {
+            let mut rng = crate::rng::Rng::new(seed_for(opts, 300 + m as u64));
+            let mut ds: Vec<f64> = (0..opts.resamples)
+                .map(|_| {
+                    let draws: Vec<usize> = (0..n).map(|_| rng.below(n as u64) as usize).collect();
+                    diff_of(&mut draws.into_iter())
+                })
+                .collect();
+            ds.sort_by(f64::total_cmp);
+            let b = ds.len() as f64;
+            let le = ds.iter().filter(|&&x| x <= 0.0).count() as f64 / b;
+            let ge = ds.iter().filter(|&&x| x >= 0.0).count() as f64 / b;
+            p_value = Some((2.0 * le.min(ge)).min(1.0));
+            ci = percentile_sorted(&ds, 0.025).zip(percentile_sorted(&ds, 0.975));
+        }
+        *d = Some(PairedDiff {
+            diff,
+            ci_low: ci.map(|c| c.0),
+            ci_high: ci.map(|c| c.1),
+            p_value,
         });
     }
     Versus {
@@ -457,18 +632,13 @@ fn seed_means(seeds: &[[Option<f64>; N_METRICS]]) -> [Option<f64>; N_METRICS] {
 }
 
 /// Paired differences `a - b` per metric, by window (each window's value the mean over its
-/// seeds), over the windows both labels ran, with the same paired bootstrap as the comparison
+/// seeds), over the windows both labels ran, with the same paired t test as the comparison
 /// rows; `None` when either label has no run. This pairs any two rows of a comparison, e.g.
 /// `hazard --overlap` with `hazard` (across parameter points) or `hazard` with `uptime`.
-pub fn paired(
-    runs: &[RunMetrics],
-    a: &PolicyLabel,
-    b: &PolicyLabel,
-    opts: &AggregateOptions,
-) -> Option<Versus> {
+pub fn paired(runs: &[RunMetrics], a: &PolicyLabel, b: &PolicyLabel) -> Option<Versus> {
     let wa = window_values(runs, a);
     let wb = window_values(runs, b);
-    (!wa.is_empty() && !wb.is_empty()).then(|| versus_windows(&wa, &wb, b, opts))
+    (!wa.is_empty() && !wb.is_empty()).then(|| versus_windows(&wa, &wb, b))
 }
 
 /// Aggregates runs into comparison rows, one per (parameter point, policy). Runs are first
@@ -512,6 +682,10 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
             }
             let n_runs = members.len().max(1) as f64;
             causes.values_mut().for_each(|v| *v /= n_runs);
+            let mut calibration = Calibration::default();
+            for r in &members {
+                calibration.merge(&r.summary.calibration);
+            }
             (
                 key,
                 Row {
@@ -519,6 +693,7 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
                     requests,
                     windows,
                     causes,
+                    calibration,
                 },
             )
         })
@@ -542,10 +717,10 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
     for (&(param, _), row) in &rows {
         let fastest = at(param, PolicyKind::Fastest);
         let oracle = at(param, PolicyKind::Oracle);
-        let best_blind = HAZARD_BLIND
+        let blinds: Vec<&Row> = HAZARD_BLIND.iter().filter_map(|&k| at(param, k)).collect();
+        let best_blind = blinds
             .iter()
-            .filter_map(|&k| at(param, k))
-            .filter_map(|r| Some((mean_of(r)?, r)))
+            .filter_map(|r| Some((mean_of(r)?, *r)))
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .map(|(_, r)| r);
         let mut metrics = [Estimate::default(); N_METRICS];
@@ -556,7 +731,7 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
         }
         let vs = |reference: Option<&Row>| -> Option<Versus> {
             let r = reference?;
-            (r.label != row.label).then(|| versus(&row.windows, r, opts))
+            (r.label != row.label).then(|| versus(&row.windows, r))
         };
         out.push(PolicySummary {
             label: row.label.clone(),
@@ -565,7 +740,10 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
             metrics,
             interruptions_by_cause: row.causes.clone(),
             vs_fastest: vs(fastest),
-            vs_best_blind: vs(best_blind),
+            vs_best_blind: best_blind
+                .filter(|b| b.label != row.label)
+                .map(|b| versus_best_of(&row.windows, &blinds, &b.label, opts)),
+            forecast: ForecastCalibration::from_calibration(&row.calibration),
             gap_closed: match (fastest, oracle) {
                 _ if row.label.kind == PolicyKind::Bound => GapClosed {
                     metric: opts.gap_metric,
@@ -634,6 +812,7 @@ mod tests {
                 requests: 10,
                 values,
                 interruptions_by_cause: BTreeMap::new(),
+                calibration: Default::default(),
             },
         }
     }

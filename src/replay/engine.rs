@@ -25,7 +25,9 @@
 //!   to the client as they are generated and are never lost.
 //! * **Forecasts.** Every decision's [`ClusterView`] carries the engine's live node state as
 //!   [`NodeLoads`]: the policies' `T_i` is [`service::forecast`] over it, each resident and
-//!   queued request priced by its estimate `L^_r` (never its true length).
+//!   queued request priced by its estimate `L^_r` (never its true length). Each node keeps its
+//!   forecast [`Trajectory`], replayed again only after the node changed (every change bumps a
+//!   version); with `validate` every cached answer is checked against a fresh forecast.
 //! * **Unplanned loss.** When a node's session ends, every request holding it loses its KV: the
 //!   generated tokens it streamed are kept (partial tokens are lost), it counts one
 //!   interruption and is re-placed at once through the policy; its next prefill re-prefills the
@@ -84,8 +86,8 @@ use crate::policy::cost::{secs, unplanned_recovery_s, ServiceTime};
 use crate::policy::migration::planned_cost;
 use crate::policy::model::conditional_excess;
 use crate::policy::service::{
-    self, decode_end_us, progress, NodeLoads, NodeServing, Resident, ResidentPhase, Waiting,
-    PROBE_ID,
+    self, decode_end_us, progress, NodeLoads, NodeServing, Resident, ResidentPhase, Trajectory,
+    Waiting, PROBE_ID,
 };
 use crate::policy::{
     self, ClusterView, Explanation, Foresight, MoveMethod, NodeIdx, NodeView, Params, Policy,
@@ -224,7 +226,30 @@ struct Req {
     chk_epoch: u32,
     /// Cut-over time of an overlapped move in progress (its reserved destination's forecast).
     cutover_at: i64,
+    /// The first placement: when (`NEVER`: not yet), the forecast `T` and interruption
+    /// probability of the chosen node, how many placements followed, and how it ended.
+    placed_at: i64,
+    forecast_t: f64,
+    forecast_p: f64,
+    placements: u32,
+    first_fate: Fate,
 }
+
+/// How a request's first placement ended, for the forecast calibration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Fate {
+    /// Not placed yet, or still there.
+    Open,
+    /// The node failed while the request held it or waited in its queue.
+    Lost,
+    /// Completed there.
+    Completed,
+    /// Left by plan (a move): no longer observed.
+    Censored,
+}
+
+/// `placed_at` of a request never placed.
+const NEVER: i64 = i64::MIN;
 
 impl Req {
     #[inline]
@@ -249,6 +274,15 @@ struct NodeState {
     residents: Vec<u32>,
     fifo: VecDeque<u32>,
     queued_work_s: f64,
+    /// Changes whenever anything the forecast reads of the node changes ([`Sim::touch`]).
+    version: u64,
+}
+
+/// A node's forecast [`Trajectory`] and the node version it was computed for.
+#[derive(Debug, Default)]
+struct CachedTrajectory {
+    version: Option<u64>,
+    trajectory: Trajectory,
 }
 
 /// The oracle's view of the future: each node's current session end from the trace.
@@ -302,6 +336,10 @@ struct Sim<'a> {
     /// Scratch buffers of the forecasts ([`LiveLoads`]).
     scratch_residents: RefCell<Vec<Resident>>,
     scratch_waiting: RefCell<Vec<Waiting>>,
+    /// Each node's forecast trajectory, recomputed when the node's version changed.
+    trajectories: RefCell<Vec<CachedTrajectory>>,
+    /// With `validate`: the first forecast whose cached answer differed from a fresh one.
+    forecast_mismatch: RefCell<Option<String>>,
 }
 
 /// The tokens request `q` is expected to generate in total, from its estimate `L^_r` (never its
@@ -330,18 +368,61 @@ struct LiveLoads<'s> {
     now: i64,
     residents: &'s RefCell<Vec<Resident>>,
     waiting: &'s RefCell<Vec<Waiting>>,
+    trajectories: &'s RefCell<Vec<CachedTrajectory>>,
+    /// `Some` with `validate`: every answer is checked against a fresh [`service::forecast`].
+    mismatch: Option<&'s RefCell<Option<String>>>,
 }
 
 impl LiveLoads<'_> {
-    /// [`service::forecast`] of `watch` on node `i` with `newcomer` joining now.
+    /// [`service::forecast`] of `watch` on node `i` with `newcomer` joining now, from the
+    /// node's [`Trajectory`] (recomputed only when the node changed since).
     fn run(&self, i: usize, newcomer: Option<Waiting>, watch: u64) -> Option<ServiceTime> {
         let st = self.nodes.get(i)?;
-        let spec = &self.cluster.nodes.get(i)?.spec;
         if !st.up {
             return None;
         }
-        let mut residents = self.residents.borrow_mut();
-        let mut waiting = self.waiting.borrow_mut();
+        let mut cache = self.trajectories.borrow_mut();
+        let entry = cache.get_mut(i)?;
+        if entry.version != Some(st.version) || !entry.trajectory.holds_at(self.now) {
+            let mut residents = self.residents.borrow_mut();
+            let mut waiting = self.waiting.borrow_mut();
+            let state = self.state(i, &mut residents, &mut waiting)?;
+            entry.trajectory.compute(state);
+            entry.version = Some(st.version);
+        }
+        let got = match newcomer {
+            Some(w) => entry
+                .trajectory
+                .newcomer(w, self.now, &mut self.residents.borrow_mut()),
+            None => entry.trajectory.resident(watch, self.now),
+        };
+        if let Some(slot) = self.mismatch {
+            let mut residents = self.residents.borrow_mut();
+            let mut waiting = self.waiting.borrow_mut();
+            let fresh = self
+                .state(i, &mut residents, &mut waiting)
+                .and_then(|state| service::forecast(state, newcomer, watch));
+            if fresh != got {
+                slot.borrow_mut().get_or_insert_with(|| {
+                    format!(
+                        "node {i}: cached forecast {got:?} of request {watch} differs from a \
+                         fresh one {fresh:?}"
+                    )
+                });
+            }
+        }
+        got
+    }
+
+    /// Node `i`'s state as [`service::forecast`] reads it, in the two buffers.
+    fn state<'b>(
+        &self,
+        i: usize,
+        residents: &'b mut Vec<Resident>,
+        waiting: &'b mut Vec<Waiting>,
+    ) -> Option<service::NodeState<'b>> {
+        let st = self.nodes.get(i)?;
+        let spec = &self.cluster.nodes.get(i)?.spec;
         residents.clear();
         waiting.clear();
         let me = i as u32;
@@ -407,7 +488,7 @@ impl LiveLoads<'_> {
                 target: expected_target(q, self.sigma),
             });
         }
-        let state = service::NodeState {
+        Some(service::NodeState {
             serving: NodeServing {
                 decode_tok_s: spec.decode_tok_s,
                 batch_slowdown: self.batch_slowdown,
@@ -415,10 +496,9 @@ impl LiveLoads<'_> {
                 kv_capacity_tokens: spec.kv_capacity_tokens,
             },
             now_us: self.now,
-            residents: &mut residents,
-            queue: &waiting,
-        };
-        service::forecast(state, newcomer, watch)
+            residents,
+            queue: waiting,
+        })
     }
 }
 
@@ -453,6 +533,8 @@ macro_rules! live_loads {
             now: $sim.now,
             residents: &$sim.scratch_residents,
             waiting: &$sim.scratch_waiting,
+            trajectories: &$sim.trajectories,
+            mismatch: $sim.cfg.validate.then_some(&$sim.forecast_mismatch),
         }
     };
 }
@@ -542,6 +624,11 @@ impl<'a> Sim<'a> {
                 causes: Vec::new(),
                 chk_epoch: 0,
                 cutover_at: 0,
+                placed_at: NEVER,
+                forecast_t: f64::NAN,
+                forecast_p: f64::NAN,
+                placements: 0,
+                first_fate: Fate::Open,
             })
             .collect();
         let n = cluster.nodes.len();
@@ -576,6 +663,7 @@ impl<'a> Sim<'a> {
                 residents: Vec::with_capacity(slots.min(4096) as usize + 1),
                 fifo: VecDeque::with_capacity(8),
                 queued_work_s: 0.0,
+                version: 0,
             });
             ends.push(match s {
                 Some(s) if up => effective_end(s),
@@ -668,6 +756,36 @@ impl<'a> Sim<'a> {
             min_cap,
             scratch_residents: RefCell::new(Vec::with_capacity(64)),
             scratch_waiting: RefCell::new(Vec::with_capacity(16)),
+            trajectories: RefCell::new(
+                (0..cluster.nodes.len())
+                    .map(|_| CachedTrajectory::default())
+                    .collect(),
+            ),
+            forecast_mismatch: RefCell::new(None),
+        }
+    }
+
+    /// Marks node `i` (if any) as changed for the forecast: any change of its slots, queue,
+    /// state or of a resident's phase, rate or timing.
+    #[inline]
+    fn touch(&mut self, i: usize) {
+        if let Some(st) = self.nodes.get_mut(i) {
+            st.version = st.version.wrapping_add(1);
+        }
+    }
+
+    /// [`Sim::touch`] of every node request `r` holds (its primary and auxiliary slots).
+    #[inline]
+    fn touch_req(&mut self, r: u32) {
+        let (node, aux) = {
+            let q = &self.reqs[r as usize];
+            (q.node, q.aux)
+        };
+        if node != NONE {
+            self.touch(node as usize);
+        }
+        if aux != NONE {
+            self.touch(aux as usize);
         }
     }
 
@@ -904,6 +1022,7 @@ impl<'a> Sim<'a> {
         };
         self.log_decision(false);
         if let Some(i) = choice.filter(|&i| self.can_ever_hold(i, r)) {
+            self.note_placement(r);
             self.admit_or_enqueue(r, i);
             return;
         }
@@ -940,8 +1059,33 @@ impl<'a> Sim<'a> {
         };
         self.log_decision(true);
         match choice.filter(|&i| self.can_ever_hold(i, r)) {
-            Some(i) => self.admit_or_enqueue(r, i),
+            Some(i) => {
+                self.note_placement(r);
+                self.admit_or_enqueue(r, i);
+            }
             None => self.make_pending(r),
+        }
+    }
+
+    /// Records a placement of `r` by the decision in `expl`: the first one keeps its forecast.
+    fn note_placement(&mut self, r: u32) {
+        let now = self.now;
+        let (t, p) = (self.expl.t, self.expl.p_interrupt);
+        let q = &mut self.reqs[r as usize];
+        q.placements += 1;
+        if q.placed_at == NEVER {
+            q.placed_at = now;
+            q.forecast_t = t;
+            q.forecast_p = p;
+        }
+    }
+
+    /// Ends the first placement of `r` with `fate` (if it is still open).
+    #[inline]
+    fn end_first(&mut self, r: u32, fate: Fate) {
+        let q = &mut self.reqs[r as usize];
+        if q.placed_at != NEVER && q.first_fate == Fate::Open {
+            q.first_fate = fate;
         }
     }
 
@@ -972,6 +1116,7 @@ impl<'a> Sim<'a> {
         let st = &mut self.nodes[i];
         st.queued_work_s += work;
         st.fifo.push_back(r);
+        self.touch(i);
         self.views_dirty = true;
     }
 
@@ -982,6 +1127,7 @@ impl<'a> Sim<'a> {
                 break;
             }
             self.nodes[i].fifo.pop_front();
+            self.touch(i);
             let w = self.reqs[h as usize].queued_work;
             let st = &mut self.nodes[i];
             st.queued_work_s = if st.fifo.is_empty() {
@@ -1007,6 +1153,7 @@ impl<'a> Sim<'a> {
         st.kv_true = st.kv_true.saturating_add(need);
         st.kv_sched = st.kv_sched.saturating_add(sched);
         st.residents.push(r);
+        self.touch(i);
         self.views_dirty = true;
         sched
     }
@@ -1020,6 +1167,7 @@ impl<'a> Sim<'a> {
         if let Some(p) = st.residents.iter().position(|&x| x == r) {
             st.residents.swap_remove(p);
         }
+        self.touch(i);
         self.views_dirty = true;
     }
 
@@ -1110,6 +1258,7 @@ impl<'a> Sim<'a> {
 
     /// (Re)schedules the end of a decoding request's decode at its current rate.
     fn schedule_decode_end(&mut self, r: u32) {
+        self.touch_req(r);
         let now = self.now;
         let q = &mut self.reqs[r as usize];
         q.phase_start = now;
@@ -1147,6 +1296,7 @@ impl<'a> Sim<'a> {
         let q = &mut self.reqs[r as usize];
         q.phase = Phase::Decode;
         q.rate = rate;
+        self.touch(i);
         self.schedule_decode_end(r);
         self.rerate(i);
         self.views_dirty = true;
@@ -1160,6 +1310,7 @@ impl<'a> Sim<'a> {
         let i = self.reqs[r as usize].node as usize;
         if self.reqs[r as usize].phase == Phase::Decode && i < self.nodes.len() {
             self.settle(r);
+            self.touch_req(r);
             self.nodes[i].decoding = self.nodes[i].decoding.saturating_sub(1);
             self.reqs[r as usize].phase = Phase::Prefill; // transient; caller sets the next phase
             self.views_dirty = true;
@@ -1212,6 +1363,7 @@ impl<'a> Sim<'a> {
         if self.reqs[r as usize].phase == Phase::Done {
             return Err(invariant(self.now, format!("request {r} completed twice")));
         }
+        self.end_first(r, Fate::Completed);
         self.leave_decode(r);
         let i = self.reqs[r as usize].node as usize;
         let aux = self.reqs[r as usize].aux;
@@ -1237,6 +1389,7 @@ impl<'a> Sim<'a> {
     /// Unplanned loss of request `r`'s KV: streamed tokens kept, slots released, marked for
     /// recovery.
     fn lose(&mut self, r: u32, cause: &Arc<str>) {
+        self.end_first(r, Fate::Lost);
         self.leave_decode(r);
         self.release_aux(r);
         self.release_primary(r);
@@ -1266,6 +1419,7 @@ impl<'a> Sim<'a> {
             .get(self.nodes[i].sess)
             .map_or_else(|| Arc::from(""), |s| Arc::clone(&s.end_cause));
         self.nodes[i].up = false;
+        self.touch(i);
         self.ends[i] = i64::MIN;
         self.views_dirty = true;
         let mut lost = std::mem::take(&mut self.lost);
@@ -1293,7 +1447,9 @@ impl<'a> Sim<'a> {
             }
         }
         // Requests queued on the node.
+        self.touch(i);
         while let Some(r) = self.nodes[i].fifo.pop_front() {
+            self.end_first(r, Fate::Lost);
             let q = &mut self.reqs[r as usize];
             q.phase = Phase::Pending;
             q.node = NONE;
@@ -1333,6 +1489,7 @@ impl<'a> Sim<'a> {
             Some(s) => s,
             None => return Err(invariant(self.now, format!("node {n} up without session"))),
         };
+        self.touch(i);
         let st = &mut self.nodes[i];
         st.up = true;
         st.session_start = s.start_us;
@@ -1514,6 +1671,7 @@ impl<'a> Sim<'a> {
         match choice {
             Some(j) if j != i && j < self.nodes.len() && self.can_start(r, j) && fits(self, j) => {
                 self.release_primary(r);
+                self.end_first(r, Fate::Censored);
                 {
                     let q = &mut self.reqs[r as usize];
                     q.planned += 1;
@@ -1604,6 +1762,8 @@ impl<'a> Sim<'a> {
             q.cutover_at = now.saturating_add(secs_to_us(window));
             let epoch = q.mv_epoch;
             let at = q.cutover_at;
+            self.touch(i);
+            self.touch(j);
             self.schedule(at, Event::Cutover { req: r, epoch });
             return;
         }
@@ -1644,6 +1804,9 @@ impl<'a> Sim<'a> {
         cost_s: f64,
         reserved: bool,
     ) {
+        self.end_first(r, Fate::Censored);
+        self.touch(i);
+        self.touch(j);
         let dest_sched = if reserved {
             let s = self.reqs[r as usize].sched_aux;
             let q = &mut self.reqs[r as usize];
@@ -1712,6 +1875,9 @@ impl<'a> Sim<'a> {
 
     fn check(&self) -> Result<(), ReplayError> {
         let t = self.now;
+        if let Some(m) = self.forecast_mismatch.borrow().as_ref() {
+            return Err(invariant(t, m.clone()));
+        }
         for (i, st) in self.nodes.iter().enumerate() {
             let spec = &self.cluster.nodes[i].spec;
             if st.slots_used > spec.slots {
@@ -1816,6 +1982,26 @@ impl<'a> Sim<'a> {
                 dropped: (q.phase != Phase::Done).then_some(DropReason::WindowEnd),
                 recovery_s: recovery_us as f64 / US_PER_S,
                 interruption_causes: q.causes.iter().map(|c| c.to_string()).collect(),
+                forecast_t_s: (q.placed_at != NEVER && !q.forecast_t.is_nan())
+                    .then_some(q.forecast_t),
+                forecast_p_interrupt: (q.placed_at != NEVER && !q.forecast_p.is_nan())
+                    .then_some(q.forecast_p),
+                served_s: match q.finish {
+                    Some(f)
+                        if q.first_fate == Fate::Completed
+                            && q.placements == 1
+                            && q.interruptions == 0
+                            && q.planned == 0 =>
+                    {
+                        Some((f - q.placed_at) as f64 / US_PER_S)
+                    }
+                    _ => None,
+                },
+                first_placement_lost: match q.first_fate {
+                    Fate::Lost => Some(true),
+                    Fate::Completed => Some(false),
+                    Fate::Open | Fate::Censored => None,
+                },
             });
         }
         out

@@ -85,6 +85,24 @@ pub struct RequestRecord {
     /// strings when unknown); empty when none.
     #[serde(default)]
     pub interruption_causes: Vec<String>,
+    /// The policy's forecast `T` at the request's first placement (queue wait, prefill and
+    /// decode on the chosen node), seconds; `None` when never placed or not forecast.
+    #[serde(default)]
+    pub forecast_t_s: Option<f64>,
+    /// The policy's predicted probability, at the first placement, that the chosen node fails
+    /// before the request completes (`1 - S(T | a)`).
+    #[serde(default)]
+    pub forecast_p_interrupt: Option<f64>,
+    /// Realised service time from the first placement to completion, seconds, for a request
+    /// that completed where it was first placed, in one stint, with no interruption or move
+    /// (what `forecast_t_s` predicts); `None` otherwise.
+    #[serde(default)]
+    pub served_s: Option<f64>,
+    /// Whether the first placement ended in an unplanned loss (the node failed while the
+    /// request held or waited for it: `true`) or in completion (`false`); `None` when not
+    /// observed (moved by plan, never placed, or still there at the window end: censored).
+    #[serde(default)]
+    pub first_placement_lost: Option<bool>,
 }
 
 /// Percentile `q` in [0, 1] of sorted values by linear interpolation between closest ranks
@@ -300,6 +318,111 @@ impl Metric {
     }
 }
 
+/// Bins of the reliability table of the interruption forecast: deciles of the prediction.
+pub const RELIABILITY_BINS: usize = 10;
+
+/// One decile of the reliability table: requests whose predicted interruption probability
+/// fell in `[k/10, (k+1)/10)` (the last bin includes 1).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReliabilityBin {
+    /// Requests scored.
+    pub n: u64,
+    /// Sum of their predicted probabilities.
+    pub predicted_sum: f64,
+    /// How many of them were lost.
+    pub lost: u64,
+}
+
+/// How well a policy's forecasts matched what happened in one or more runs (sums, so that runs
+/// merge): the predicted `T` at the first placement against the realised service time
+/// ([`RequestRecord::served_s`]), and the predicted interruption probability against the
+/// observed outcome ([`RequestRecord::first_placement_lost`]; censored requests are not
+/// scored).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    /// `predicted T / realised service time` of each request scored for `T`.
+    pub t_ratios: Vec<f64>,
+    /// Sum of `|predicted - realised| / realised` over them.
+    pub t_ape_sum: f64,
+    /// Requests scored for the interruption forecast.
+    pub p_n: u64,
+    /// Sum of `(p - y)^2` over them (`y` = 1 when lost).
+    pub p_sq_sum: f64,
+    /// The reliability table by decile of prediction.
+    pub bins: [ReliabilityBin; RELIABILITY_BINS],
+}
+
+impl Calibration {
+    /// The calibration of one run's records.
+    pub fn from_records(records: &[RequestRecord]) -> Calibration {
+        let mut c = Calibration::default();
+        for r in records {
+            if let (Some(t), Some(s)) = (r.forecast_t_s, r.served_s) {
+                if t.is_finite() && s > 0.0 {
+                    c.t_ratios.push(t / s);
+                    c.t_ape_sum += (t - s).abs() / s;
+                }
+            }
+            if let (Some(p), Some(lost)) = (r.forecast_p_interrupt, r.first_placement_lost) {
+                if p.is_finite() {
+                    let p = p.clamp(0.0, 1.0);
+                    let y = if lost { 1.0 } else { 0.0 };
+                    c.p_n += 1;
+                    c.p_sq_sum += (p - y) * (p - y);
+                    let k = ((p * RELIABILITY_BINS as f64) as usize).min(RELIABILITY_BINS - 1);
+                    let b = &mut c.bins[k];
+                    b.n += 1;
+                    b.predicted_sum += p;
+                    b.lost += u64::from(lost);
+                }
+            }
+        }
+        c
+    }
+
+    /// Adds another run's calibration.
+    pub fn merge(&mut self, other: &Calibration) {
+        self.t_ratios.extend_from_slice(&other.t_ratios);
+        self.t_ape_sum += other.t_ape_sum;
+        self.p_n += other.p_n;
+        self.p_sq_sum += other.p_sq_sum;
+        for (a, b) in self.bins.iter_mut().zip(&other.bins) {
+            a.n += b.n;
+            a.predicted_sum += b.predicted_sum;
+            a.lost += b.lost;
+        }
+    }
+
+    /// Requests scored for `T`.
+    pub fn t_n(&self) -> usize {
+        self.t_ratios.len()
+    }
+
+    /// Median of `predicted T / realised`: 1 for an exact load model, above 1 when it
+    /// over-predicts; `None` without scored requests.
+    pub fn t_ratio_median(&self) -> Option<f64> {
+        let mut v = self.t_ratios.clone();
+        v.sort_by(f64::total_cmp);
+        percentile_sorted(&v, 0.5)
+    }
+
+    /// Mean absolute percentage error of `T`, as a fraction (0.1 = 10 %).
+    pub fn t_mape(&self) -> Option<f64> {
+        (!self.t_ratios.is_empty()).then(|| self.t_ape_sum / self.t_ratios.len() as f64)
+    }
+
+    /// Brier score of the interruption forecast: mean `(p - y)^2`, 0 for a perfect forecast.
+    pub fn interruption_brier(&self) -> Option<f64> {
+        (self.p_n > 0).then(|| self.p_sq_sum / self.p_n as f64)
+    }
+
+    /// Base rate of observed losses among the scored requests.
+    pub fn interruption_rate(&self) -> Option<f64> {
+        (self.p_n > 0)
+            .then(|| self.bins.iter().map(|b| b.lost).sum::<u64>() as f64 / self.p_n as f64)
+    }
+}
+
 /// The metrics of one run: one value per [`Metric`] (`None` where undefined, e.g. a TTFT
 /// percentile when no request got a first token) and the unplanned interruptions by the end
 /// cause of the session behind them.
@@ -311,6 +434,9 @@ pub struct RunSummary {
     pub values: [Option<f64>; N_METRICS],
     /// Unplanned interruptions by end cause (`preempted`, `lifetime-cap`, ...).
     pub interruptions_by_cause: BTreeMap<String, f64>,
+    /// The forecast calibration of the run.
+    #[serde(default)]
+    pub calibration: Calibration,
 }
 
 impl RunSummary {
@@ -370,6 +496,7 @@ impl RunSummary {
             requests: records.len() as u64,
             values,
             interruptions_by_cause: by_cause,
+            calibration: Calibration::from_records(records),
         }
     }
 
@@ -545,7 +672,42 @@ mod tests {
             slo_deadline_s: 1.0,
             slo_met: completion.is_some(),
             dropped: completion.is_none().then_some(DropReason::WindowEnd),
+            forecast_t_s: None,
+            forecast_p_interrupt: None,
+            served_s: None,
+            first_placement_lost: None,
         }
+    }
+
+    #[test]
+    fn calibration_scores_observed_requests_only() {
+        let mut a = record(0.0, Some(4.0));
+        a.forecast_t_s = Some(5.0);
+        a.served_s = Some(4.0);
+        a.forecast_p_interrupt = Some(0.25);
+        a.first_placement_lost = Some(false);
+        let mut b = record(0.0, None);
+        b.forecast_t_s = Some(3.0);
+        b.forecast_p_interrupt = Some(0.95);
+        b.first_placement_lost = Some(true);
+        // Censored: neither scored.
+        let mut c = record(0.0, None);
+        c.forecast_t_s = Some(3.0);
+        c.forecast_p_interrupt = Some(0.5);
+        let cal = Calibration::from_records(&[a, b, c]);
+        assert_eq!(cal.t_n(), 1);
+        assert_eq!(cal.t_ratio_median(), Some(1.25));
+        assert_eq!(cal.t_mape(), Some(0.25));
+        assert_eq!(cal.p_n, 2);
+        let brier = (0.25f64.powi(2) + 0.05f64.powi(2)) / 2.0;
+        assert!((cal.interruption_brier().unwrap() - brier).abs() < 1e-12);
+        assert_eq!(cal.bins[2].n, 1);
+        assert_eq!(cal.bins[9].lost, 1);
+        assert_eq!(cal.interruption_rate(), Some(0.5));
+        let mut m = cal.clone();
+        m.merge(&cal);
+        assert_eq!(m.p_n, 4);
+        assert_eq!(m.t_ratio_median(), Some(1.25));
     }
 
     #[test]

@@ -32,11 +32,12 @@ pub mod metrics;
 pub mod output;
 pub mod queue;
 pub mod run;
+pub mod stats;
 pub mod synthetic;
 
 pub use compare::{
-    aggregate, paired, window_values, GapClosed, GapState, PairedDiff, PolicyLabel, PolicySummary,
-    SummaryParseError, Versus,
+    aggregate, paired, window_values, ForecastCalibration, GapClosed, GapState, PairedDiff,
+    PolicyLabel, PolicySummary, ReliabilityRow, SummaryParseError, Versus,
 };
 pub use engine::{simulate, simulate_with};
 pub use input::{
@@ -44,8 +45,8 @@ pub use input::{
     Request, UpSession, Window, Workload,
 };
 pub use metrics::{
-    AggregateOptions, DropReason, Metric, MetricDef, RequestRecord, RunMetrics, RunSummary,
-    DEFAULT_GAP_METRIC, METRICS,
+    AggregateOptions, Calibration, DropReason, Metric, MetricDef, ReliabilityBin, RequestRecord,
+    RunMetrics, RunSummary, DEFAULT_GAP_METRIC, METRICS, RELIABILITY_BINS,
 };
 pub use output::{LoggedDecision, RunOutput, RunSpec, RunStats};
 pub use run::{run_grid, run_grid_metrics, summarize, Grid, ParamPoint};

@@ -1,22 +1,24 @@
 //! The report's regime map: a sweep's cells (all, or those with given axis values) as a
-//! heatmap of `hazard` minus the best hazard-blind baseline, and as a table of `hazard`'s paired
-//! differences (the numbers of `sweep summary --format json`).
+//! heatmap of `hazard` minus the declared reference, and as a table of `hazard`'s paired
+//! differences with their q-values (the numbers of `sweep summary --format json`).
 
 use super::plots::{self, Sign};
 use super::{Block, Report, ReportError};
 use crate::output::{human_float, signed_interval_text};
 use crate::replay::{Metric, Versus};
 use crate::store::Store;
-use crate::sweep::{self, AxisFilter, CellResult};
+use crate::sweep::{self, AxisFilter, CellResult, FDR, VERDICT_METRIC};
 
 /// The header of the cells table after its axis columns.
-pub const CELLS_HEADER: [&str; 6] = [
+pub const CELLS_HEADER: [&str; 8] = [
     "hazard - fastest, mean completion (s)",
-    "hazard - best blind (s)",
+    "hazard - reference (s)",
+    "q",
     "hazard - uptime (s)",
     "hazard - fastest, interruptions / window",
+    "opportunity (s / window)",
     "planned moves / window",
-    "pays",
+    "verdict",
 ];
 
 /// A paired difference of `v` on `m`, signed, with its interval.
@@ -63,17 +65,25 @@ fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
                         .map_or("-".into(), |(_, v)| v.clone())
                 })
                 .collect();
-            let bb = c.vs_best_blind();
+            let reference = c.vs_reference.as_ref();
             row.push(diff(c.vs_fastest(), Metric::MeanCompletion));
             row.push(format!(
                 "{} ({})",
-                diff(bb, Metric::MeanCompletion),
-                bb.map_or("-".into(), |v| v.reference.to_string())
+                diff(reference, Metric::MeanCompletion),
+                match (c.reference.as_str(), reference) {
+                    ("best-blind", Some(v)) => format!("best blind: {}", v.reference),
+                    (name, _) => name.to_string(),
+                }
             ));
+            row.push(
+                c.q_value("hazard_vs_reference", VERDICT_METRIC)
+                    .map_or("-".into(), |q| format!("{q:.3}")),
+            );
             row.push(diff(c.vs_uptime.as_ref(), Metric::MeanCompletion));
             row.push(diff(c.vs_fastest(), Metric::UnplannedInterruptions));
+            row.push(c.opportunity_s().map_or("-".into(), human_float));
             row.push(c.planned_migrations().map_or("-".into(), human_float));
-            row.push(if c.pays() { "yes" } else { "no" }.into());
+            row.push(c.verdict().into());
             row
         })
         .collect();
@@ -84,8 +94,12 @@ fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
     };
     r.blocks.push(Block::Text(format!(
         "The {} cells{fixed}: `hazard` minus each reference, paired by window, with 95 % \
-         intervals (negative: hazard better); a cell pays when hazard beats both the best \
-         blind baseline and `uptime` on mean or p99 completion with intervals that exclude 0.",
+         intervals (negative: hazard better). The verdict is declared: `hazard` against the \
+         cell's reference on mean completion, with its Benjamini-Hochberg q-value over the \
+         map's cells; a cell pays when hazard is lower with q < {FDR}, and has nothing to win \
+         when the oracle cannot be told apart from `fastest` on interruptions. Opportunity: \
+         the interruption gap `fastest - oracle` times `fastest`'s mean loss per \
+         interruption, seconds per window.",
         cells.len()
     )));
     r.blocks.push(Block::Table(header, rows));
@@ -116,14 +130,12 @@ pub(super) fn sweep_section(
                     let Some(c) = slot.map(|i| &cells[i]) else {
                         return (Sign::Missing, String::new());
                     };
-                    let d = c
-                        .vs_best_blind()
-                        .and_then(|v| v.get(Metric::MeanCompletion));
-                    let sign = match d.map(|d| d.direction()) {
-                        None => Sign::Missing,
-                        Some(Some(std::cmp::Ordering::Less)) => Sign::Better,
-                        Some(Some(_)) => Sign::Worse,
-                        Some(None) => Sign::Tie,
+                    let d = c.vs_reference.as_ref().and_then(|v| v.get(VERDICT_METRIC));
+                    let sign = match (d, c.verdict()) {
+                        (None, _) => Sign::Missing,
+                        (Some(_), "pays") => Sign::Better,
+                        (Some(_), "loses") => Sign::Worse,
+                        (Some(_), _) => Sign::Tie,
                     };
                     let text = d.map_or("-".into(), |d| human_float(d.diff))
                         + if c.pays() { " *" } else { "" };
@@ -135,17 +147,17 @@ pub(super) fn sweep_section(
     let column_axis = layout.column_axis().unwrap_or("(one column)");
     let pays = cells.iter().filter(|c| c.pays()).count();
     r.blocks.push(Block::Text(format!(
-        "{} cells; `hazard` minus the best hazard-blind baseline on mean completion (s), paired \
-         by window: green where hazard is better and red where it is worse with a 95 % interval \
-         that excludes 0, grey where the interval contains 0; `*` marks the {pays} cells where \
-         hazard pays (beats the best blind baseline and `uptime`). Rows: {}; columns: {} \
+        "{} cells; `hazard` minus each cell's declared reference on mean completion (s), paired \
+         by window: green where hazard is better and red where it is worse with a \
+         Benjamini-Hochberg q-value below {FDR} over the map's cells, grey otherwise; `*` \
+         marks the {pays} cells where hazard pays. Rows: {}; columns: {} \
          (`hazardserve sweep summary {id}`).",
         cells.len(),
         layout.row_axes().join(" · "),
         layout.column_axis().unwrap_or("-"),
     )));
     let svg = plots::heatmap(
-        &format!("Regime map {id}: hazard minus best blind, mean completion (s)"),
+        &format!("Regime map {id}: hazard minus the reference, mean completion (s)"),
         column_axis,
         &rows,
         &layout.columns,

@@ -104,6 +104,10 @@ slo_factor = 5.0
 # Default: the [hardware] preset's figure, fitted to a batched benchmark of its device class
 # (see `hazardserve presets`); 0 = eight requests decode as fast as one.
 # batch_slowdown = 0.12
+# The declared reference of the verdict "does hazard pay" on mean completion (the regime
+# map's `pays`, q < 0.05 over its cells): least-loaded, fastest, random, uptime, or best-blind
+# (the best of fastest, least-loaded and random, chosen inside each bootstrap resample).
+reference = "least-loaded"
 "#;
 
 /// `[nodes]`.
@@ -333,7 +337,14 @@ pub struct ReplaySection {
     /// The metric "gap closed" is measured on (a metric key, default
     /// `unplanned_interruptions`: the oracle is a tested reference only on that metric).
     pub gap_metric: String,
+    /// The declared reference of the verdict "does hazard pay" (the regime map's `pays`):
+    /// a hazard-blind policy (`least-loaded`, the default, `fastest`, `random`), `uptime`, or
+    /// `best-blind` (the best of the three, chosen inside each bootstrap resample).
+    pub reference: String,
 }
+
+/// The references [`ReplaySection::reference`] accepts.
+pub const REFERENCES: [&str; 5] = ["least-loaded", "fastest", "random", "uptime", "best-blind"];
 
 impl Default for ReplaySection {
     fn default() -> Self {
@@ -350,6 +361,7 @@ impl Default for ReplaySection {
             slo_factor: 5.0,
             batch_slowdown: None,
             gap_metric: crate::replay::DEFAULT_GAP_METRIC.key().into(),
+            reference: REFERENCES[0].into(),
         }
     }
 }
@@ -451,6 +463,16 @@ impl ScenarioConfig {
                     "must be a metric key, got {:?}; known: {}",
                     r.gap_metric,
                     keys.join(", ")
+                ),
+            ));
+        }
+        if !REFERENCES.contains(&r.reference.as_str()) {
+            return Err(ScenarioError::invalid(
+                "replay.reference",
+                format!(
+                    "must be one of {}, got {:?}",
+                    REFERENCES.join(", "),
+                    r.reference
                 ),
             ));
         }

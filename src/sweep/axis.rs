@@ -4,18 +4,18 @@
 //! Cells that agree on every other axis (a *context*) replay the same windows of the same
 //! trace with the same requests, so `hazard` under one value of the axis pairs by window with
 //! `hazard` under another. Per context the difference is the mean over windows of
-//! `hazard[value] - hazard[reference]` with its paired bootstrap interval (the one the
-//! comparison rows use); over contexts it is the mean of the per-context differences, with a
-//! percentile-bootstrap interval that resamples contexts (a cluster bootstrap: windows of one
-//! context are not independent draws of the map). `better`/`worse` count the contexts whose
-//! own interval excludes 0.
+//! `hazard[value] - hazard[reference]` with its paired t interval (the one the comparison rows
+//! use, [`crate::replay::stats`]); over contexts it is the mean of the per-context differences,
+//! with a t interval over contexts (windows of one context are not independent draws of the
+//! map, so contexts are the units). `better`/`worse` count the contexts whose own interval
+//! excludes 0.
 
 use std::collections::BTreeMap;
 
 use super::cell::{CellResult, MAP_METRICS};
 use super::SweepError;
-use crate::replay::metrics::bootstrap_mean_ci;
-use crate::replay::{AggregateOptions, Metric, PairedDiff};
+use crate::replay::stats::paired_t;
+use crate::replay::{Metric, PairedDiff};
 
 /// One value of the axis against the reference value, over the contexts of one group.
 #[derive(Debug, Clone, PartialEq)]
@@ -116,7 +116,6 @@ pub fn compare_axis(
         }
         None => values.first().cloned().unwrap_or_default(),
     };
-    let opts = AggregateOptions::default();
     let mut rows = Vec::new();
     for g in &groups {
         for v in values.iter().filter(|v| **v != reference) {
@@ -141,7 +140,7 @@ pub fn compare_axis(
                     continue;
                 }
                 let mean = diffs.iter().sum::<f64>() / diffs.len() as f64;
-                let d = paired_diff(mean, bootstrap_mean_ci(&diffs, opts.resamples, opts.seed));
+                let d = paired_diff(mean, &diffs);
                 match d.direction() {
                     Some(std::cmp::Ordering::Less) => better += 1,
                     Some(_) => worse += 1,
@@ -151,7 +150,7 @@ pub fn compare_axis(
             }
             let diff = (!means.is_empty()).then(|| {
                 let mean = means.iter().sum::<f64>() / means.len() as f64;
-                paired_diff(mean, bootstrap_mean_ci(&means, opts.resamples, opts.seed))
+                paired_diff(mean, &means)
             });
             rows.push(AxisRow {
                 within: g.clone(),
@@ -167,11 +166,14 @@ pub fn compare_axis(
     Ok(rows)
 }
 
-fn paired_diff(diff: f64, ci: Option<[f64; 2]>) -> PairedDiff {
+/// The mean `diff` of `diffs` with its paired t interval and p-value ([`paired_t`]).
+fn paired_diff(diff: f64, diffs: &[f64]) -> PairedDiff {
+    let t = paired_t(diffs);
     PairedDiff {
         diff,
-        ci_low: ci.map(|c| c[0]),
-        ci_high: ci.map(|c| c[1]),
+        ci_low: t.map(|t| t.ci[0]),
+        ci_high: t.map(|t| t.ci[1]),
+        p_value: t.map(|t| t.p),
     }
 }
 
@@ -192,6 +194,9 @@ mod tests {
             vs_uptime: None,
             overlap_gain: None,
             migration_effect: None,
+            reference: "least-loaded".into(),
+            vs_reference: None,
+            q_values: Default::default(),
             requests: 0,
             hazard_windows: per_window
                 .iter()

@@ -5,6 +5,14 @@
 //! against `fastest`, the best hazard-blind baseline and `uptime` (the age heuristic), the
 //! overlap gain (`hazard --overlap` minus `hazard`), and the net effect of planned migration
 //! (`hazard` minus `hazard-nomigrate`).
+//!
+//! The verdict is declared before the data are seen: `hazard` against the cell's
+//! `replay.reference` on mean completion ([`VERDICT_METRIC`]). Across the cells of a map the
+//! p-values of every pairing are turned into Benjamini-Hochberg q-values ([`assign_q_values`]),
+//! and a cell *pays* when `hazard` is lower with q < [`FDR`]. A cell where the oracle cannot
+//! be told apart from `fastest` on interruptions has nothing to win ([`CellResult::verdict`]);
+//! its `opportunity_s` is the seconds at stake per window: the interruption gap
+//! `fastest - oracle` times `fastest`'s mean unplanned loss per interruption.
 
 use std::collections::BTreeMap;
 
@@ -14,7 +22,7 @@ use super::grid::{value_text, Cell};
 use crate::policy::PolicyKind;
 use crate::replay::{
     aggregate, paired, run_grid_metrics, window_values, AggregateOptions, GapState, Metric,
-    PairedDiff, PolicyLabel, PolicySummary, RunMetrics, Versus,
+    PolicyLabel, PolicySummary, RunMetrics, Versus,
 };
 use crate::scenario::{build, ScenarioError};
 use crate::store::Store;
@@ -25,6 +33,22 @@ pub const MAP_METRICS: [Metric; 3] = [
     Metric::MeanCompletion,
     Metric::P99Completion,
     Metric::UnplannedInterruptions,
+];
+
+/// The metric of the declared verdict: mean completion, the design's objective.
+pub const VERDICT_METRIC: Metric = Metric::MeanCompletion;
+
+/// The false-discovery rate the map's verdicts are controlled at.
+pub const FDR: f64 = 0.05;
+
+/// The pairings of a cell, by their `sweep summary` names.
+pub const PAIRINGS: [&str; 6] = [
+    "hazard_vs_reference",
+    "hazard_vs_fastest",
+    "hazard_vs_best_blind",
+    "hazard_vs_uptime",
+    "overlap_gain",
+    "migration_effect",
 ];
 
 /// The outcome of one cell.
@@ -46,6 +70,13 @@ pub struct CellResult {
     pub overlap_gain: Option<Versus>,
     /// `hazard` minus `hazard-nomigrate`, paired by window: the net effect of planned migration.
     pub migration_effect: Option<Versus>,
+    /// The declared reference of the verdict (`replay.reference`).
+    pub reference: String,
+    /// `hazard` minus the declared reference.
+    pub vs_reference: Option<Versus>,
+    /// Benjamini-Hochberg q-values over the map's cells, by `pairing.metric_key`
+    /// ([`assign_q_values`]); empty until assigned.
+    pub q_values: BTreeMap<String, f64>,
     /// Requests simulated over every run of the cell.
     pub requests: u64,
     /// `hazard`'s value of each of [`MAP_METRICS`] per window (mean over seeds), so that cells
@@ -70,6 +101,17 @@ pub fn run_cell(store: &Store, cell: &Cell) -> Result<CellResult, ScenarioError>
 pub fn result_of(cell: &Cell, runs: &[RunMetrics], opts: &AggregateOptions) -> CellResult {
     let rows = aggregate(runs, opts);
     let hazard = PolicyLabel::new(PolicyKind::Hazard);
+    let reference = cell.config.replay.reference.clone();
+    let vs_reference = match reference.as_str() {
+        "best-blind" => rows
+            .iter()
+            .find(|r| r.label == hazard)
+            .and_then(|r| r.vs_best_blind.clone()),
+        name => name
+            .parse::<PolicyKind>()
+            .ok()
+            .and_then(|k| paired(runs, &hazard, &PolicyLabel::new(k))),
+    };
     let overlap = PolicyLabel::with_param(PolicyKind::Hazard, "overlap");
     CellResult {
         index: cell.index,
@@ -80,14 +122,16 @@ pub fn result_of(cell: &Cell, runs: &[RunMetrics], opts: &AggregateOptions) -> C
             .map(|(k, v)| (k.clone(), value_text(v)))
             .collect(),
         config: toml::to_string(&cell.config).unwrap_or_default(),
-        vs_uptime: paired(runs, &hazard, &PolicyLabel::new(PolicyKind::Uptime), opts),
-        overlap_gain: paired(runs, &overlap, &hazard, opts),
+        vs_uptime: paired(runs, &hazard, &PolicyLabel::new(PolicyKind::Uptime)),
+        overlap_gain: paired(runs, &overlap, &hazard),
         migration_effect: paired(
             runs,
             &hazard,
             &PolicyLabel::new(PolicyKind::HazardNomigrate),
-            opts,
         ),
+        reference,
+        vs_reference,
+        q_values: BTreeMap::new(),
         requests: runs.iter().map(|r| r.summary.requests).sum(),
         hazard_windows: window_values(runs, &hazard)
             .into_iter()
@@ -97,9 +141,28 @@ pub fn result_of(cell: &Cell, runs: &[RunMetrics], opts: &AggregateOptions) -> C
     }
 }
 
-/// A paired difference beats the reference (negative) with a CI that excludes 0.
-fn beats(d: Option<PairedDiff>) -> bool {
-    d.is_some_and(|d| d.direction() == Some(std::cmp::Ordering::Less))
+/// Assigns every cell's q-values: per pairing and metric of [`MAP_METRICS`], the
+/// Benjamini-Hochberg adjustment of the p-values of all `cells` (the family is the map).
+pub fn assign_q_values(cells: &mut [CellResult]) {
+    for name in PAIRINGS {
+        for m in MAP_METRICS {
+            let p: Vec<Option<f64>> = cells
+                .iter()
+                .map(|c| {
+                    c.pairing(name)
+                        .and_then(|v| v.get(m))
+                        .and_then(|d| d.p_value)
+                })
+                .collect();
+            let key = format!("{name}.{}", m.key());
+            for (c, q) in cells.iter_mut().zip(crate::replay::stats::bh_q_values(&p)) {
+                match q {
+                    Some(q) => c.q_values.insert(key.clone(), q),
+                    None => c.q_values.remove(&key),
+                };
+            }
+        }
+    }
 }
 
 impl CellResult {
@@ -122,26 +185,84 @@ impl CellResult {
         h.vs_best_blind.as_ref().or(h.vs_fastest.as_ref())
     }
 
-    /// Whether `hazard` beats both the best hazard-blind baseline and `uptime` on mean or p99
-    /// completion with a CI that excludes 0 (the design's objective).
+    /// The pairing named `name` (one of [`PAIRINGS`]).
+    pub fn pairing(&self, name: &str) -> Option<&Versus> {
+        match name {
+            "hazard_vs_reference" => self.vs_reference.as_ref(),
+            "hazard_vs_fastest" => self.vs_fastest(),
+            "hazard_vs_best_blind" => self.vs_best_blind(),
+            "hazard_vs_uptime" => self.vs_uptime.as_ref(),
+            "overlap_gain" => self.overlap_gain.as_ref(),
+            "migration_effect" => self.migration_effect.as_ref(),
+            _ => None,
+        }
+    }
+
+    /// The q-value of pairing `name` on `m`: the assigned one, else (a cell on its own) its
+    /// p-value.
+    pub fn q_value(&self, name: &str, m: Metric) -> Option<f64> {
+        self.q_values
+            .get(&format!("{name}.{}", m.key()))
+            .copied()
+            .or_else(|| self.pairing(name)?.get(m)?.p_value)
+    }
+
+    /// Whether pairing `name` is lower (negative) on `m` with q < [`FDR`].
+    fn lower(&self, name: &str, m: Metric) -> bool {
+        let d = self.pairing(name).and_then(|v| v.get(m));
+        d.is_some_and(|d| d.diff < 0.0) && self.q_value(name, m).is_some_and(|q| q < FDR)
+    }
+
+    /// Whether `hazard` beats the declared reference on mean completion with q < [`FDR`].
     pub fn pays(&self) -> bool {
-        [Metric::MeanCompletion, Metric::P99Completion]
-            .into_iter()
-            .any(|m| {
-                beats(self.vs_best_blind().and_then(|v| v.get(m)))
-                    && beats(self.vs_uptime.as_ref().and_then(|v| v.get(m)))
-            })
+        self.lower("hazard_vs_reference", VERDICT_METRIC)
     }
 
     /// Whether pre-emptive migration pays: `hazard` beats `hazard-nomigrate`, or
-    /// `hazard --overlap` beats `hazard`, on mean or p99 completion with a CI that excludes 0.
+    /// `hazard --overlap` beats `hazard`, on mean completion with q < [`FDR`].
     pub fn migration_pays(&self) -> bool {
-        [Metric::MeanCompletion, Metric::P99Completion]
-            .into_iter()
-            .any(|m| {
-                beats(self.migration_effect.as_ref().and_then(|v| v.get(m)))
-                    || beats(self.overlap_gain.as_ref().and_then(|v| v.get(m)))
-            })
+        self.lower("migration_effect", VERDICT_METRIC) || self.lower("overlap_gain", VERDICT_METRIC)
+    }
+
+    /// The seconds at stake per window: `(I_fastest - I_oracle) * R_fastest / I_fastest`
+    /// (unplanned interruptions per window `I`, recovery time per window `R`: the mean
+    /// unplanned loss per interruption); 0 when `fastest` is never interrupted.
+    pub fn opportunity_s(&self) -> Option<f64> {
+        let row = |k: PolicyKind| self.rows.iter().find(|r| r.label == PolicyLabel::new(k));
+        let (f, o) = (row(PolicyKind::Fastest)?, row(PolicyKind::Oracle)?);
+        let i_f = f.get(Metric::UnplannedInterruptions).value?;
+        let i_o = o.get(Metric::UnplannedInterruptions).value?;
+        if i_f.is_nan() || i_f <= 0.0 {
+            return Some(0.0);
+        }
+        let loss = f.get(Metric::Recovery).value? / i_f;
+        Some((i_f - i_o).max(0.0) * loss)
+    }
+
+    /// Whether the oracle has fewer interruptions than `fastest` with an interval that
+    /// excludes 0: there is something for a hazard model to win.
+    pub fn has_opportunity(&self) -> bool {
+        self.rows
+            .iter()
+            .find(|r| r.label == PolicyLabel::new(PolicyKind::Oracle))
+            .and_then(|o| o.vs_fastest.as_ref()?.get(Metric::UnplannedInterruptions))
+            .is_some_and(|d| d.direction() == Some(std::cmp::Ordering::Less))
+    }
+
+    /// The cell's verdict in words: `pays`, `loses` (hazard higher with q < [`FDR`]),
+    /// `nothing to win` (no opportunity, see [`Self::has_opportunity`]) or `no difference`.
+    pub fn verdict(&self) -> &'static str {
+        let d = self
+            .pairing("hazard_vs_reference")
+            .and_then(|v| v.get(VERDICT_METRIC));
+        let q = self.q_value("hazard_vs_reference", VERDICT_METRIC);
+        let significant = q.is_some_and(|q| q < FDR);
+        match d {
+            Some(d) if significant && d.diff < 0.0 => "pays",
+            Some(d) if significant && d.diff > 0.0 => "loses",
+            _ if !self.has_opportunity() => "nothing to win",
+            _ => "no difference",
+        }
     }
 
     /// Planned migrations per window of `hazard` (mean over windows).
@@ -160,21 +281,22 @@ impl CellResult {
     /// `migration_effect` (each keyed by [`MAP_METRICS`], each `{diff, ci_low, ci_high}`,
     /// hazard minus the other, negative = hazard better; `null` when the cell lacks the
     /// policies), `best_blind` (its name), `gap_closed` (number or null), `planned_migrations`,
-    /// `pays` and `migration_pays`.
+    /// `pays` and `migration_pays`; `reference` (the declared one) and `hazard_vs_reference`,
+    /// a `p_value` and `q_value` beside every paired difference, `opportunity_s` and
+    /// `verdict`.
     pub fn summary_json(&self) -> Value {
         let mut o = Map::new();
         for (k, v) in &self.axes {
             o.insert(k.clone(), json!(v));
         }
         o.insert("cell".into(), json!(self.key));
-        for (name, v) in [
-            ("hazard_vs_fastest", self.vs_fastest()),
-            ("hazard_vs_best_blind", self.vs_best_blind()),
-            ("hazard_vs_uptime", self.vs_uptime.as_ref()),
-            ("overlap_gain", self.overlap_gain.as_ref()),
-            ("migration_effect", self.migration_effect.as_ref()),
-        ] {
-            o.insert(name.into(), v.map_or(Value::Null, map_json));
+        o.insert("reference".into(), json!(self.reference));
+        for name in PAIRINGS {
+            let v = self.pairing(name);
+            o.insert(
+                name.into(),
+                v.map_or(Value::Null, |v| map_json(v, |m| self.q_value(name, m))),
+            );
         }
         o.insert(
             "best_blind".into(),
@@ -185,22 +307,29 @@ impl CellResult {
             "planned_migrations".into(),
             json!(self.planned_migrations()),
         );
+        o.insert("opportunity_s".into(), json!(self.opportunity_s()));
         o.insert("pays".into(), json!(self.pays()));
         o.insert("migration_pays".into(), json!(self.migration_pays()));
+        o.insert("verdict".into(), json!(self.verdict()));
         Value::Object(o)
     }
 }
 
-/// `{metric: {diff, ci_low, ci_high}}` over [`MAP_METRICS`].
-fn map_json(v: &Versus) -> Value {
+/// `{metric: {diff, ci_low, ci_high, p_value, q_value}}` over [`MAP_METRICS`].
+fn map_json(v: &Versus, q: impl Fn(Metric) -> Option<f64>) -> Value {
     let mut o = Map::new();
     for m in MAP_METRICS {
         o.insert(
             m.key().into(),
-            v.get(m).map_or(
-                Value::Null,
-                |d| json!({"diff": d.diff, "ci_low": d.ci_low, "ci_high": d.ci_high}),
-            ),
+            v.get(m).map_or(Value::Null, |d| {
+                json!({
+                    "diff": d.diff,
+                    "ci_low": d.ci_low,
+                    "ci_high": d.ci_high,
+                    "p_value": d.p_value,
+                    "q_value": q(m),
+                })
+            }),
         );
     }
     Value::Object(o)

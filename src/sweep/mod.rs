@@ -23,7 +23,7 @@ pub mod layout;
 pub mod stored;
 
 pub use axis::{compare_axis, AxisRow};
-pub use cell::{run_cell, CellResult, MAP_METRICS};
+pub use cell::{assign_q_values, run_cell, CellResult, FDR, MAP_METRICS, PAIRINGS, VERDICT_METRIC};
 pub use filter::AxisFilter;
 pub use grid::{Cell, GridFile};
 pub use layout::{MapLayout, SweepAxis};

@@ -2,6 +2,7 @@
 //! files (the `sweep_cells` rows of one shard as Parquet, with a JSON sidecar) that
 //! `sweep merge` commits as one sweep.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -12,7 +13,8 @@ use serde_json::{json, Value};
 
 use super::cell::{CellResult, MAP_METRICS};
 use super::SweepError;
-use crate::replay::{PolicySummary, Versus};
+use crate::policy::PolicyKind;
+use crate::replay::{PolicyLabel, PolicySummary, Versus};
 use crate::store::tables::{sweep_cells_schema, sweeps_schema};
 use crate::store::{commit_tables, IngestOutcome, StagedTable, Store, StoreError, WriteLock};
 
@@ -31,6 +33,8 @@ fn result_json(c: &CellResult) -> String {
         "vs_uptime": opt(&c.vs_uptime),
         "overlap_gain": opt(&c.overlap_gain),
         "migration_effect": opt(&c.migration_effect),
+        "reference": c.reference,
+        "vs_reference": opt(&c.vs_reference),
         // Read by SQL (`hazardserve query sweep_pays`); recomputed from the rows when loaded.
         "pays": c.pays(),
         "migration_pays": c.migration_pays(),
@@ -128,6 +132,15 @@ pub fn cells_from_batch(b: &RecordBatch) -> Result<Vec<CellResult>, SweepError> 
                     .map_err(|e| corrupt(format!("{k} of {}: {e}", cell.value(i)))),
             }
         };
+        // Sweeps stored before the reference was declared compared with the best blind
+        // baseline.
+        let vs_reference = match &r["vs_reference"] {
+            Value::Null => rows
+                .iter()
+                .find(|x| x.label == PolicyLabel::new(PolicyKind::Hazard))
+                .and_then(|h| h.vs_best_blind.clone().or_else(|| h.vs_fastest.clone())),
+            _ => versus("vs_reference")?,
+        };
         out.push(CellResult {
             index: usize::try_from(pos.value(i)).unwrap_or(usize::MAX),
             key: cell.value(i).to_string(),
@@ -137,6 +150,9 @@ pub fn cells_from_batch(b: &RecordBatch) -> Result<Vec<CellResult>, SweepError> 
             vs_uptime: versus("vs_uptime")?,
             overlap_gain: versus("overlap_gain")?,
             migration_effect: versus("migration_effect")?,
+            reference: r["reference"].as_str().unwrap_or("best-blind").to_string(),
+            vs_reference,
+            q_values: BTreeMap::new(),
             // Sweeps stored before per-window values were kept have none.
             hazard_windows: r["hazard_windows"]
                 .as_array()
@@ -227,9 +243,12 @@ pub fn save_sweep(
         ],
     )
     .map_err(arrow_err)?;
+    // The stored `pays` (read by SQL) is the map's: q-values over all of its cells.
+    let mut cells = cells.to_vec();
+    super::cell::assign_q_values(&mut cells);
     let tables = vec![
         StagedTable::one("sweeps", sweeps),
-        StagedTable::one("sweep_cells", cells_batch(sweep_id, cells)?),
+        StagedTable::one("sweep_cells", cells_batch(sweep_id, &cells)?),
     ];
     Ok(commit_tables(store, lock, sweep_id, key, tables, true)?)
 }
@@ -254,6 +273,7 @@ pub fn load_sweep(store: &Store, sweep_id: &str) -> Result<Vec<CellResult>, Swee
     if out.is_empty() {
         return Err(SweepError::NoSuchSweep(sweep_id.to_string()));
     }
+    super::cell::assign_q_values(&mut out);
     Ok(out)
 }
 
@@ -435,6 +455,7 @@ pub fn read_shards(dirs: &[PathBuf]) -> Result<(String, Vec<CellResult>), SweepE
         });
     }
     cells.sort_by_key(|c| c.index);
+    super::cell::assign_q_values(&mut cells);
     if cells.len() != first.grid_cells || cells.windows(2).any(|w| w[0].key == w[1].key) {
         return Err(SweepError::Shard {
             path: first_path,

@@ -226,6 +226,10 @@ pub struct PolicyRow {
     pub migrations: Metric,
     /// Fraction of the fastest-to-oracle gap closed.
     pub gap_closed: Metric,
+    /// Forecast calibration: median of the forecast `T` over the realised service time.
+    pub t_ratio: Option<f64>,
+    /// Forecast calibration: Brier score of the predicted interruption probability.
+    pub brier: Option<f64>,
     /// Requests over all runs.
     pub requests: u64,
     /// Completed requests over all runs.

@@ -360,6 +360,8 @@ fn policy_row(s: &PolicySummary, requests: u64, completed: u64, cdf: Vec<(f64, f
         interruptions: metric("unplanned_interruptions"),
         migrations: metric("planned_migrations"),
         gap_closed: metric("gap_closed"),
+        t_ratio: s.forecast.as_ref().and_then(|f| f.t_ratio_median),
+        brier: s.forecast.as_ref().and_then(|f| f.interruption_brier),
         requests,
         completed,
         cdf,

@@ -7,7 +7,9 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use hazardserve::report::{CELLS_HEADER, COMPARISON_HEADER, SHAPE_HEADER, VALIDATION_HEADER};
+use hazardserve::report::{
+    CALIBRATION_HEADER, CELLS_HEADER, COMPARISON_HEADER, SHAPE_HEADER, VALIDATION_HEADER,
+};
 
 use crate::common::{hs, ok, shared};
 
@@ -147,8 +149,10 @@ fn readme_result_tables_are_what_report_prints_now() {
             .unwrap_or_else(|| panic!("no cells table:\n{md}"));
         fresh.insert("regime-map-slice".into(), t);
     }
+    // `KEY-calibration` is the forecast calibration table of scenario KEY's report.
+    const CALIBRATION: &str = "-calibration";
     for (key, _) in &keys {
-        if fresh.contains_key(key) {
+        if fresh.contains_key(key) || key.ends_with(CALIBRATION) {
             continue;
         }
         let scenario: PathBuf = root.join("reports/scenarios").join(format!("{key}.toml"));
@@ -167,6 +171,15 @@ fn readme_result_tables_are_what_report_prints_now() {
         let md = report(&store, &tmp.path().join(key), Some(&source));
         let t = table(&md, &COMPARISON_HEADER).unwrap_or_else(|| panic!("no comparison:\n{md}"));
         fresh.insert(key.clone(), t);
+        let t = table(&md, &CALIBRATION_HEADER)
+            .unwrap_or_else(|| panic!("no calibration table:\n{md}"));
+        fresh.insert(format!("{key}{CALIBRATION}"), t);
+    }
+    for (key, _) in &keys {
+        assert!(
+            fresh.contains_key(key),
+            "README block {key:?} names no scenario of the README"
+        );
     }
     if std::env::var_os("HAZARDSERVE_BLESS").is_some() {
         let mut out = readme.clone();

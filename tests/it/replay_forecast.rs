@@ -171,7 +171,7 @@ proptest! {
             .map(|(k, &(a, pr, o, _))| req(k as u64, a, pr.min(s.cap / 4), o))
             .collect();
         // The engine sorts by arrival (stably): script each request's node by its rank.
-        requests.sort_by(|a, b| a.arrival_us.cmp(&b.arrival_us));
+        requests.sort_by_key(|a| a.arrival_us);
         let script: Vec<usize> = {
             let mut order: Vec<(i64, usize)> = s
                 .earlier
@@ -257,4 +257,69 @@ fn fastest_spreads_requests_arriving_during_prefill() {
     nodes.sort();
     nodes.dedup();
     assert_eq!(nodes.len(), 4, "fastest stacked requests: {fastest:?}");
+}
+
+/// The forecast calibration on an always-up cluster with exact lengths, where no arrival
+/// changes an earlier request's service (no batch slowdown, free slots): every cost-based
+/// policy's `T` at placement is the realised service time (median ratio 1 to 1e-9, no error)
+/// and nothing is lost (Brier 0); `compare --format json`'s `forecast` object carries it.
+#[test]
+fn calibration_is_exact_when_the_forecast_assumptions_hold() {
+    let cluster = Cluster {
+        nodes: vec![
+            always_up("a", 4, 500.0, 20.0),
+            always_up("b", 2, 300.0, 10.0),
+        ],
+    };
+    let requests: Vec<Request> = (0..12)
+        .map(|k| req(k, 0.7 * k as f64, 100 + 37 * k, 5 + 11 * k))
+        .collect();
+    let cfg = ReplayConfig {
+        batch_slowdown: 0.0,
+        estimator: LengthEstimator::Exact,
+        ..checked()
+    };
+    for kind in [
+        PolicyKind::Fastest,
+        PolicyKind::Hazard,
+        PolicyKind::HazardNomigrate,
+        PolicyKind::Memoryless,
+        PolicyKind::Oracle,
+    ] {
+        let out = run(&cluster, requests.clone(), &cfg, kind, 1e4);
+        let rows = hazardserve::replay::aggregate(&[out.metrics()], &Default::default());
+        let f = rows[0].forecast.as_ref().expect("a calibration");
+        assert_eq!(f.t_n, 12, "{kind}: every request is scored");
+        let ratio = f.t_ratio_median.expect("a ratio");
+        assert!((ratio - 1.0).abs() <= 1e-9, "{kind}: median ratio {ratio}");
+        assert!(f.t_mape.expect("a MAPE") <= 1e-9, "{kind}");
+        assert_eq!(f.interruption_brier, Some(0.0), "{kind}");
+        let json = rows[0].to_json();
+        let r = json["forecast"]["t_ratio_median"]
+            .as_f64()
+            .expect("JSON field");
+        assert!((r - 1.0).abs() <= 1e-9);
+        assert!(json["forecast"]["t_mape"].is_number());
+        assert!(json["forecast"]["interruption_brier"].is_number());
+    }
+}
+
+/// With batch slowdown, requests that arrive later slow the earlier ones down: the forecast
+/// (which assumes no later arrivals) under-predicts, and the calibration says so.
+#[test]
+fn calibration_sees_later_arrivals() {
+    let cluster = Cluster {
+        nodes: vec![always_up("a", 8, 1e4, 10.0)],
+    };
+    let requests: Vec<Request> = (0..6).map(|k| req(k, 0.5 * k as f64, 10, 200)).collect();
+    let cfg = ReplayConfig {
+        batch_slowdown: 1.0,
+        estimator: LengthEstimator::Exact,
+        ..checked()
+    };
+    let out = run(&cluster, requests, &cfg, PolicyKind::Fastest, 1e4);
+    let rows = hazardserve::replay::aggregate(&[out.metrics()], &Default::default());
+    let f = rows[0].forecast.as_ref().expect("a calibration");
+    assert!(f.t_ratio_median.expect("a ratio") < 0.9, "{f:?}");
+    assert!(f.t_mape.expect("a MAPE") > 0.1);
 }

@@ -127,6 +127,7 @@ fn replay_aggregates_have_the_documented_keys_and_intervals() {
                         "vs_best_blind",
                         "gap_closed",
                         "gap",
+                        "forecast",
                     ]
                     .contains(&base),
                 "unexpected key {k}"

@@ -155,6 +155,8 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             "intr",
             "migr",
             "gap closed",
+            "T/served",
+            "Brier",
         ]);
     } else {
         header.extend(["p99 s", "SLO", "unfin", "intr", "migr", "gap"]);
@@ -188,6 +190,14 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                     Cell::from(format!("{:>5}", fmt_num(p.interruptions.value))),
                     Cell::from(format!("{:>4}", fmt_num(p.migrations.value))),
                     Cell::from(cell(&p.gap_closed)),
+                    Cell::from(format!(
+                        "{:>8}",
+                        p.t_ratio.map_or("-".into(), |v| format!("{v:.3}"))
+                    )),
+                    Cell::from(format!(
+                        "{:>6}",
+                        p.brier.map_or("-".into(), |v| format!("{v:.3}"))
+                    )),
                 ]);
             } else {
                 cells.extend([
@@ -214,7 +224,9 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             Constraint::Length(7),
             Constraint::Length(5),
             Constraint::Length(4),
-            Constraint::Min(10),
+            Constraint::Length(21),
+            Constraint::Length(8),
+            Constraint::Min(6),
         ]
     } else {
         vec![

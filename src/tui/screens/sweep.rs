@@ -93,13 +93,14 @@ fn diff_text(d: Option<PairedDiff>) -> String {
     }
 }
 
-fn pairing_line(label: String, v: Option<&Versus>, m: Metric) -> Line<'static> {
+fn pairing_line(label: String, v: Option<&Versus>, m: Metric, q: Option<f64>) -> Line<'static> {
     let d = v.and_then(|v| v.get(m));
     let r = Reading::of(d);
     Line::from(vec![
         Span::styled(format!("{label:<25}"), dim()),
         Span::styled(format!("{} ", r.marker()), r.style()),
         Span::styled(diff_text(d), r.style()),
+        Span::styled(q.map_or(String::new(), |q| format!("  q {q:.3}")), dim()),
         Span::styled(
             v.map_or(String::new(), |v| format!("  (vs {})", v.reference)),
             dim(),
@@ -113,25 +114,53 @@ fn detail_lines(c: &CellResult, m: Metric) -> Vec<Line<'static>> {
             Span::styled("cell ", dim()),
             Span::styled(c.key.clone(), header_style()),
         ]),
-        pairing_line("hazard − fastest".into(), c.vs_fastest(), m),
-        pairing_line("hazard − best blind".into(), c.vs_best_blind(), m),
-        pairing_line("hazard − uptime".into(), c.vs_uptime.as_ref(), m),
+        pairing_line(
+            format!("hazard − {} (declared)", c.reference),
+            c.vs_reference.as_ref(),
+            m,
+            c.q_value("hazard_vs_reference", m),
+        ),
+        pairing_line(
+            "hazard − fastest".into(),
+            c.vs_fastest(),
+            m,
+            c.q_value("hazard_vs_fastest", m),
+        ),
+        pairing_line(
+            "hazard − uptime".into(),
+            c.vs_uptime.as_ref(),
+            m,
+            c.q_value("hazard_vs_uptime", m),
+        ),
         pairing_line(
             "planned migration effect".into(),
             c.migration_effect.as_ref(),
             m,
+            c.q_value("migration_effect", m),
         ),
-        pairing_line("overlap on − off".into(), c.overlap_gain.as_ref(), m),
+        pairing_line(
+            "overlap on − off".into(),
+            c.overlap_gain.as_ref(),
+            m,
+            c.q_value("overlap_gain", m),
+        ),
     ];
-    let verdict = match (c.pays(), c.migration_pays()) {
-        (true, true) => "hazard pays; pre-emptive migration pays",
-        (true, false) => "hazard pays (beats best blind and uptime, CI excludes 0)",
-        (false, true) => "pre-emptive migration pays; hazard does not beat both baselines",
-        (false, false) => "hazard does not beat both baselines",
-    };
+    let verdict = format!(
+        "verdict: {} (hazard vs {} on mean completion, q < {}){}",
+        c.verdict(),
+        c.reference,
+        crate::sweep::FDR,
+        if c.migration_pays() {
+            "; pre-emptive migration pays"
+        } else {
+            ""
+        }
+    );
     lines.push(Line::from(vec![
         Span::styled("gap closed ", dim()),
         Span::raw(c.gap_closed().map_or("none".into(), |g| fmt_num(Some(g)))),
+        Span::styled(" · opportunity s/window ", dim()),
+        Span::raw(fmt_num(c.opportunity_s())),
         Span::styled(" · planned migrations/window ", dim()),
         Span::raw(fmt_num(c.planned_migrations())),
     ]));
@@ -234,7 +263,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                     continue;
                 };
                 let res = &d.cells[*i].result;
-                let diff = res.vs_best_blind().and_then(|v| v.get(m));
+                let diff = res.vs_reference.as_ref().and_then(|v| v.get(m));
                 let reading = Reading::of(diff);
                 let star = if res.pays() { "★" } else { "" };
                 let text = format!(
@@ -256,7 +285,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         .collect();
     let hidden = d.rows.len() - rows.len();
     let title = format!(
-        " hazard − best blind · {} · {} rows{} ",
+        " hazard − declared reference · {} · {} rows{} ",
         m.key(),
         rows.len(),
         if hidden > 0 {
