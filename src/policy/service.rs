@@ -455,6 +455,9 @@ pub struct Trajectory {
     outcomes: Vec<Outcome>,
     /// Position in `outcomes` by request id.
     index: std::collections::HashMap<u64, usize>,
+    /// Requests were appended since the replay ([`Trajectory::append`]): the tail is current,
+    /// the residents' outcomes are not.
+    appended: bool,
 }
 
 impl Trajectory {
@@ -469,6 +472,7 @@ impl Trajectory {
         self.serving = Some(serving);
         self.now_us = now_us;
         self.eager = false;
+        self.appended = false;
         self.tail = Tail::Unreached;
         self.outcomes.clear();
         self.outcomes.extend(residents.iter().map(|r| Outcome {
@@ -536,9 +540,67 @@ impl Trajectory {
         now_us == self.now_us || (!self.eager && now_us > self.now_us)
     }
 
+    /// Whether [`Trajectory::resident`] answers (no request was appended since the replay).
+    pub fn residents_known(&self) -> bool {
+        !self.appended
+    }
+
+    /// Extends the trajectory by `w` joining the node's queue at its tail at `now_us`, without
+    /// replaying the queue ahead of it: the state a newcomer joins moves to the moment `w`
+    /// takes its slot (the residents' outcomes are then unknown until the next
+    /// [`Trajectory::compute`]). Returns `false` (the trajectory must be computed again) when
+    /// `w` would take a slot at once, before any event: the answers would then depend on
+    /// `now_us`.
+    pub fn append(&mut self, w: Waiting, now_us: i64) -> bool {
+        let Some(serving) = self.serving else {
+            return false;
+        };
+        if self.tail != Tail::Ready {
+            // A queue that never drains (or waits forever) does not drain for `w` either.
+            self.appended = true;
+            return true;
+        }
+        let mut residents = std::mem::take(&mut self.tail_residents);
+        let mut run = self.tail_run;
+        run.t = run.t.max(now_us);
+        if run.admit(&serving, &mut residents, &w) {
+            // It fits where the queue ahead of it drained: at once when no event came first.
+            let at_once = run.events == 0;
+            if !at_once {
+                self.tail_run = run;
+                self.appended = true;
+            }
+            self.tail_residents = residents;
+            return !at_once;
+        }
+        loop {
+            match run.step(&serving, &mut residents) {
+                Step::Idle | Step::GaveUp => {
+                    self.tail = Tail::Unreached;
+                    break;
+                }
+                Step::Forever => {
+                    self.tail = Tail::Forever;
+                    break;
+                }
+                _ => {}
+            }
+            if run.admit(&serving, &mut residents, &w) {
+                self.tail_run = run;
+                break;
+            }
+        }
+        self.tail_residents = residents;
+        self.appended = true;
+        true
+    }
+
     /// [`forecast`] of request `id` (a resident or queued request), counted from `now_us`
     /// (not before the time the trajectory was computed at).
     pub fn resident(&self, id: u64, now_us: i64) -> Option<ServiceTime> {
+        if self.appended {
+            return None;
+        }
         let o = &self.outcomes[*self.index.get(&id)?];
         let now = now_us.max(self.now_us);
         if o.forever {
@@ -857,6 +919,66 @@ mod tests {
             for id in residents.iter().map(|r| r.id).chain(queue.iter().map(|w| w.id)).chain([999]) {
                 proptest::prop_assert_eq!(traj.resident(id, now), fresh(None, id));
             }
+        }
+    }
+    #[test]
+    fn append_equals_computing_with_the_longer_queue() {
+        let serving = NodeServing {
+            decode_tok_s: 10.0,
+            batch_slowdown: 0.7,
+            slots: 2,
+            kv_capacity_tokens: 300,
+        };
+        let resident = |id: u64, end: i64| Resident {
+            id,
+            kv: 100,
+            target: 30.0,
+            phase: ResidentPhase::Starting {
+                at_us: end,
+                done: 0.0,
+                prefill: true,
+            },
+        };
+        let w = |id: u64, kv: u64| Waiting {
+            id,
+            kv,
+            start_s: 0.5,
+            prefill: true,
+            done: 0.0,
+            target: 20.0 + id as f64,
+        };
+        let base = vec![resident(1, 400_000), resident(2, 900_000)];
+        let queue = [w(3, 100), w(4, 150), w(5, 60)];
+        for n in 0..queue.len() {
+            let mut appended = Trajectory::default();
+            let mut buf = base.clone();
+            appended.compute(NodeState {
+                serving,
+                now_us: 0,
+                residents: &mut buf,
+                queue: &queue[..n],
+            });
+            let mut ok = true;
+            for q in &queue[n..] {
+                ok &= appended.append(*q, 0);
+            }
+            assert!(ok);
+            let mut full = Trajectory::default();
+            let mut buf = base.clone();
+            full.compute(NodeState {
+                serving,
+                now_us: 0,
+                residents: &mut buf,
+                queue: &queue,
+            });
+            let newcomer = w(PROBE_ID, 80);
+            let mut s1 = Vec::new();
+            let mut s2 = Vec::new();
+            assert_eq!(
+                appended.newcomer(newcomer, 0, &mut s1),
+                full.newcomer(newcomer, 0, &mut s2)
+            );
+            assert_eq!(appended.residents_known(), n == queue.len());
         }
     }
 }

@@ -383,7 +383,10 @@ impl LiveLoads<'_> {
         }
         let mut cache = self.trajectories.borrow_mut();
         let entry = cache.get_mut(i)?;
-        if entry.version != Some(st.version) || !entry.trajectory.holds_at(self.now) {
+        let stale = entry.version != Some(st.version)
+            || !entry.trajectory.holds_at(self.now)
+            || (newcomer.is_none() && !entry.trajectory.residents_known());
+        if stale {
             let mut residents = self.residents.borrow_mut();
             let mut waiting = self.waiting.borrow_mut();
             let state = self.state(i, &mut residents, &mut waiting)?;
@@ -412,6 +415,32 @@ impl LiveLoads<'_> {
             }
         }
         got
+    }
+
+    /// Queued request `r` of node `i` as the forecast reads it.
+    fn waiting_of(&self, i: usize, r: u32) -> Waiting {
+        let spec = &self.cluster.nodes[i].spec;
+        let p = &self.params;
+        let q = &self.reqs[r as usize];
+        let ctx = q.prompt.saturating_add(q.done_tokens()) as f64;
+        let start_s = if q.recovering {
+            unplanned_recovery_s(
+                ctx,
+                spec.prefill_tok_s,
+                p.stall_penalty_s,
+                p.recompute_overhead_s,
+            )
+        } else {
+            secs(ctx, spec.prefill_tok_s)
+        };
+        Waiting {
+            id: u64::from(r),
+            kv: q.prompt.saturating_add(q.est.max(q.done_tokens())),
+            start_s,
+            prefill: true,
+            done: q.done,
+            target: expected_target(q, self.sigma),
+        }
     }
 
     /// Node `i`'s state as [`service::forecast`] reads it, in the two buffers.
@@ -465,28 +494,8 @@ impl LiveLoads<'_> {
                 phase,
             });
         }
-        let p = &self.params;
         for &r in &st.fifo {
-            let q = &self.reqs[r as usize];
-            let ctx = q.prompt.saturating_add(q.done_tokens()) as f64;
-            let start_s = if q.recovering {
-                unplanned_recovery_s(
-                    ctx,
-                    spec.prefill_tok_s,
-                    p.stall_penalty_s,
-                    p.recompute_overhead_s,
-                )
-            } else {
-                secs(ctx, spec.prefill_tok_s)
-            };
-            waiting.push(Waiting {
-                id: u64::from(r),
-                kv: q.prompt.saturating_add(q.est.max(q.done_tokens())),
-                start_s,
-                prefill: true,
-                done: q.done,
-                target: expected_target(q, self.sigma),
-            });
+            waiting.push(self.waiting_of(i, r));
         }
         Some(service::NodeState {
             serving: NodeServing {
@@ -771,6 +780,23 @@ impl<'a> Sim<'a> {
     fn touch(&mut self, i: usize) {
         if let Some(st) = self.nodes.get_mut(i) {
             st.version = st.version.wrapping_add(1);
+        }
+    }
+
+    /// Node `i` changed by request `r` joining its queue's tail: its forecast trajectory, if
+    /// current, is extended ([`Trajectory::append`]) instead of replayed again.
+    fn enqueue_forecast(&mut self, i: usize, r: u32) {
+        let current = self.trajectories.borrow()[i].version == Some(self.nodes[i].version);
+        self.touch(i);
+        if !current {
+            return;
+        }
+        let w = live_loads!(self).waiting_of(i, r);
+        let version = self.nodes[i].version;
+        let now = self.now;
+        let mut cache = self.trajectories.borrow_mut();
+        if cache[i].trajectory.append(w, now) {
+            cache[i].version = Some(version);
         }
     }
 
@@ -1116,7 +1142,7 @@ impl<'a> Sim<'a> {
         let st = &mut self.nodes[i];
         st.queued_work_s += work;
         st.fifo.push_back(r);
-        self.touch(i);
+        self.enqueue_forecast(i, r);
         self.views_dirty = true;
     }
 
