@@ -339,7 +339,7 @@ pub fn print_rows(rows: &[PolicySummary], format: OutputFormat) -> anyhow::Resul
             Some(v) => interval(v, r.gap_closed.ci),
             None => match r.gap_closed.state {
                 crate::replay::compare::GapState::NotAPolicy => "-".to_string(),
-                _ => "none".to_string(),
+                state => state.as_str().unwrap_or("none").to_string(),
             },
         })
     };

@@ -563,7 +563,7 @@ pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Resu
             Col::Str(
                 cells
                     .iter()
-                    .map(|c| Some(c.gap_closed().map_or("none".into(), human_float)))
+                    .map(|c| Some(c.gap_closed_text(human_float)))
                     .collect(),
             ),
         ));

@@ -16,7 +16,7 @@
 //! | `least-loaded` | lowest slot load (then KV load, queue wait) | none |
 //! | `random` | uniform over feasible nodes (seeded SplitMix64) | none |
 //! | `uptime` | among the nodes that can start the request soonest (smallest queue wait), the one up the longest (the age heuristic, load-aware) | none |
-//! | `oracle` | clairvoyant greedy: smallest true completion, a doomed node priced by its cheaper of `U(R)` and a planned hop before its end | event-driven, just before each known end |
+//! | `oracle` | clairvoyant greedy: a node where the request finishes before the node's known end first (a doomed node only when every node is, [`ORACLE_DOOMED_PENALTY_S`]), then smallest true completion, a doomed node priced by its cheaper of `U(R)` and a planned hop before its end | event-driven, just before each known end |
 //! | `bound` | not a policy: an analytic lower bound computed by the replay | — |
 //!
 //! What each baseline knows (its information set):
@@ -458,6 +458,12 @@ fn nan_as_inf(x: f64) -> f64 {
     }
 }
 
+/// What the oracle adds to the `E` of a node whose known end comes before the request would
+/// finish there, so that it places on such a node only when every node is doomed: it avoids
+/// every interruption it can foresee first and minimises completion second (10^12 s, longer
+/// than any trace).
+pub const ORACLE_DOOMED_PENALTY_S: f64 = 1e12;
+
 /// The newcomer of a forecast: `req` taking a slot now and decoding after `start_s` seconds
 /// (`prefill`: that phase is a prefill), `remaining` tokens still to generate after it.
 #[inline]
@@ -673,7 +679,11 @@ impl StandardPolicy {
                     dt: f64::NAN,
                 });
             }
-            let e = nan_as_inf(cost.e);
+            // The oracle avoids every interruption it can foresee first: a node whose known
+            // end comes before the request would finish there ranks after every node where it
+            // finishes (a doomed node's `E` plus a penalty larger than any service time).
+            let doomed = model == RiskModel::Oracle && r.is_some_and(|r| r < st.total_s);
+            let e = nan_as_inf(cost.e) + if doomed { ORACLE_DOOMED_PENALTY_S } else { 0.0 };
             if best.is_none() || e < best_e {
                 best = Some((i, cost));
                 best_e = e;

@@ -30,6 +30,10 @@
 //! An overlapped move's reserved destination is the one approximation: the request is counted
 //! from its cut-over time with the tokens it is expected to have by then, without the
 //! catch-up.
+//!
+//! Size: over 800 lines because the serving rules, the one-shot forecast and the cached
+//! [`Trajectory`] must replay a node identically; keeping them and their unit and property
+//! tests in one place is what lets a change to one rule be checked against the others.
 
 /// Microseconds per second.
 pub const US_PER_S: f64 = 1e6;
@@ -458,6 +462,11 @@ pub struct Trajectory {
     /// Requests were appended since the replay ([`Trajectory::append`]): the tail is current,
     /// the residents' outcomes are not.
     appended: bool,
+    /// The time of the replay's first event (a start, finish or release): from then on the
+    /// node's real state may differ from the replayed one without a node event (a request
+    /// longer than its estimate keeps decoding past the end the replay gave it, and its
+    /// expected remainder grows with time), so the answers no longer hold.
+    first_event_us: i64,
 }
 
 impl Trajectory {
@@ -473,6 +482,7 @@ impl Trajectory {
         self.now_us = now_us;
         self.eager = false;
         self.appended = false;
+        self.first_event_us = i64::MAX;
         self.tail = Tail::Unreached;
         self.outcomes.clear();
         self.outcomes.extend(residents.iter().map(|r| Outcome {
@@ -506,7 +516,11 @@ impl Trajectory {
                 self.tail_run = run;
                 self.tail_residents.clone_from(residents);
             }
-            match run.step(&serving, residents) {
+            let step = run.step(&serving, residents);
+            if matches!(step, Step::Started(_) | Step::Finished(_) | Step::Released) {
+                self.first_event_us = self.first_event_us.min(run.t);
+            }
+            match step {
                 Step::Idle | Step::GaveUp => return,
                 Step::Forever => {
                     if self.tail == Tail::Unreached {
@@ -533,11 +547,14 @@ impl Trajectory {
     }
 
     /// Whether the answers at `now_us` are [`forecast`]'s at `now_us` (the node state unchanged
-    /// since [`Trajectory::compute`]): always at the time it was computed; later too unless a
-    /// queued request fitted at once (the engine starts such a request when it fits, so its
-    /// queue never does; a forecast with other estimates than the engine's may).
+    /// since [`Trajectory::compute`]): always at the time it was computed; later too, before
+    /// the replay's first event, unless a queued request fitted at once (the engine starts such
+    /// a request when it fits, so its queue never does; a forecast with other estimates than
+    /// the engine's may). At or after the first event the replay expected something the engine
+    /// may not do then (a request longer than its estimate is still decoding).
     pub fn holds_at(&self, now_us: i64) -> bool {
-        now_us == self.now_us || (!self.eager && now_us > self.now_us)
+        now_us == self.now_us
+            || (!self.eager && now_us > self.now_us && now_us < self.first_event_us)
     }
 
     /// Whether [`Trajectory::resident`] answers (no request was appended since the replay).

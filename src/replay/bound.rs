@@ -142,6 +142,7 @@ pub fn run(
         param: spec.param_index,
         param_label: spec.param_label.clone(),
         window_length_s: window_s,
+        scored_s: cfg.scored_span(window_s),
         records,
         stats: RunStats::default(),
         decisions: Vec::new(),

@@ -15,7 +15,9 @@
 //! Gap closed is a ratio of sums over windows, `sum_w (F_w - P_w) / sum_w (F_w - O_w)` on one
 //! metric (F = `fastest`, O = `oracle`, P = the policy), reported only when the paired interval
 //! of `F - O` excludes 0 (otherwise there is no gap to close: printed as "none", never as a
-//! number), with a paired-bootstrap interval of the ratio (windows resampled together).
+//! number), with a paired-bootstrap interval of the ratio (windows resampled together). A
+//! share whose interval reaches outside [`GAP_PRECISE_RANGE`] is printed "imprecise": a gap of
+//! a few interruptions cannot say what share of it a policy closed.
 //!
 //! The metric is [`AggregateOptions::gap_metric`], by default the unplanned interruptions: the
 //! oracle is a tested reference on that metric (no policy is interrupted less over a run), so
@@ -27,6 +29,10 @@
 //! Forecast calibration ([`ForecastCalibration`], JSON `forecast`): each row pools its runs'
 //! [`Calibration`], so a reader can tell a wrong load model (`t_ratio_median` away from 1) from
 //! a wrong hazard model (`interruption_brier`, the reliability table).
+//!
+//! Size: over 800 lines because the rows, their JSON, the paired and best-of references and
+//! the gap closed are one aggregation over the same per-window table; splitting them would
+//! split that table's one definition.
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -198,9 +204,18 @@ pub enum GapState {
     None,
     /// The row is the analytic bound, not a policy. JSON `"gap": "not a policy"`.
     NotAPolicy,
+    /// A gap exists but the share closed is too uncertain to state: its 95 % interval reaches
+    /// outside [`GAP_PRECISE_RANGE`] (or has no interval), as happens when the gap is a few
+    /// interruptions over the windows. JSON `"gap": "imprecise"`.
+    Imprecise,
     /// The gap is measured: `value` is the share closed.
     Measured,
 }
+
+/// The range a measured share's interval must stay within to be printed as a number: a share
+/// is 0 for `fastest` and 1 for the oracle, so an interval past `[-0.5, 1.5]` says no more
+/// than "imprecise".
+pub const GAP_PRECISE_RANGE: [f64; 2] = [-0.5, 1.5];
 
 impl Default for GapClosed {
     /// No gap, on the default gap metric.
@@ -220,6 +235,7 @@ impl GapState {
         match self {
             GapState::None => Some("none"),
             GapState::NotAPolicy => Some("not a policy"),
+            GapState::Imprecise => Some("imprecise"),
             GapState::Measured => None,
         }
     }
@@ -427,6 +443,7 @@ impl PolicySummary {
                 ci: pair(o.get("gap_closed_ci")),
                 state: match o.get("gap").and_then(Value::as_str) {
                     Some("not a policy") => GapState::NotAPolicy,
+                    Some("imprecise") => GapState::Imprecise,
                     Some(_) => GapState::None,
                     None => GapState::Measured,
                 },
@@ -786,9 +803,17 @@ fn gap_closed(f: &Row, o: &Row, p: &Row, opts: &AggregateOptions) -> GapClosed {
         return none;
     }
     let value = num.iter().sum::<f64>() / den.iter().sum::<f64>();
+    let ci = bootstrap_ratio_ci(&num, &den, opts.resamples, seed_for(opts, 201));
+    let [lo, hi] = GAP_PRECISE_RANGE;
+    if !value.is_finite() || !ci.is_some_and(|[a, b]| a >= lo && b <= hi) {
+        return GapClosed {
+            state: GapState::Imprecise,
+            ..none
+        };
+    }
     GapClosed {
-        value: value.is_finite().then_some(value),
-        ci: bootstrap_ratio_ci(&num, &den, opts.resamples, seed_for(opts, 201)),
+        value: Some(value),
+        ci,
         state: GapState::Measured,
         ..none
     }

@@ -159,6 +159,7 @@ pub(crate) fn simulate_unchecked(
         param: spec.param_index,
         param_label: spec.param_label.clone(),
         window_length_s: spec.window.length_s(),
+        scored_s: cfg.scored_span(spec.window.length_s()),
         records: sim.records(),
         stats: sim.stats,
         decisions: std::mem::take(&mut sim.decisions),

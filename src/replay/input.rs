@@ -603,11 +603,19 @@ pub struct ReplayConfig {
     pub decision_log: usize,
     /// What a censored session end does (default [`CensoredEnds::StayUp`]).
     pub censored_ends: CensoredEnds,
+    /// Warm-up, seconds: requests arriving in the first `warmup_s` of a window load the
+    /// cluster but are not scored, so that windows are measured in steady state rather than
+    /// from an empty cluster (default 0).
+    pub warmup_s: f64,
+    /// Drain margin, seconds: requests arriving in the last `drain_s` of a window are served
+    /// but not scored, since most of them could not finish before it ends (default 0).
+    pub drain_s: f64,
 }
 
 impl Default for ReplayConfig {
     /// Default [`Params`], exact estimates, `slo_factor = 5`, no batch slowdown, rate scale 1,
-    /// no looping, no validation, no decision log, censored ends stay up.
+    /// no looping, no validation, no decision log, censored ends stay up, every arrival scored
+    /// (no warm-up, no drain margin).
     fn default() -> ReplayConfig {
         ReplayConfig {
             params: Params::default(),
@@ -619,11 +627,27 @@ impl Default for ReplayConfig {
             validate: false,
             decision_log: 0,
             censored_ends: CensoredEnds::StayUp,
+            warmup_s: 0.0,
+            drain_s: 0.0,
         }
     }
 }
 
 impl ReplayConfig {
+    /// The arrivals scored in a window of `length_s` seconds: `[warmup_s, length_s - drain_s)`
+    /// after the window start. A warm-up and drain that leave nothing are shrunk in
+    /// proportion to leave the middle half of the window, so that a run always scores
+    /// something.
+    pub fn scored_span(&self, length_s: f64) -> [f64; 2] {
+        let (w, d) = (self.warmup_s.max(0.0), self.drain_s.max(0.0));
+        if w + d <= 0.5 * length_s {
+            [w, length_s - d]
+        } else {
+            let k = 0.5 * length_s / (w + d);
+            [w * k, length_s - d * k]
+        }
+    }
+
     /// Checks the ranges: `slo_factor` finite and positive, `batch_slowdown` finite and
     /// non-negative, `rate_scale` finite and positive, lognormal `sigma` finite and
     /// non-negative, `check_interval_s` not NaN and non-negative (0 disables migration checks).
@@ -636,6 +660,15 @@ impl ReplayConfig {
         if !(self.batch_slowdown.is_finite() && self.batch_slowdown >= 0.0) {
             return Err(ReplayError::BadConfig(
                 "batch_slowdown must be finite and non-negative".into(),
+            ));
+        }
+        if !(self.warmup_s.is_finite()
+            && self.warmup_s >= 0.0
+            && self.drain_s.is_finite()
+            && self.drain_s >= 0.0)
+        {
+            return Err(ReplayError::BadConfig(
+                "warmup_s and drain_s must be finite and non-negative".into(),
             ));
         }
         if !finite_pos(self.rate_scale) {

@@ -184,10 +184,12 @@ pub enum Metric {
     SloAttainment,
     /// Output tokens of SLO-met requests per second.
     SloGoodput,
+    /// Unplanned interruptions per request started.
+    InterruptionsPerStarted,
 }
 
 /// Number of metrics in [`METRICS`].
-pub const N_METRICS: usize = 13;
+pub const N_METRICS: usize = 14;
 
 /// Every metric, in the order of [`Metric`].
 pub const METRICS: [MetricDef; N_METRICS] = [
@@ -282,6 +284,13 @@ pub const METRICS: [MetricDef; N_METRICS] = [
         better: Better::Higher,
         description: "output tokens of SLO-met requests per second of window",
     },
+    MetricDef {
+        key: "interruptions_per_started",
+        title: "int/start",
+        unit: "1",
+        better: Better::Lower,
+        description: "unplanned interruptions per request started on a node, per window: a count per window rewards leaving requests queued and never started, a rate per started request does not",
+    },
 ];
 
 impl Metric {
@@ -300,6 +309,7 @@ impl Metric {
         Metric::PlannedMigrations,
         Metric::SloAttainment,
         Metric::SloGoodput,
+        Metric::InterruptionsPerStarted,
     ];
 
     /// Its definition.
@@ -492,6 +502,9 @@ impl RunSummary {
         } else {
             0.0
         });
+        let started = records.iter().filter(|r| r.first_node.is_some()).count();
+        values[Metric::InterruptionsPerStarted as usize] =
+            (started > 0).then(|| sum(&|r| f64::from(r.interruptions)) / started as f64);
         RunSummary {
             requests: records.len() as u64,
             values,
@@ -503,6 +516,33 @@ impl RunSummary {
     /// The value of one metric.
     pub fn get(&self, m: Metric) -> Option<f64> {
         self.values[m as usize]
+    }
+
+    /// Summarises the requests that arrived in the scored span `[from, to)` (seconds after the
+    /// window start; see [`super::input::ReplayConfig::scored_span`]): a warm-up's arrivals
+    /// loaded the cluster and a drain margin's were served, but neither is scored. Completion
+    /// times stay restricted to the window end, and the goodput is per second of the scored
+    /// span. The whole window, `[0, window_length_s)`, is [`RunSummary::from_records`].
+    pub fn scored(records: &[RequestRecord], window_length_s: f64, span: [f64; 2]) -> RunSummary {
+        let [from, to] = span;
+        if from <= 0.0 && to >= window_length_s {
+            return RunSummary::from_records(records, window_length_s);
+        }
+        let kept: Vec<RequestRecord> = records
+            .iter()
+            .filter(|r| r.arrival_s >= from && r.arrival_s < to)
+            .cloned()
+            .collect();
+        let mut s = RunSummary::from_records(&kept, window_length_s);
+        let span_s = to - from;
+        if let Some(g) = s.values[Metric::SloGoodput as usize].as_mut() {
+            *g = if span_s > 0.0 {
+                *g * window_length_s / span_s
+            } else {
+                0.0
+            };
+        }
+        s
     }
 }
 
@@ -708,6 +748,30 @@ mod tests {
         m.merge(&cal);
         assert_eq!(m.p_n, 4);
         assert_eq!(m.t_ratio_median(), Some(1.25));
+    }
+
+    #[test]
+    fn warmup_and_drain_arrivals_are_not_scored() {
+        // Arrivals at 1 s (warm-up), 20 s and 50 s (scored) and 95 s (drain) of a 100-s window.
+        let recs = [
+            record(1.0, Some(9.0)),
+            record(20.0, Some(3.0)),
+            record(50.0, None),
+            record(95.0, None),
+        ];
+        let s = RunSummary::scored(&recs, 100.0, [10.0, 90.0]);
+        assert_eq!(s.requests, 2);
+        // 3 s and the restricted 50 s of the unfinished one.
+        assert_eq!(s.get(Metric::MeanCompletion), Some(26.5));
+        assert_eq!(s.get(Metric::Unfinished), Some(1.0));
+        // One SLO-met request of 10 tokens over the 80-s scored span.
+        let g = s.get(Metric::SloGoodput).unwrap_or(f64::NAN);
+        assert!((g - 10.0 / 80.0).abs() < 1e-12, "{g}");
+        // The whole window is the plain summary.
+        assert_eq!(
+            RunSummary::scored(&recs, 100.0, [0.0, 100.0]),
+            RunSummary::from_records(&recs, 100.0)
+        );
     }
 
     #[test]

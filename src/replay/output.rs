@@ -102,6 +102,10 @@ pub struct RunOutput {
     pub param_label: String,
     /// Window length, seconds.
     pub window_length_s: f64,
+    /// Arrivals scored: from `scored_s[0]` (the warm-up) to before `scored_s[1]` (the window
+    /// length less the drain margin), seconds after the window start
+    /// ([`super::input::ReplayConfig::warmup_s`], [`super::input::ReplayConfig::drain_s`]).
+    pub scored_s: [f64; 2],
     /// One record per request, in request-index (arrival) order.
     pub records: Vec<RequestRecord>,
     /// Counters.
@@ -111,9 +115,10 @@ pub struct RunOutput {
 }
 
 impl RunOutput {
-    /// The run's metrics ([`RunSummary::from_records`]).
+    /// The run's metrics ([`RunSummary::scored`]): the requests that arrived in the scored
+    /// span, over a window of `window_length_s`.
     pub fn summary(&self) -> RunSummary {
-        RunSummary::from_records(&self.records, self.window_length_s)
+        RunSummary::scored(&self.records, self.window_length_s, self.scored_s)
     }
 
     /// The run's metrics with its key, for [`super::metrics::aggregate`].

@@ -168,13 +168,14 @@ pub fn build(store: &Store, opts: &ReportOptions) -> Result<Report, ReportError>
 }
 
 /// The header of a policy comparison table (the README's replay tables are this table).
-pub const COMPARISON_HEADER: [&str; 8] = [
+pub const COMPARISON_HEADER: [&str; 9] = [
     "policy",
     "mean completion (s)",
     "vs fastest (s)",
     "p99 completion (s)",
     "unplanned interruptions / window",
     "vs fastest",
+    "interruptions / started request",
     "unfinished / window",
     "gap closed",
 ];
@@ -201,6 +202,7 @@ fn comparison_row(s: &PolicySummary) -> Vec<String> {
         cell(s, Metric::P99Completion),
         cell(s, Metric::UnplannedInterruptions),
         vs(Metric::UnplannedInterruptions),
+        cell(s, Metric::InterruptionsPerStarted),
         cell(s, Metric::Unfinished),
         gap,
     ]

@@ -555,6 +555,39 @@ pub fn offered_load(
     }
 }
 
+/// The warm-up and drain margin of the scenario's windows: the configured values, or
+/// [`crate::scenario::config::auto_warmup_s`] and [`crate::scenario::config::auto_drain_s`]
+/// of each request's unloaded service time `P_r / p + L_r / d` on the median node (the
+/// median prefill and decode rates of the cluster).
+pub fn steady_state_margins(
+    cfg: &ScenarioConfig,
+    nodes: &[Node],
+    requests: &[replay::Request],
+    window_length_s: f64,
+) -> (f64, f64) {
+    let median = |mut v: Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        crate::replay::metrics::percentile_sorted(&v, 0.5).unwrap_or(f64::NAN)
+    };
+    let p = median(nodes.iter().map(|n| n.spec.prefill_tok_s).collect());
+    let d = median(nodes.iter().map(|n| n.spec.decode_tok_s).collect());
+    let service: Vec<f64> = if p > 0.0 && d > 0.0 {
+        requests
+            .iter()
+            .map(|r| r.prompt_tokens as f64 / p + r.output_tokens as f64 / d)
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let r = &cfg.replay;
+    (
+        r.warmup_s
+            .unwrap_or_else(|| crate::scenario::config::auto_warmup_s(&service, window_length_s)),
+        r.drain_s
+            .unwrap_or_else(|| crate::scenario::config::auto_drain_s(&service, window_length_s)),
+    )
+}
+
 /// Builds the scenario: validates it, then runs the steps of this module. Survival priors
 /// are fitted only on sessions observed before the first window starts, so no policy sees the
 /// future through its curves (the oracle reads the future only through the engine).
@@ -656,6 +689,17 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
             scale
         }
     };
+    let (warmup_s, drain_s) = steady_state_margins(cfg, &cluster_nodes, &requests, length);
+    if r.warmup_s.is_none() || r.drain_s.is_none() {
+        notes.push(format!(
+            "replay: arrivals scored from {warmup_s:.1} s into each window (warm-up) to {drain_s:.1} s before its end (drain margin), of {length:.0} s{}",
+            if r.warmup_s.is_none() && r.drain_s.is_none() {
+                " (both from the workload's service times; set replay.warmup_s and replay.drain_s to choose)"
+            } else {
+                ""
+            }
+        ));
+    }
     let config = ReplayConfig {
         params,
         estimator,
@@ -663,6 +707,8 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
         batch_slowdown,
         rate_scale,
         loop_workload: cfg.workload.loop_workload,
+        warmup_s,
+        drain_s,
         ..ReplayConfig::default()
     };
     let seeds: Vec<u64> = (0..r.seeds.max(1)).map(|k| r.seed + k).collect();

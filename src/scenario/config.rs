@@ -108,6 +108,13 @@ slo_factor = 5.0
 # map's `pays`, q < 0.05 over its cells): least-loaded, fastest, random, uptime, or best-blind
 # (the best of fastest, least-loaded and random, chosen inside each bootstrap resample).
 reference = "least-loaded"
+# Steady-state windows: arrivals in the first warmup_s seconds of a window load the cluster but
+# are not scored, and arrivals in its last drain_s seconds are served but not scored (too late
+# to finish). Default: warmup_s = 3 mean service times, drain_s = the 90th percentile service
+# time (each request's prompt and output at the median node's unloaded rates), each at most a
+# fifth of the window; replay prints the values it chose. 0 scores every arrival.
+# warmup_s = 0
+# drain_s = 0
 "#;
 
 /// `[nodes]`.
@@ -341,6 +348,40 @@ pub struct ReplaySection {
     /// a hazard-blind policy (`least-loaded`, the default, `fastest`, `random`), `uptime`, or
     /// `best-blind` (the best of the three, chosen inside each bootstrap resample).
     pub reference: String,
+    /// Warm-up, seconds: arrivals in the first `warmup_s` of each window load the cluster but
+    /// are not scored (`None`: [`auto_warmup_s`] of the workload's service times).
+    pub warmup_s: Option<f64>,
+    /// Drain margin, seconds: arrivals in the last `drain_s` of each window are served but not
+    /// scored (`None`: [`auto_drain_s`] of the workload's service times).
+    pub drain_s: Option<f64>,
+}
+
+/// The largest share of a window an automatic warm-up or drain margin takes.
+pub const AUTO_MARGIN_MAX_SHARE: f64 = 0.2;
+
+/// The automatic warm-up: three mean unloaded service times (`service_s`, one per request, on
+/// the cluster's median node), so that the cluster holds a steady load before scoring starts;
+/// at most [`AUTO_MARGIN_MAX_SHARE`] of the window.
+pub fn auto_warmup_s(service_s: &[f64], window_length_s: f64) -> f64 {
+    let n = service_s.len().max(1) as f64;
+    let mean = service_s.iter().sum::<f64>() / n;
+    (3.0 * mean)
+        .min(AUTO_MARGIN_MAX_SHARE * window_length_s)
+        .max(0.0)
+}
+
+/// The automatic drain margin: the 90th percentile of the unloaded service times, so that
+/// most scored arrivals can finish before the window ends; at most
+/// [`AUTO_MARGIN_MAX_SHARE`] of the window.
+pub fn auto_drain_s(service_s: &[f64], window_length_s: f64) -> f64 {
+    let mut v: Vec<f64> = service_s
+        .iter()
+        .copied()
+        .filter(|x| x.is_finite())
+        .collect();
+    v.sort_by(f64::total_cmp);
+    let p90 = crate::replay::metrics::percentile_sorted(&v, 0.9).unwrap_or(0.0);
+    p90.min(AUTO_MARGIN_MAX_SHARE * window_length_s).max(0.0)
 }
 
 /// The references [`ReplaySection::reference`] accepts.
@@ -362,6 +403,8 @@ impl Default for ReplaySection {
             batch_slowdown: None,
             gap_metric: crate::replay::DEFAULT_GAP_METRIC.key().into(),
             reference: REFERENCES[0].into(),
+            warmup_s: None,
+            drain_s: None,
         }
     }
 }
@@ -495,6 +538,12 @@ impl ScenarioConfig {
         positive("replay.slo_factor", r.slo_factor)?;
         if let Some(b) = r.batch_slowdown {
             nonneg("replay.batch_slowdown", b)?;
+        }
+        if let Some(w) = r.warmup_s {
+            nonneg("replay.warmup_s", w)?;
+        }
+        if let Some(d) = r.drain_s {
+            nonneg("replay.drain_s", d)?;
         }
         for p in &r.policies {
             p.parse::<PolicyKind>().map_err(|_| {

@@ -1,5 +1,6 @@
 //! Storing a replay run: `runs` (one row: id, config, seeds, program version), `replay_requests`
-//! (every request of every run of the grid) and `replay_summary` (one row per policy with the
+//! (every request of every run of the grid, `scored` false for the warm-up's and the drain
+//! margin's arrivals) and `replay_summary` (one row per policy with the
 //! comparison row as JSON, [`PolicySummary::to_json`]). Each run is committed atomically like a source, partitioned by its id.
 
 use std::sync::Arc;
@@ -98,8 +99,10 @@ pub fn save_run(
     let mut window = Vec::with_capacity(n);
     let mut seed = Vec::with_capacity(n);
     let mut recs = Vec::with_capacity(n);
+    let mut scored = Vec::with_capacity(n);
     for r in runs {
         for rec in &r.records {
+            scored.push(rec.arrival_s >= r.scored_s[0] && rec.arrival_s < r.scored_s[1]);
             policy.push(r.policy.name());
             param.push(if r.param_label.is_empty() {
                 "default"
@@ -181,6 +184,7 @@ pub fn save_run(
                 .map(|r| r.dropped.as_ref().map(|d| d.as_str().to_string()))
                 .collect::<Vec<_>>(),
         )),
+        Arc::new(BooleanArray::from(scored)),
     ];
     let requests_batch = RecordBatch::try_new(replay_requests_schema(), cols).map_err(arrow_err)?;
 

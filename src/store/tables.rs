@@ -108,6 +108,7 @@ pub fn replay_requests_schema() -> SchemaRef {
         Field::new("interruption_causes", DataType::Utf8, true),
         Field::new("slo_met", DataType::Boolean, false),
         Field::new("dropped", DataType::Utf8, true),
+        Field::new("scored", DataType::Boolean, false),
     ]))
 }
 

@@ -193,7 +193,7 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
         .collect();
     assert_eq!(table.len(), map.as_array().unwrap().len());
     for (cell, row) in map.as_array().unwrap().iter().zip(&table) {
-        for (key, col) in [("hazard_vs_fastest", 3), ("hazard_vs_uptime", 5)] {
+        for (key, col) in [("hazard_vs_fastest", 3), ("hazard_vs_uptime", 6)] {
             let d = &cell[key]["mean_completion_s"];
             let text = hazardserve::output::signed_interval_text(
                 d["diff"].as_f64().unwrap(),
@@ -202,14 +202,18 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
             let got = row.split(" | ").nth(col).unwrap();
             assert_eq!(got, text, "{key} of {} in {row}", cell["cell"]);
         }
-        let best = cell["best_blind"].as_str().unwrap();
-        assert!(row.contains(&format!("({best})")), "{row} lacks {best}");
-        let pays = if cell["pays"].as_bool().unwrap() {
-            "yes"
-        } else {
-            "no"
-        };
-        assert!(row.ends_with(&format!("| {pays} |")), "{row}");
+        let reference = cell["reference"].as_str().unwrap();
+        assert!(
+            row.contains(&format!("({reference}")),
+            "{row} lacks {reference}"
+        );
+        let verdict = cell["verdict"].as_str().unwrap();
+        assert!(row.ends_with(&format!("| {verdict} |")), "{row}");
+        assert_eq!(
+            verdict == "pays",
+            cell["pays"].as_bool().unwrap(),
+            "{row}: the verdict and pays agree"
+        );
     }
     // The regime map is there with its cell count.
     assert!(

@@ -271,10 +271,12 @@ fn a_cell_where_nothing_fails_shows_no_effect_and_no_migration() {
 }
 
 #[test]
-fn hazard_pays_on_a_cluster_built_for_it() {
+fn hazard_avoids_interruptions_on_a_cluster_built_for_it() {
     // Short sessions with a strongly increasing hazard (Weibull k = 4, scale 900 s): a node's
     // age says when it will go. Slow decode and long outputs make requests long enough to be
-    // caught.
+    // caught. Every node has the same law, so what age buys is fewer interruptions and a
+    // shorter tail; whether that pays on mean completion depends on what a loss costs (the
+    // positive control of `replay_controls` is where it does: mixed laws, a slow prefill).
     let tmp = tempfile::tempdir().unwrap();
     let weibull = |r: &mut Lcg| Some(900.0 * (-r.unit().ln()).powf(0.25));
     let store = store_with(
@@ -288,11 +290,13 @@ fn hazard_pays_on_a_cluster_built_for_it() {
     let s = sweep_summary(&store, tmp.path(), "pays", &grid);
     assert_eq!(s.len(), 1);
     let cell = &s[0];
-    let d = &cell["hazard_vs_fastest"]["mean_completion_s"];
-    assert!(
-        d["diff"].as_f64().unwrap() < 0.0 && d["ci_high"].as_f64().unwrap() < 0.0,
-        "hazard does not beat fastest: {cell}"
-    );
+    for m in ["unplanned_interruptions", "p99_completion_s"] {
+        let d = &cell["hazard_vs_fastest"][m];
+        assert!(
+            d["diff"].as_f64().unwrap() < 0.0 && d["ci_high"].as_f64().unwrap() < 0.0,
+            "hazard does not beat fastest on {m}: {cell}"
+        );
+    }
     assert!(
         cell["planned_migrations"].as_f64().unwrap() > 0.0,
         "no planned migration fired: {cell}"
@@ -656,14 +660,16 @@ fn shards_of_a_slice_merge_into_the_full_map_s_cells() {
     ok(c);
     let slice = summary(&merged, "phones");
     assert_eq!(slice.len(), 4);
-    // Each cell of the slice is the demo map's cell of the same name (demo stores demo-map).
+    // Each cell of the slice is the demo map's cell of the same name (demo stores demo-map),
+    // but for what depends on the family of cells: the q-values are over the slice's cells,
+    // and so are the verdicts read from them.
     let full = summary(demo_store(), "demo-map");
     for cell in &slice {
         let same = full
             .iter()
             .find(|c| c["cell"] == cell["cell"])
             .unwrap_or_else(|| panic!("{} is not in demo-map", cell["cell"]));
-        assert_eq!(same, cell);
+        assert_eq!(without_q(same), without_q(cell));
     }
     // A shard of another slice does not merge with these.
     let mut c = hs(demo_store());
@@ -679,4 +685,20 @@ fn shards_of_a_slice_merge_into_the_full_map_s_cells() {
         .arg(tmp.path().join("other"));
     let e = fails(c);
     assert!(!e.stderr.is_empty());
+}
+
+/// `cell` without what depends on the other cells of its sweep: every `q_value` and the
+/// verdicts (`pays`, `migration_pays`, `verdict`) read from them.
+fn without_q(cell: &serde_json::Value) -> serde_json::Value {
+    match cell {
+        serde_json::Value::Object(o) => serde_json::Value::Object(
+            o.iter()
+                .filter(|(k, _)| {
+                    !["q_value", "pays", "migration_pays", "verdict"].contains(&k.as_str())
+                })
+                .map(|(k, v)| (k.clone(), without_q(v)))
+                .collect(),
+        ),
+        other => other.clone(),
+    }
 }

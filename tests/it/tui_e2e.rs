@@ -144,7 +144,11 @@ fn tui_e2e_keys_through_every_screen() {
     t.literal("+");
     t.wait_for(&["8000 tokens"]);
     t.keys(&["7"]);
-    t.wait_for(&["demo-map", "hazard − best blind", "sample-hpc · phone"]);
+    t.wait_for(&[
+        "demo-map",
+        "hazard − declared reference",
+        "sample-hpc · phone",
+    ]);
     t.keys(&["j", "Enter"]);
     t.wait_for(&["demo-map cell", "hardware.preset=m1-max", "Policies (12)"]);
     t.keys(&["h"]);

@@ -158,7 +158,7 @@ fn detail_lines(c: &CellResult, m: Metric) -> Vec<Line<'static>> {
     );
     lines.push(Line::from(vec![
         Span::styled("gap closed ", dim()),
-        Span::raw(c.gap_closed().map_or("none".into(), |g| fmt_num(Some(g)))),
+        Span::raw(c.gap_closed_text(|g| fmt_num(Some(g)))),
         Span::styled(" · opportunity s/window ", dim()),
         Span::raw(fmt_num(c.opportunity_s())),
         Span::styled(" · planned migrations/window ", dim()),
