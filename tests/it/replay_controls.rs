@@ -155,6 +155,21 @@ fn long_requests(rate_per_s: f64, seed: u64) -> Workload {
     .build()
 }
 
+/// `policies` over `n` half-hour windows of the controls' fleet (batch slowdown 0.3, one seed).
+fn replay_fleet(
+    cluster: &Cluster,
+    workload: &Workload,
+    policies: &[PolicyKind],
+    n: usize,
+) -> Vec<RunMetrics> {
+    let grid = Grid::new(policies.to_vec(), windows(n, 1800.0, 1800.0), vec![1]);
+    let cfg = ReplayConfig {
+        batch_slowdown: 0.3,
+        ..ReplayConfig::default()
+    };
+    run_grid_metrics(cluster, workload, &cfg, &grid).expect("the control's runs")
+}
+
 fn vs(runs: &[RunMetrics], a: PolicyKind, b: PolicyKind, m: Metric) -> (f64, f64, f64) {
     let v = paired(runs, &PolicyLabel::new(a), &PolicyLabel::new(b)).expect("both ran");
     let d = v.get(m).expect("a difference");
@@ -170,20 +185,16 @@ fn negative_control_equal_exponential_sessions_show_no_difference() {
     // Every node: exponential sessions of the same mean, the same speed. Age says nothing.
     let cluster = two_class_fleet(12, [1.0, 1.0], [1200.0, 1200.0], 3);
     let workload = long_requests(0.05, 11);
-    let grid = Grid::new(
-        vec![
+    let runs = replay_fleet(
+        &cluster,
+        &workload,
+        &[
             PolicyKind::Hazard,
             PolicyKind::Memoryless,
             PolicyKind::Fastest,
         ],
-        windows(20, 1800.0, 1800.0),
-        vec![1],
+        20,
     );
-    let cfg = ReplayConfig {
-        batch_slowdown: 0.3,
-        ..ReplayConfig::default()
-    };
-    let runs = run_grid_metrics(&cluster, &workload, &cfg, &grid).expect("runs");
     for (a, b) in [
         (PolicyKind::Hazard, PolicyKind::Fastest),
         (PolicyKind::Memoryless, PolicyKind::Fastest),
@@ -212,16 +223,12 @@ fn positive_control_hazard_pays_on_a_mixed_risk_fleet() {
     // near its reclaim age is likely lost, and the loss is dear.
     let cluster = two_class_fleet(12, [6.0, 0.5], [1200.0, 1200.0], 5);
     let workload = long_requests(0.05, 13);
-    let grid = Grid::new(
-        vec![PolicyKind::Hazard, PolicyKind::Fastest, PolicyKind::Oracle],
-        windows(30, 1800.0, 1800.0),
-        vec![1],
+    let runs = replay_fleet(
+        &cluster,
+        &workload,
+        &[PolicyKind::Hazard, PolicyKind::Fastest, PolicyKind::Oracle],
+        30,
     );
-    let cfg = ReplayConfig {
-        batch_slowdown: 0.3,
-        ..ReplayConfig::default()
-    };
-    let runs = run_grid_metrics(&cluster, &workload, &cfg, &grid).expect("runs");
     let rows = aggregate(&runs, &AggregateOptions::default());
     let hazard = rows
         .iter()
