@@ -530,7 +530,7 @@ impl RunSummary {
         }
         let kept: Vec<RequestRecord> = records
             .iter()
-            .filter(|r| r.arrival_s >= from && r.arrival_s < to)
+            .filter(|r| is_scored(r.arrival_s, span))
             .cloned()
             .collect();
         let mut s = RunSummary::from_records(&kept, window_length_s);
@@ -544,6 +544,12 @@ impl RunSummary {
         }
         s
     }
+}
+
+/// Whether a request arriving `arrival_s` seconds after its window's start is scored: it
+/// arrived in the scored span `[from, to)` ([`super::input::ReplayConfig::scored_span`]).
+pub fn is_scored(arrival_s: f64, [from, to]: [f64; 2]) -> bool {
+    arrival_s >= from && arrival_s < to
 }
 
 /// The outcome of one run, as aggregation needs it.

@@ -102,7 +102,7 @@ pub fn save_run(
     let mut scored = Vec::with_capacity(n);
     for r in runs {
         for rec in &r.records {
-            scored.push(rec.arrival_s >= r.scored_s[0] && rec.arrival_s < r.scored_s[1]);
+            scored.push(crate::replay::metrics::is_scored(rec.arrival_s, r.scored_s));
             policy.push(r.policy.name());
             param.push(if r.param_label.is_empty() {
                 "default"
