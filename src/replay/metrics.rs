@@ -364,7 +364,7 @@ pub struct Calibration {
 
 impl Calibration {
     /// The calibration of one run's records.
-    pub fn from_records(records: &[RequestRecord]) -> Calibration {
+    pub fn from_records<'a>(records: impl IntoIterator<Item = &'a RequestRecord>) -> Calibration {
         let mut c = Calibration::default();
         for r in records {
             if let (Some(t), Some(s)) = (r.forecast_t_s, r.served_s) {
@@ -456,7 +456,14 @@ impl RunSummary {
     /// counts with `window_length_s - arrival_s` (a lower bound of its completion time), so
     /// every policy is scored on the same requests and dropping a request never looks fast.
     pub fn from_records(records: &[RequestRecord], window_length_s: f64) -> RunSummary {
-        let restricted = |r: &RequestRecord| match r.completion_s {
+        let all: Vec<&RequestRecord> = records.iter().collect();
+        RunSummary::of(&all, window_length_s, window_length_s)
+    }
+
+    /// The summary of `records` over a window of `window_length_s`, with the goodput per
+    /// second of `span_s` (the part of the window whose arrivals are scored).
+    fn of(records: &[&RequestRecord], window_length_s: f64, span_s: f64) -> RunSummary {
+        let restricted = |r: &&RequestRecord| match r.completion_s {
             Some(c) => c,
             None => (window_length_s - r.arrival_s).max(0.0),
         };
@@ -470,9 +477,9 @@ impl RunSummary {
             .filter(|r| r.slo_met)
             .map(|r| r.output_tokens as f64)
             .sum();
-        let sum = |f: &dyn Fn(&RequestRecord) -> f64| -> f64 { records.iter().map(f).sum() };
+        let sum = |f: &dyn Fn(&RequestRecord) -> f64| -> f64 { records.iter().map(|r| f(r)).sum() };
         let mut by_cause: BTreeMap<String, f64> = BTreeMap::new();
-        for r in records {
+        for r in records.iter() {
             for c in &r.interruption_causes {
                 let key = if c.is_empty() { "unknown" } else { c.as_str() };
                 *by_cause.entry(key.to_string()).or_insert(0.0) += 1.0;
@@ -497,19 +504,21 @@ impl RunSummary {
             Some(sum(&|r| f64::from(r.planned_migrations)));
         values[Metric::SloAttainment as usize] =
             (!records.is_empty()).then(|| met as f64 / records.len() as f64);
-        values[Metric::SloGoodput as usize] = Some(if window_length_s > 0.0 {
-            good_tokens / window_length_s
+        values[Metric::SloGoodput as usize] = Some(if span_s > 0.0 {
+            good_tokens / span_s
         } else {
             0.0
         });
         let started = records.iter().filter(|r| r.first_node.is_some()).count();
-        values[Metric::InterruptionsPerStarted as usize] =
-            (started > 0).then(|| sum(&|r| f64::from(r.interruptions)) / started as f64);
+        values[Metric::InterruptionsPerStarted as usize] = values
+            [Metric::UnplannedInterruptions as usize]
+            .filter(|_| started > 0)
+            .map(|n| n / started as f64);
         RunSummary {
             requests: records.len() as u64,
             values,
             interruptions_by_cause: by_cause,
-            calibration: Calibration::from_records(records),
+            calibration: Calibration::from_records(records.iter().copied()),
         }
     }
 
@@ -524,25 +533,11 @@ impl RunSummary {
     /// times stay restricted to the window end, and the goodput is per second of the scored
     /// span. The whole window, `[0, window_length_s)`, is [`RunSummary::from_records`].
     pub fn scored(records: &[RequestRecord], window_length_s: f64, span: [f64; 2]) -> RunSummary {
-        let [from, to] = span;
-        if from <= 0.0 && to >= window_length_s {
-            return RunSummary::from_records(records, window_length_s);
-        }
-        let kept: Vec<RequestRecord> = records
+        let kept: Vec<&RequestRecord> = records
             .iter()
             .filter(|r| is_scored(r.arrival_s, span))
-            .cloned()
             .collect();
-        let mut s = RunSummary::from_records(&kept, window_length_s);
-        let span_s = to - from;
-        if let Some(g) = s.values[Metric::SloGoodput as usize].as_mut() {
-            *g = if span_s > 0.0 {
-                *g * window_length_s / span_s
-            } else {
-                0.0
-            };
-        }
-        s
+        RunSummary::of(&kept, window_length_s, span[1] - span[0])
     }
 }
 
