@@ -335,12 +335,9 @@ pub fn print_rows(rows: &[PolicySummary], format: OutputFormat) -> anyhow::Resul
         Col::Str(rows.iter().map(diff).collect()),
     ));
     let gap = |r: &PolicySummary| {
-        Some(match r.gap_closed.value {
-            Some(v) => interval(v, r.gap_closed.ci),
-            None => match r.gap_closed.state {
-                crate::replay::compare::GapState::NotAPolicy => "-".to_string(),
-                state => state.as_str().unwrap_or("none").to_string(),
-            },
+        Some(match r.gap_closed.state {
+            crate::replay::compare::GapState::NotAPolicy => "-".to_string(),
+            _ => r.gap_closed.text(interval),
         })
     };
     // Every row of a run measures the gap on the same metric; name it in the header.

@@ -229,6 +229,17 @@ impl Default for GapClosed {
     }
 }
 
+impl GapClosed {
+    /// The share as a table shows it: `number(value, interval)` when measured, else why there
+    /// is none ([`GapState::as_str`]).
+    pub fn text(&self, number: impl FnOnce(f64, Option<[f64; 2]>) -> String) -> String {
+        match (self.state, self.value) {
+            (GapState::Measured, Some(v)) => number(v, self.ci),
+            (state, _) => state.as_str().unwrap_or("none").to_string(),
+        }
+    }
+}
+
 impl GapState {
     /// Why there is no measured value (`none`: no gap, `not a policy`), or `None` when measured.
     pub fn as_str(self) -> Option<&'static str> {

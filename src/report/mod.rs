@@ -191,10 +191,9 @@ fn comparison_row(s: &PolicySummary) -> Vec<String> {
                 signed_interval_text(d.diff, d.ci_low.zip(d.ci_high))
             })
     };
-    let gap = match s.gap_closed.value {
-        Some(v) => interval_text(v, s.gap_closed.ci.map(|c| (c[0], c[1]))),
-        None => s.gap_closed.state.as_str().unwrap_or("-").to_string(),
-    };
+    let gap = s
+        .gap_closed
+        .text(|v, ci| interval_text(v, ci.map(|c| (c[0], c[1]))));
     vec![
         s.label.to_string(),
         cell(s, Metric::MeanCompletion),

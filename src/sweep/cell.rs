@@ -279,11 +279,8 @@ impl CellResult {
     /// `hazard`'s share of the gap in words when it is not a number: `none` (no gap, or no
     /// `hazard` row) or `imprecise` (see [`GapState::Imprecise`]); the number as text otherwise.
     pub fn gap_closed_text(&self, number: impl Fn(f64) -> String) -> String {
-        match self.hazard().map(|h| h.gap_closed) {
-            Some(g) if g.state == GapState::Measured => g.value.map_or("none".into(), number),
-            Some(g) => g.state.as_str().unwrap_or("none").to_string(),
-            None => "none".into(),
-        }
+        self.hazard()
+            .map_or("none".into(), |h| h.gap_closed.text(|v, _| number(v)))
     }
 
     /// The summary object of `sweep summary --format json`: the axis values by key, `cell`,
