@@ -26,7 +26,8 @@ use crate::store::Store;
   hazardserve replay --source cbl-preemption-1node --workload azure-conv \\
       --policies hazard,fastest,oracle --format json
 
-Policies see survival curves fitted only on what was observed before the first window.")]
+Policies see survival curves fitted only on what was observed before the first window.
+hazard-truth runs only where [policy] truth lists the laws of the fleet's nodes.")]
 pub struct ReplayArgs {
     /// Scenario file (TOML); flags override it.
     #[arg(long)]
@@ -40,7 +41,8 @@ pub struct ReplayArgs {
     /// Request workload source ([workload] source).
     #[arg(long)]
     pub workload: Option<String>,
-    /// Policies to compare, comma-separated (default: all).
+    /// Policies to compare, comma-separated (default: all): hazard, hazard-nomigrate,
+    /// memoryless, hazard-truth, fastest, least-loaded, random, uptime, oracle, bound.
     #[arg(long, value_delimiter = ',')]
     pub policies: Vec<String>,
     /// Number of windows.

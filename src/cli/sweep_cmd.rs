@@ -94,11 +94,15 @@ hazard under the reference, paired by window within each group of cells equal on
 axis; diff is the mean over those groups with a 95 % bootstrap interval over groups, better
 and worse count the groups whose own paired interval excludes 0.
 
-JSON: one object per cell with the axis values by key, hazard_vs_fastest,
-hazard_vs_best_blind, hazard_vs_uptime, overlap_gain and migration_effect (each keyed by
+JSON: one object per cell with the axis values by key, the declared reference,
+hazard_vs_reference, hazard_vs_fastest, hazard_vs_best_blind, hazard_vs_uptime,
+overlap_gain, migration_effect, fastest_vs_least_loaded, memoryless_vs_fastest and
+truth_vs_fastest (hazard-truth, on fleets with known laws) (each keyed by
 mean_completion_s, p99_completion_s and unplanned_interruptions, each {diff, ci_low,
-ci_high}: hazard minus the other, paired by window, negative = hazard better), gap_closed
-(number, or null when there is no gap), planned_migrations, pays and migration_pays.")]
+ci_high, p_value, q_value}: the first named policy minus the second, paired by window,
+negative = the first better; q-values are Benjamini-Hochberg over the sweep's cells),
+gap_closed (number, or null when there is no gap or its interval is imprecise), planned_migrations,
+opportunity_s, pays, migration_pays and verdict.")]
 pub struct SummaryArgs {
     /// The sweep id (default: the latest).
     pub sweep: Option<String>,
@@ -467,21 +471,24 @@ pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Resu
             ),
         ));
     }
-    type Pick = fn(&CellResult) -> Option<&crate::replay::Versus>;
-    let comparisons: [(&str, Pick); 6] = [
-        ("vs_reference", |c| c.vs_reference.as_ref()),
-        ("vs_fastest", CellResult::vs_fastest),
-        ("vs_best_blind", CellResult::vs_best_blind),
-        ("vs_uptime", |c| c.vs_uptime.as_ref()),
-        ("overlap_gain", |c| c.overlap_gain.as_ref()),
-        ("migration_effect", |c| c.migration_effect.as_ref()),
+    // (column prefix, pairing name of `CellResult::pairing`).
+    let comparisons: [(&str, &str); 9] = [
+        ("vs_reference", "hazard_vs_reference"),
+        ("vs_fastest", "hazard_vs_fastest"),
+        ("vs_best_blind", "hazard_vs_best_blind"),
+        ("vs_uptime", "hazard_vs_uptime"),
+        ("overlap_gain", "overlap_gain"),
+        ("migration_effect", "migration_effect"),
+        ("fastest_vs_least_loaded", "fastest_vs_least_loaded"),
+        ("memoryless_vs_fastest", "memoryless_vs_fastest"),
+        ("truth_vs_fastest", "truth_vs_fastest"),
     ];
     let interval =
         |d: crate::replay::PairedDiff| output::interval_text(d.diff, d.ci_low.zip(d.ci_high));
     if format == OutputFormat::Csv || format == OutputFormat::Parquet {
-        for (name, pick) in comparisons {
+        for (name, pairing) in comparisons {
             for m in sweep::MAP_METRICS {
-                let d = |c: &CellResult| pick(c).and_then(|v| v.get(m));
+                let d = |c: &CellResult| c.pairing(pairing).and_then(|v| v.get(m));
                 let key = format!("{name}_{}", m.key());
                 cols.push((
                     key.clone(),
@@ -495,11 +502,6 @@ pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Resu
                     format!("{key}_ci_hi"),
                     Col::F64(cells.iter().map(|c| d(c).and_then(|d| d.ci_high)).collect()),
                 ));
-                let pairing = format!("hazard_{name}");
-                let pairing = match name {
-                    "overlap_gain" | "migration_effect" => name,
-                    _ => pairing.as_str(),
-                };
                 cols.push((
                     format!("{key}_q"),
                     Col::F64(cells.iter().map(|c| c.q_value(pairing, m)).collect()),
@@ -540,7 +542,7 @@ pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Resu
                     .collect(),
             ),
         ));
-        for (name, pick) in comparisons.into_iter().take(4) {
+        for (name, pairing) in comparisons.into_iter().take(4) {
             for m in [Metric::MeanCompletion, Metric::UnplannedInterruptions] {
                 let short = if m == Metric::MeanCompletion {
                     "mean_s"
@@ -552,7 +554,7 @@ pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Resu
                     Col::Str(
                         cells
                             .iter()
-                            .map(|c| pick(c).and_then(|v| v.get(m)).map(interval))
+                            .map(|c| c.pairing(pairing).and_then(|v| v.get(m)).map(interval))
                             .collect(),
                     ),
                 ));

@@ -18,17 +18,33 @@ pub struct SynthArgs {
 /// What `synth` generates.
 #[derive(Debug, Subcommand)]
 pub enum SynthWhat {
-    /// Availability traces in the tick-json, fta and gce-operations formats.
+    /// Availability traces in the tick-json, fta and gce-operations formats, or a control
+    /// fleet whose generating laws are known (`--fleet`).
     #[command(
-        after_help = "Example:\n  # regenerate the bundled samples\n  hazardserve synth traces --out traces/samples"
+        after_help = "Examples:\n  # regenerate the bundled samples\n  hazardserve synth traces --out traces/samples\n  # the positive control fleet (half increasing, half decreasing hazard) and its laws.csv,\n  # which [policy] truth names for hazard-truth\n  hazardserve synth traces --fleet two-class --out two-class\n  hazardserve ingest --format fta --fta-censored-tail --source two-class two-class/event_trace.tab"
     )]
     Traces {
         /// Output directory (the request workload sample is written too, under workload/).
+        /// With --fleet: event_trace.tab (FTA format) and laws.csv (the generating laws).
         #[arg(long, default_value = "traces/samples")]
         out: PathBuf,
         /// Random seed (the bundled samples use the default).
         #[arg(long, default_value_t = synth::DEFAULT_SEED)]
         seed: u64,
+        /// Generate a control fleet instead of the samples: `two-class` (even nodes Weibull
+        /// k 6, odd nodes k 0.5, both scale 1,200 s; down gaps exponential, mean 300 s).
+        #[arg(long, value_enum)]
+        fleet: Option<FleetArg>,
+        /// Nodes of the fleet.
+        #[arg(long, default_value_t = 12, requires = "fleet")]
+        nodes: usize,
+        /// Length of the fleet's trace, days.
+        #[arg(long, default_value_t = 2.0, requires = "fleet")]
+        days: f64,
+        /// The source name the fleet will be ingested as (written into laws.csv, which
+        /// `policy.truth` matches against `nodes.source`).
+        #[arg(long, default_value = "two-class", requires = "fleet")]
+        source: String,
     },
     /// An LLM request workload: Gamma arrivals with a CV, log-normal lengths.
     Workload(WorkloadArgs),
@@ -81,6 +97,13 @@ pub struct WorkloadArgs {
     pub seed: u64,
 }
 
+/// The control fleets of `synth traces --fleet`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FleetArg {
+    /// Half increasing-hazard (Weibull k 6), half decreasing-hazard (k 0.5) nodes.
+    TwoClass,
+}
+
 /// The request classes of `synth workload`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum RequestClass {
@@ -93,8 +116,36 @@ pub enum RequestClass {
 /// Runs `synth`.
 pub fn run(globals: &Globals, args: SynthArgs) -> anyhow::Result<()> {
     match args.what {
-        SynthWhat::Traces { out, seed } => {
-            let written = synth::write_samples(&out, seed)?;
+        SynthWhat::Traces {
+            out,
+            seed,
+            fleet,
+            nodes,
+            days,
+            source,
+        } => {
+            let written = match fleet {
+                None => synth::write_samples(&out, seed)?,
+                Some(FleetArg::TwoClass) => {
+                    if nodes < 2 {
+                        anyhow::bail!(
+                            "--nodes must be at least 2 (one of each class), got {nodes}"
+                        );
+                    }
+                    if !(days.is_finite() && days > 0.0) {
+                        anyhow::bail!("--days must be positive, got {days}");
+                    }
+                    if source.trim().is_empty() || source.contains(',') {
+                        anyhow::bail!("--source must be a non-empty name without commas");
+                    }
+                    let opts = synth::FleetOptions {
+                        nodes,
+                        days,
+                        source,
+                    };
+                    synth::traces::write_files(&out, synth::Fleet::TwoClass.files(&opts, seed))?
+                }
+            };
             for p in &written {
                 globals.say(format!("wrote {}", p.display()));
             }

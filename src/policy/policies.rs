@@ -12,6 +12,7 @@
 //! | `hazard` | `argmin E_i` with each node's curve | hazard trigger (`risk_gain > h`, `dT < h`) |
 //! | `hazard-nomigrate` | as `hazard` | none |
 //! | `memoryless` | `argmin E_i`, curves replaced by the node's exponential rate | as `hazard`, same replacement |
+//! | `hazard-truth` | `argmin E_i`, curves replaced by the law that generated the node's sessions (synthetic fleets) | as `hazard`, same replacement |
 //! | `fastest` | `argmin T_i` (hazard-blind; recovers only after failures) | none |
 //! | `least-loaded` | lowest slot load (then KV load, queue wait) | none |
 //! | `random` | uniform over feasible nodes (seeded SplitMix64) | none |
@@ -25,6 +26,7 @@
 //! |---|---|---|---|---|---|
 //! | `hazard`, `hazard-nomigrate` | yes | yes | yes (`S_i(t | a_i)`) | yes (fitted curve) | no |
 //! | `memoryless` | yes | yes | no (exponential: memoryless) | yes (events / exposure of completed sessions only) | no |
+//! | `hazard-truth` | yes | yes | yes (`S_i(t | a_i)` of the generating law) | the law, not its realisations | no |
 //! | `fastest` | yes | yes (queue wait) | no | no | no |
 //! | `least-loaded` | no | yes | no | no | no |
 //! | `random` | no | no | no | no | no |
@@ -77,6 +79,9 @@ pub enum PolicyKind {
     HazardNomigrate,
     /// `memoryless`: `hazard` with each node's curve replaced by its ML exponential.
     Memoryless,
+    /// `hazard-truth`: `hazard` with each node's curve replaced by the law that generated its
+    /// sessions (synthetic fleets only): the ceiling of what a perfect survival model buys.
+    HazardTruth,
     /// `fastest`: `argmin T_i`.
     Fastest,
     /// `least-loaded`: lowest load.
@@ -95,10 +100,11 @@ pub enum PolicyKind {
 
 impl PolicyKind {
     /// Every policy, in a stable order.
-    pub const ALL: [PolicyKind; 9] = [
+    pub const ALL: [PolicyKind; 10] = [
         PolicyKind::Hazard,
         PolicyKind::HazardNomigrate,
         PolicyKind::Memoryless,
+        PolicyKind::HazardTruth,
         PolicyKind::Fastest,
         PolicyKind::LeastLoaded,
         PolicyKind::Random,
@@ -113,6 +119,7 @@ impl PolicyKind {
             PolicyKind::Hazard => "hazard",
             PolicyKind::HazardNomigrate => "hazard-nomigrate",
             PolicyKind::Memoryless => "memoryless",
+            PolicyKind::HazardTruth => "hazard-truth",
             PolicyKind::Fastest => "fastest",
             PolicyKind::LeastLoaded => "least-loaded",
             PolicyKind::Random => "random",
@@ -126,7 +133,10 @@ impl PolicyKind {
     pub fn migrates(&self) -> bool {
         matches!(
             self,
-            PolicyKind::Hazard | PolicyKind::Memoryless | PolicyKind::Oracle
+            PolicyKind::Hazard
+                | PolicyKind::Memoryless
+                | PolicyKind::HazardTruth
+                | PolicyKind::Oracle
         )
     }
 
@@ -1038,6 +1048,7 @@ impl Policy for StandardPolicy {
             PolicyKind::Hazard
             | PolicyKind::HazardNomigrate
             | PolicyKind::Memoryless
+            | PolicyKind::HazardTruth
             | PolicyKind::Oracle => match self.argmin_e(view, req, &fb, model, out) {
                 Some((i, c)) => (Some(i), Some(c)),
                 None => (None, None),

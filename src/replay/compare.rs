@@ -125,6 +125,17 @@ pub struct PairedDiff {
 }
 
 impl PairedDiff {
+    /// The difference the other way round (`b - a` from `a - b`): the interval mirrored, the
+    /// same p-value.
+    pub fn negated(self) -> PairedDiff {
+        PairedDiff {
+            diff: -self.diff,
+            ci_low: self.ci_high.map(|v| -v),
+            ci_high: self.ci_low.map(|v| -v),
+            p_value: self.p_value,
+        }
+    }
+
     /// True when the interval exists and excludes 0.
     pub fn significant(&self) -> bool {
         matches!((self.ci_low, self.ci_high), (Some(lo), Some(hi)) if lo > 0.0 || hi < 0.0)

@@ -131,6 +131,7 @@ pub fn simulate_with(
     policy: &mut dyn Policy,
 ) -> Result<RunOutput, ReplayError> {
     cluster.validate()?;
+    cluster.supports(policy.kind())?;
     cfg.validate()?;
     validate_params(&spec.params)?;
     simulate_unchecked(cluster, workload, cfg, spec, policy)
@@ -701,7 +702,12 @@ impl<'a> Sim<'a> {
                 decode_tok_s: node.spec.decode_tok_s,
                 prefill_tok_s: node.spec.prefill_tok_s,
                 bandwidth_bytes_s: node.spec.bandwidth_bytes_s,
-                survival: &*node.survival,
+                // `hazard-truth` reads the generating law (checked present by
+                // `Cluster::supports`); every other policy the fitted curve.
+                survival: match (&node.truth, kind == PolicyKind::HazardTruth) {
+                    (Some(t), true) => &**t,
+                    _ => &*node.survival,
+                },
                 exp_rate_per_s: node.exp_rate_per_s,
             });
         }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::policy::Params;
+use crate::policy::{Params, PolicyKind};
 use crate::rng::Rng;
 use crate::survival::curve::ConditionalSurvival;
 
@@ -273,6 +273,10 @@ pub struct Node {
     /// Maximum-likelihood exponential failure rate per second from completed sessions only
     /// (events / exposure of ended sessions; read by `memoryless` only).
     pub exp_rate_per_s: f64,
+    /// The law that generated the node's sessions, when it is known (synthetic fleets only):
+    /// read by `hazard-truth` in place of [`Node::survival`], so that policy prices `L` with
+    /// the distribution (never the realisations) a perfect survival model would recover.
+    pub truth: Option<Arc<dyn ConditionalSurvival>>,
 }
 
 impl fmt::Debug for Node {
@@ -282,6 +286,7 @@ impl fmt::Debug for Node {
             .field("spec", &self.spec)
             .field("sessions", &self.sessions.len())
             .field("exp_rate_per_s", &self.exp_rate_per_s)
+            .field("truth", &self.truth.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -355,6 +360,27 @@ impl Cluster {
     /// A cluster over `nodes`.
     pub fn new(nodes: Vec<Node>) -> Cluster {
         Cluster { nodes }
+    }
+
+    /// Checks that the cluster carries what `policy` reads beyond the common inputs:
+    /// `hazard-truth` needs every node's generating law ([`Node::truth`]); without it the
+    /// policy would silently be `hazard`.
+    pub fn supports(&self, policy: PolicyKind) -> Result<(), ReplayError> {
+        if policy == PolicyKind::HazardTruth {
+            if let Some((i, n)) = self
+                .nodes
+                .iter()
+                .enumerate()
+                .find(|(_, n)| n.truth.is_none())
+            {
+                return Err(ReplayError::BadNode {
+                    node: i,
+                    name: n.name.clone(),
+                    reason: "hazard-truth needs the law that generated the node's sessions (known for synthetic fleets only)",
+                });
+            }
+        }
+        Ok(())
     }
 
     /// Checks every node: at least one node; positive finite prefill and decode rates;

@@ -161,6 +161,7 @@ fn run_each<T: Send>(
     workload.validate()?;
     let specs = grid.specs(cfg);
     for s in &specs {
+        cluster.supports(s.policy)?;
         validate_params(&s.params)?;
         s.window.end_us()?;
     }

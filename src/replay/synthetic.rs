@@ -98,6 +98,10 @@ impl SyntheticCluster {
                     shape: self.up_shape,
                     scale: self.up_scale_s,
                 }),
+                truth: Some(Arc::new(Weibull {
+                    shape: self.up_shape,
+                    scale: self.up_scale_s,
+                })),
                 exp_rate_per_s: if exposure > 0.0 {
                     failures as f64 / exposure
                 } else {

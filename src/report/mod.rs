@@ -20,7 +20,7 @@ mod sweep_map;
 
 pub use migration::TRIGGER_HEADER;
 pub use survival::{SHAPE_HEADER, VALIDATION_HEADER, VALIDATION_SPLIT};
-pub use sweep_map::CELLS_HEADER;
+pub use sweep_map::{CELLS_HEADER, MAP_CALIBRATION_HEADER};
 
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,8 @@
 use super::plots::{self, Sign};
 use super::{Block, Report, ReportError};
 use crate::output::{human_float, signed_interval_text};
-use crate::replay::{Metric, Versus};
+use crate::policy::PolicyKind;
+use crate::replay::{Metric, PolicyLabel, Versus};
 use crate::store::Store;
 use crate::sweep::{self, AxisFilter, CellResult, FDR, VERDICT_METRIC};
 
@@ -21,6 +22,18 @@ pub const CELLS_HEADER: [&str; 8] = [
     "verdict",
 ];
 
+/// The header of the calibration table after its axis columns: how well each cell's forecasts
+/// matched what the engine did, per policy that forecasts.
+pub const MAP_CALIBRATION_HEADER: [&str; 7] = [
+    "hazard T / served (median)",
+    "fastest T / served (median)",
+    "hazard T error (MAPE)",
+    "hazard predicted / observed interruption",
+    "hazard Brier",
+    "memoryless Brier",
+    "hazard-truth Brier",
+];
+
 /// A paired difference of `v` on `m`, signed, with its interval.
 fn diff(v: Option<&Versus>, m: Metric) -> String {
     v.and_then(|v| v.get(m)).map_or("-".into(), |d| {
@@ -33,38 +46,15 @@ fn diff(v: Option<&Versus>, m: Metric) -> String {
 /// baseline (named) and `uptime`, on interruptions against `fastest`, its planned moves, and
 /// whether it pays.
 fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
-    let Some(first) = cells.first() else {
+    let Some(axes) = varying_axes(cells, filter) else {
         return;
     };
-    let axes: Vec<&str> = first
-        .axes
-        .iter()
-        .map(|(k, _)| k.as_str())
-        .filter(|k| !filter.fixes(k))
-        .filter(|k| {
-            let value = |c: &CellResult| {
-                c.axes
-                    .iter()
-                    .find(|(ck, _)| ck == k)
-                    .map(|(_, v)| v.clone())
-            };
-            cells.iter().any(|c| value(c) != value(first))
-        })
-        .collect();
     let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
     header.extend(CELLS_HEADER.map(String::from));
     let rows = cells
         .iter()
         .map(|c| {
-            let mut row: Vec<String> = axes
-                .iter()
-                .map(|a| {
-                    c.axes
-                        .iter()
-                        .find(|(k, _)| k == a)
-                        .map_or("-".into(), |(_, v)| v.clone())
-                })
-                .collect();
+            let mut row = axis_values(c, &axes);
             let reference = c.vs_reference.as_ref();
             row.push(diff(c.vs_fastest(), Metric::MeanCompletion));
             row.push(format!(
@@ -102,6 +92,99 @@ fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
          interruption, seconds per window.",
         cells.len()
     )));
+    r.blocks.push(Block::Table(header, rows));
+}
+
+/// The axes that vary among `cells` and are not fixed by `filter` (`None` without cells).
+fn varying_axes<'a>(cells: &'a [CellResult], filter: &AxisFilter) -> Option<Vec<&'a str>> {
+    let first = cells.first()?;
+    Some(
+        first
+            .axes
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !filter.fixes(k))
+            .filter(|k| {
+                let value = |c: &CellResult| {
+                    c.axes
+                        .iter()
+                        .find(|(ck, _)| ck == k)
+                        .map(|(_, v)| v.clone())
+                };
+                cells.iter().any(|c| value(c) != value(first))
+            })
+            .collect(),
+    )
+}
+
+/// `c`'s value of each of `axes`.
+fn axis_values(c: &CellResult, axes: &[&str]) -> Vec<String> {
+    axes.iter()
+        .map(|a| {
+            c.axes
+                .iter()
+                .find(|(k, _)| k == a)
+                .map_or("-".into(), |(_, v)| v.clone())
+        })
+        .collect()
+}
+
+/// One row per cell: the calibration of the forecasts the policies placed by, so a reader can
+/// tell a wrong load model (`T / served` away from 1) from a wrong hazard model (a poor Brier
+/// score, predicted far from observed) in every cell of the map.
+fn calibration_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
+    let Some(axes) = varying_axes(cells, filter) else {
+        return;
+    };
+    let mut header: Vec<String> = axes.iter().map(|a| a.to_string()).collect();
+    header.extend(MAP_CALIBRATION_HEADER.map(String::from));
+    let num = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
+    let rows = cells
+        .iter()
+        .map(|c| {
+            let f = |k: PolicyKind| {
+                c.rows
+                    .iter()
+                    .find(|s| s.label == PolicyLabel::new(k))
+                    .and_then(|s| s.forecast.as_ref())
+            };
+            let h = f(PolicyKind::Hazard);
+            let mut row = axis_values(c, &axes);
+            row.push(num(h.and_then(|h| h.t_ratio_median), 3));
+            row.push(num(
+                f(PolicyKind::Fastest).and_then(|h| h.t_ratio_median),
+                3,
+            ));
+            row.push(
+                h.and_then(|h| h.t_mape)
+                    .map_or("-".into(), |v| format!("{:.1} %", 100.0 * v)),
+            );
+            row.push(
+                match h.map(|h| (h.interruption_predicted, h.interruption_rate)) {
+                    Some((Some(p), Some(o))) => format!("{p:.3} / {o:.3}"),
+                    _ => "-".into(),
+                },
+            );
+            for k in [
+                PolicyKind::Hazard,
+                PolicyKind::Memoryless,
+                PolicyKind::HazardTruth,
+            ] {
+                row.push(num(f(k).and_then(|h| h.interruption_brier), 4));
+            }
+            row
+        })
+        .collect();
+    r.blocks.push(Block::Text(
+        "Forecast calibration per cell: the `T` a policy forecast at a request's first \
+         placement against the service time of the requests served there without interruption \
+         (median ratio, and for `hazard` the mean absolute percentage error), and `hazard`'s \
+         predicted probability that the node fails first against what happened (mean \
+         prediction / observed share, Brier score; `memoryless` and, on fleets with known \
+         laws, `hazard-truth` for comparison). A ratio away from 1 is a wrong load model; a \
+         poor Brier score beside a good ratio is a wrong hazard model."
+            .into(),
+    ));
     r.blocks.push(Block::Table(header, rows));
 }
 
@@ -169,5 +252,6 @@ pub(super) fn sweep_section(
         "Where hazard-awareness pays".into(),
     ));
     cells_table(&cells, filter, r);
+    calibration_table(&cells, filter, r);
     Ok(())
 }

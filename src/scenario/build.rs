@@ -1,10 +1,15 @@
 //! Turning a [`ScenarioConfig`] and the store into the replay engine's inputs, in named steps:
 //! [`select_nodes`] (the source's node timelines, filtered and sampled), [`load_requests`],
 //! [`place_windows`], [`fit_node_priors`] (survival fitted only before the first window),
-//! [`memoryless_rates`] and [`node_hardware`]; [`build`] runs them in that order.
+//! [`memoryless_rates`], the generating laws of a synthetic fleet (`policy.truth`) and
+//! [`node_hardware`]; [`build`] runs them in that order.
+//!
+//! Size: over 800 lines because the steps and the [`BuildCache`] that lets a sweep's cells
+//! share them are one concept, the scenario's construction; each step is a function a
+//! reader can follow in order.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use super::config::{HardwareOverrides, NodeAttribute, ScenarioConfig};
 use super::error::ScenarioError;
@@ -439,8 +444,73 @@ fn session_causes(store: &Store, source: &str, n: usize) -> Result<SessionCauses
     Ok(SessionCauses { per_session })
 }
 
-/// The policies to run: the scenario's list, or all.
-fn policies(cfg: &ScenarioConfig) -> Result<Vec<PolicyKind>, ScenarioError> {
+/// Step 6: the generating laws of the selected nodes from `policy.truth`, for `hazard-truth`:
+/// `None` when the file is not set or lists no node of the source (then `hazard-truth` is
+/// not run); an error when it lists some of the selected nodes but not all.
+fn truth_laws(
+    cfg: &ScenarioConfig,
+    data: &SourceSessions,
+    selected: &[usize],
+    notes: &mut Vec<String>,
+) -> Result<Option<HashMap<String, crate::survival::truth::Law>>, ScenarioError> {
+    if cfg.policy.truth.trim().is_empty() {
+        return Ok(None);
+    }
+    let path = std::path::Path::new(cfg.policy.truth.trim());
+    let laws = crate::survival::truth::read(path, &cfg.nodes.source)?;
+    if laws.is_empty() {
+        notes.push(format!(
+            "policy.truth: {} has no generating law for source {}",
+            path.display(),
+            cfg.nodes.source
+        ));
+        return Ok(None);
+    }
+    if let Some(&i) = selected
+        .iter()
+        .find(|&&i| !laws.contains_key(&data.node_ids[i]))
+    {
+        return Err(ScenarioError::invalid(
+            "policy.truth",
+            format!(
+                "{} has no generating law for node {} of source {}",
+                path.display(),
+                data.node_ids[i],
+                cfg.nodes.source
+            ),
+        ));
+    }
+    Ok(Some(laws))
+}
+
+/// The policies to run: the scenario's list, or all. `hazard-truth` needs the fleet's
+/// generating laws (`has_truth`); without them it is left out with a note.
+fn policies(
+    cfg: &ScenarioConfig,
+    has_truth: bool,
+    notes: &mut Vec<String>,
+) -> Result<Vec<PolicyKind>, ScenarioError> {
+    let mut out = listed_policies(cfg)?;
+    if !has_truth && out.contains(&PolicyKind::HazardTruth) {
+        out.retain(|&k| k != PolicyKind::HazardTruth);
+        if !cfg.replay.policies.is_empty() {
+            notes.push(format!(
+                "hazard-truth not run: no generating laws for source {} (policy.truth; synthetic fleets only)",
+                cfg.nodes.source
+            ));
+        }
+    }
+    if out.is_empty() {
+        return Err(ScenarioError::invalid(
+            "replay.policies",
+            "leaves no policy to run (hazard-truth needs policy.truth)",
+        ));
+    }
+    Ok(out)
+}
+
+/// The scenario's policy list, parsed (all when empty).
+fn listed_policies(cfg: &ScenarioConfig) -> Result<Vec<PolicyKind>, ScenarioError> {
     if cfg.replay.policies.is_empty() {
         return Ok(PolicyKind::ALL.to_vec());
     }
@@ -588,14 +658,63 @@ pub fn steady_state_margins(
     )
 }
 
+/// What scenarios built from one store share, so a sweep's cells that share a source,
+/// selection and training cut read the store and fit the priors once: the selected nodes and
+/// their sessions (by source, filter, sample and seed), the workload's requests (by source),
+/// the sessions' end causes (by source) and the fitted priors (by source and cutoff). Safe to
+/// share between threads; a value two threads ask for at once may be computed twice, never
+/// stored twice. Only for one store whose inputs do not change while it lives.
+#[derive(Default)]
+pub struct BuildCache {
+    nodes: Mutex<HashMap<String, Arc<SelectedNodes>>>,
+    requests: Mutex<HashMap<String, Arc<Vec<Request>>>>,
+    causes: Mutex<HashMap<String, Arc<SessionCauses>>>,
+    priors: Mutex<HashMap<(String, u64), Arc<FittedPriors>>>,
+}
+
+/// Priors fitted before a cutoff (`None`: flat) and the notes the fit left.
+type FittedPriors = (Option<Priors>, Vec<String>);
+
+/// The cached value of `key` in `map`, or `make()`'s, stored.
+fn cached<K: std::hash::Hash + Eq, V>(
+    map: &Mutex<HashMap<K, Arc<V>>>,
+    key: K,
+    make: impl FnOnce() -> Result<V, ScenarioError>,
+) -> Result<Arc<V>, ScenarioError> {
+    if let Some(v) = map.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+        return Ok(Arc::clone(v));
+    }
+    let v = Arc::new(make()?);
+    let mut m = map.lock().unwrap_or_else(|e| e.into_inner());
+    Ok(Arc::clone(m.entry(key).or_insert(v)))
+}
+
 /// Builds the scenario: validates it, then runs the steps of this module. Survival priors
 /// are fitted only on sessions observed before the first window starts, so no policy sees the
 /// future through its curves (the oracle reads the future only through the engine).
 pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioError> {
+    build_with(store, cfg, &BuildCache::default())
+}
+
+/// [`build`], reusing what `cache` already holds from earlier scenarios of the same store
+/// (a sweep passes one cache to every cell).
+pub fn build_with(
+    store: &Store,
+    cfg: &ScenarioConfig,
+    cache: &BuildCache,
+) -> Result<Scenario, ScenarioError> {
     cfg.validate()?;
     let mut notes = Vec::new();
-    let nodes = select_nodes(store, cfg)?;
-    let requests = load_requests(store, cfg)?;
+    let n = &cfg.nodes;
+    let nodes_key = format!(
+        "{}\u{1f}{:?}\u{1f}{:?}\u{1f}{}\u{1f}{}",
+        n.source, n.filter_attribute, n.filter_value, n.sample, cfg.replay.seed
+    );
+    let nodes = cached(&cache.nodes, nodes_key, || select_nodes(store, cfg))?;
+    let requests = cached(&cache.requests, cfg.workload.source.clone(), || {
+        load_requests(store, cfg)
+    })?;
+    let requests: Vec<Request> = requests.as_ref().clone();
     let workload_len_s = requests.last().map_or(0.0, |r| r.arrival_us as f64 / 1e6);
     let (starts, length) = place_windows(cfg, nodes.span_s, workload_len_s)?;
     let windows: Vec<Window> = starts
@@ -604,13 +723,25 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
         .collect();
     let cutoff = starts[0];
     let data = &nodes.data;
-    let priors = fit_node_priors(store, cfg, data, cutoff, &mut notes)?;
+    let fitted = cached(
+        &cache.priors,
+        (cfg.nodes.source.clone(), cutoff.to_bits()),
+        || {
+            let mut fit_notes = Vec::new();
+            let p = fit_node_priors(store, cfg, data, cutoff, &mut fit_notes)?;
+            Ok((p, fit_notes))
+        },
+    )?;
+    let (priors, fit_notes) = (&fitted.0, &fitted.1);
+    notes.extend(fit_notes.iter().cloned());
     let rates = memoryless_rates(data, cutoff, length);
-    let causes = session_causes(store, &cfg.nodes.source, data.sessions.len())?;
+    let causes = cached(&cache.causes, cfg.nodes.source.clone(), || {
+        session_causes(store, &cfg.nodes.source, data.sessions.len())
+    })?;
     let link = presets::find_link(&cfg.hardware.link)?;
     let model = presets::find_model(&cfg.model.preset)?;
     let linear = cfg.policy.survival_curve == "linear";
-    let weibull = match (&priors, cfg.policy.tail.as_str()) {
+    let weibull = match (priors, cfg.policy.tail.as_str()) {
         (Some(p), "weibull") => match &p.pooled.parametric {
             Some(w) => Some((w.weibull_shape, w.weibull_scale_s)),
             None => {
@@ -623,11 +754,12 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
         },
         _ => None,
     };
+    let laws = truth_laws(cfg, data, &nodes.selected, &mut notes)?;
     let mut cluster_nodes = Vec::with_capacity(nodes.selected.len());
     for &i in &nodes.selected {
         let id = &data.node_ids[i];
         let row = nodes.rows.get(id).cloned().unwrap_or_default();
-        let steps = match &priors {
+        let steps = match priors {
             Some(p) => p.node_curve(id),
             None => StepCurve::new(Vec::new(), Vec::new(), None)
                 .map_err(|e| ScenarioError::invalid("policy.survival_curve", e.to_string()))?,
@@ -654,6 +786,7 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
             sessions: timeline(data, &causes, i),
             survival: curve,
             exp_rate_per_s: rates[i],
+            truth: laws.as_ref().and_then(|l| l.get(id)).map(|l| l.curve()),
         });
     }
 
@@ -712,7 +845,7 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
         ..ReplayConfig::default()
     };
     let seeds: Vec<u64> = (0..r.seeds.max(1)).map(|k| r.seed + k).collect();
-    let mut grid = Grid::new(policies(cfg)?, windows, seeds);
+    let mut grid = Grid::new(policies(cfg, laws.is_some(), &mut notes)?, windows, seeds);
     if r.include_overlap && !params.overlap {
         grid = grid.with_params(vec![
             ParamPoint {

@@ -69,6 +69,10 @@ survival_curve = "linear"
 # reading was slower (`hazardserve sweep summary regime-map --axis
 # policy.survival_curve+policy.tail`, README "Where hazard-awareness pays").
 tail = "exponential"
+# The generating laws of a synthetic fleet (the laws.csv `synth traces --fleet two-class`
+# writes), for `hazard-truth`: `L` from the law each node's sessions were drawn from. Empty, or
+# no row for nodes.source: hazard-truth is not run.
+truth = ""
 
 [workload]
 # Request source in the store (ingested with azure-llm, mooncake or lengths-csv).
@@ -84,8 +88,9 @@ rate_scale = 1.0
 loop_workload = true
 
 [replay]
-# Policies to compare (hazard, hazard-nomigrate, memoryless, fastest, least-loaded, random,
-# uptime, oracle); empty = all. `hazard --overlap` is added when include_overlap is true.
+# Policies to compare (hazard, hazard-nomigrate, memoryless, hazard-truth, fastest,
+# least-loaded, random, uptime, oracle); empty = all (hazard-truth only where policy.truth
+# knows the fleet's laws). `hazard --overlap` is added when include_overlap is true.
 policies = []
 include_overlap = true
 # Windows of the availability trace: count, length (0 = the workload's length), placement.
@@ -249,6 +254,11 @@ pub struct PolicyConfig {
     /// The default (`linear` reading, `exponential` tail) is what the regime map found best:
     /// no other reading was faster in the paired comparison of the committed grid.
     pub tail: String,
+    /// The generating laws of a synthetic fleet (a CSV `synth traces --fleet` writes; see
+    /// [`crate::survival::truth`]), read by `hazard-truth` only. Empty, or a file without a row for
+    /// `nodes.source`: `hazard-truth` is not run (a note says so).
+    #[serde(default)]
+    pub truth: String,
 }
 
 impl Default for PolicyConfig {
@@ -265,6 +275,7 @@ impl Default for PolicyConfig {
             overlap: p.overlap,
             survival_curve: "linear".into(),
             tail: "exponential".into(),
+            truth: String::new(),
         }
     }
 }

@@ -50,6 +50,9 @@ pub enum ScenarioError {
         #[source]
         cause: PriorsError,
     },
+    /// The generating laws of `policy.truth` could not be read.
+    #[error(transparent)]
+    Truth(#[from] crate::survival::truth::TruthError),
     /// The replay engine rejected its inputs.
     #[error(transparent)]
     Replay(#[from] ReplayError),

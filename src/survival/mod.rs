@@ -34,6 +34,7 @@ pub mod parametric;
 pub mod priors;
 pub mod shapes;
 pub mod shrinkage;
+pub mod truth;
 pub mod validate;
 
 use thiserror::Error;

@@ -14,6 +14,7 @@
 //! its `opportunity_s` is the seconds at stake per window: the interruption gap
 //! `fastest - oracle` times `fastest`'s mean unplanned loss per interruption.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
@@ -22,9 +23,10 @@ use super::grid::{value_text, Cell};
 use crate::policy::PolicyKind;
 use crate::replay::{
     aggregate, paired, run_grid_metrics, window_values, AggregateOptions, GapState, Metric,
-    PolicyLabel, PolicySummary, RunMetrics, Versus,
+    PairedDiff, PolicyLabel, PolicySummary, RunMetrics, Versus,
 };
-use crate::scenario::{build, ScenarioError};
+use crate::scenario::build::{build_with, BuildCache};
+use crate::scenario::ScenarioError;
 use crate::store::Store;
 
 /// The metrics the map reports: the design's objective (mean and p99 completion) and the
@@ -41,14 +43,21 @@ pub const VERDICT_METRIC: Metric = Metric::MeanCompletion;
 /// The false-discovery rate the map's verdicts are controlled at.
 pub const FDR: f64 = 0.05;
 
-/// The pairings of a cell, by their `sweep summary` names.
-pub const PAIRINGS: [&str; 6] = [
+/// The pairings of a cell, by their `sweep summary` names. Besides `hazard`'s: the check of
+/// the shared forecast (`fastest_vs_least_loaded`: fastest minus least-loaded, which a
+/// correct load model keeps from being worse), the memoryless ablation
+/// (`memoryless_vs_fastest`) and the ceiling of a perfect survival model
+/// (`truth_vs_fastest`: hazard-truth minus fastest, on fleets whose laws are known).
+pub const PAIRINGS: [&str; 9] = [
     "hazard_vs_reference",
     "hazard_vs_fastest",
     "hazard_vs_best_blind",
     "hazard_vs_uptime",
     "overlap_gain",
     "migration_effect",
+    "fastest_vs_least_loaded",
+    "memoryless_vs_fastest",
+    "truth_vs_fastest",
 ];
 
 /// The outcome of one cell.
@@ -86,8 +95,18 @@ pub struct CellResult {
 
 /// Builds and replays one cell (store inputs are only read).
 pub fn run_cell(store: &Store, cell: &Cell) -> Result<CellResult, ScenarioError> {
+    run_cell_with(store, cell, &BuildCache::default())
+}
+
+/// [`run_cell`] reusing the sessions, requests and priors that earlier cells of the same store
+/// put in `cache`.
+pub fn run_cell_with(
+    store: &Store,
+    cell: &Cell,
+    cache: &BuildCache,
+) -> Result<CellResult, ScenarioError> {
     let cfg = &cell.config;
-    let sc = build(store, cfg)?;
+    let sc = build_with(store, cfg, cache)?;
     let runs = run_grid_metrics(&sc.cluster, &sc.workload, &sc.config, &sc.grid)?;
     let opts = AggregateOptions {
         gap_metric: Metric::from_key(&cfg.replay.gap_metric)
@@ -185,17 +204,33 @@ impl CellResult {
         h.vs_best_blind.as_ref().or(h.vs_fastest.as_ref())
     }
 
+    /// The row of policy `k` (default parameters).
+    fn row(&self, k: PolicyKind) -> Option<&PolicySummary> {
+        self.rows.iter().find(|r| r.label == PolicyLabel::new(k))
+    }
+
     /// The pairing named `name` (one of [`PAIRINGS`]).
-    pub fn pairing(&self, name: &str) -> Option<&Versus> {
-        match name {
+    pub fn pairing(&self, name: &str) -> Option<Cow<'_, Versus>> {
+        let borrowed = match name {
             "hazard_vs_reference" => self.vs_reference.as_ref(),
             "hazard_vs_fastest" => self.vs_fastest(),
             "hazard_vs_best_blind" => self.vs_best_blind(),
             "hazard_vs_uptime" => self.vs_uptime.as_ref(),
             "overlap_gain" => self.overlap_gain.as_ref(),
             "migration_effect" => self.migration_effect.as_ref(),
+            "memoryless_vs_fastest" => self.row(PolicyKind::Memoryless)?.vs_fastest.as_ref(),
+            "truth_vs_fastest" => self.row(PolicyKind::HazardTruth)?.vs_fastest.as_ref(),
+            "fastest_vs_least_loaded" => {
+                // least-loaded's row holds least-loaded minus fastest: negate it.
+                let v = self.row(PolicyKind::LeastLoaded)?.vs_fastest.as_ref()?;
+                return Some(Cow::Owned(Versus {
+                    reference: PolicyLabel::new(PolicyKind::LeastLoaded),
+                    diffs: v.diffs.map(|d| d.map(PairedDiff::negated)),
+                }));
+            }
             _ => None,
-        }
+        };
+        borrowed.map(Cow::Borrowed)
     }
 
     /// The q-value of pairing `name` on `m`: the assigned one, else (a cell on its own) its
@@ -284,10 +319,11 @@ impl CellResult {
     }
 
     /// The summary object of `sweep summary --format json`: the axis values by key, `cell`,
-    /// `hazard_vs_fastest`, `hazard_vs_best_blind`, `hazard_vs_uptime`, `overlap_gain` and
-    /// `migration_effect` (each keyed by [`MAP_METRICS`], each `{diff, ci_low, ci_high}`,
-    /// hazard minus the other, negative = hazard better; `null` when the cell lacks the
-    /// policies), `best_blind` (its name), `gap_closed` (number or null), `planned_migrations`,
+    /// `hazard_vs_fastest`, `hazard_vs_best_blind`, `hazard_vs_uptime`, `overlap_gain`,
+    /// `migration_effect`, `fastest_vs_least_loaded`, `memoryless_vs_fastest` and
+    /// `truth_vs_fastest` (each keyed by [`MAP_METRICS`], each `{diff, ci_low, ci_high}`, the
+    /// first named policy minus the second, negative = the first better; `null` when the cell
+    /// lacks the policies), `best_blind` (its name), `gap_closed` (number or null), `planned_migrations`,
     /// `pays` and `migration_pays`; `reference` (the declared one) and `hazard_vs_reference`,
     /// a `p_value` and `q_value` beside every paired difference, `opportunity_s` and
     /// `verdict`.
@@ -302,7 +338,7 @@ impl CellResult {
             let v = self.pairing(name);
             o.insert(
                 name.into(),
-                v.map_or(Value::Null, |v| map_json(v, |m| self.q_value(name, m))),
+                v.map_or(Value::Null, |v| map_json(&v, |m| self.q_value(name, m))),
             );
         }
         o.insert(

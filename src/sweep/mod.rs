@@ -134,7 +134,8 @@ pub fn shard_cells(cells: Vec<Cell>, shard: Option<Shard>) -> Vec<Cell> {
 }
 
 /// Runs `cells` on a pool of `jobs` threads (0 = one per core), calling `progress` with the
-/// number done after each cell. The results are in grid order; the first failing cell (in
+/// number done after each cell. The cells share one [`crate::scenario::build::BuildCache`]:
+/// each source's sessions and each training cut's priors are read and fitted once. The results are in grid order; the first failing cell (in
 /// grid order) is the error.
 pub fn run_cells(
     store: &Store,
@@ -150,13 +151,15 @@ pub fn run_cells(
             source: std::io::Error::other(e.to_string()),
         })?;
     let done = std::sync::atomic::AtomicUsize::new(0);
+    // Cells that share a source, selection and training cut share its sessions and priors.
+    let cache = crate::scenario::build::BuildCache::default();
     let results: Vec<Result<CellResult, SweepError>> = pool.install(|| {
         // One task per cell: a slow cell never holds the others back on its thread.
         cells
             .par_iter()
             .with_max_len(1)
             .map(|c| {
-                let r = run_cell(store, c).map_err(|source| SweepError::Cell {
+                let r = cell::run_cell_with(store, c, &cache).map_err(|source| SweepError::Cell {
                     cell: c.key.clone(),
                     source,
                 });

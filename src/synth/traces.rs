@@ -206,8 +206,13 @@ pub fn all(seed: u64) -> Vec<SampleFile> {
 
 /// Writes every sample under `dir` (atomically per file); returns the paths written.
 pub fn write_samples(dir: &Path, seed: u64) -> std::io::Result<Vec<PathBuf>> {
+    write_files(dir, all(seed))
+}
+
+/// Writes `files` under `dir` (atomically per file); returns the paths written.
+pub fn write_files(dir: &Path, files: Vec<SampleFile>) -> std::io::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
-    for f in all(seed) {
+    for f in files {
         let path = dir.join(&f.rel);
         if let Some(parent) = path.parent() {
             std::fs::create_dir_all(parent)?;

@@ -246,3 +246,84 @@ fn a_run_never_replaces_a_source_of_the_same_name() {
     c.args(["sessions", "--source", "run-demo", "--format", "json"]);
     assert_eq!(json(&ok(c)).as_array().unwrap().len(), 188);
 }
+
+/// `hazard-truth` runs only where `policy.truth` knows the fleet's laws: without them it is
+/// left out with a note, a laws file without the source is a note too, and a file that knows
+/// the source but not one of its nodes is an error naming the file and the node.
+#[test]
+fn hazard_truth_needs_the_fleets_laws_and_says_so() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = demo(tmp.path());
+    let mut c = hs(&store);
+    c.args(["replay", "--write-config"]);
+    let text = ok(c).replace("windows = 10", "windows = 2");
+    let run = |truth: &str| {
+        let cfg = tmp.path().join("scenario.toml");
+        std::fs::write(
+            &cfg,
+            text.replace("truth = \"\"", &format!("truth = {truth:?}")),
+        )
+        .unwrap();
+        let mut c = hs(&store);
+        c.args(["replay", "--config"]).arg(&cfg).args([
+            "--policies",
+            "hazard,hazard-truth,fastest",
+            "--format",
+            "json",
+            "--no-save",
+        ]);
+        c
+    };
+    let out = run("").output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("hazard-truth not run"), "{err}");
+    let v = json(&String::from_utf8_lossy(&out.stdout));
+    let names: Vec<&str> = v
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["policy"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["hazard", "fastest", "hazard --overlap"]);
+
+    let other = tmp.path().join("other.csv");
+    std::fs::write(
+        &other,
+        "source,node_id,law,shape,scale_s\nsomewhere-else,n1,weibull,2,600\n",
+    )
+    .unwrap();
+    let out = run(other.to_str().unwrap()).output().unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("has no generating law for source sample-spot"),
+        "{err}"
+    );
+
+    let partial = tmp.path().join("partial.csv");
+    std::fs::write(
+        &partial,
+        "source,node_id,law,shape,scale_s\nsample-spot,no-such-node,weibull,2,600\n",
+    )
+    .unwrap();
+    let err = String::from_utf8_lossy(&fails(run(partial.to_str().unwrap())).stderr).into_owned();
+    assert!(
+        err.contains("policy.truth")
+            && err.contains("partial.csv")
+            && err.contains("no generating law for node"),
+        "{err}"
+    );
+
+    let bad = tmp.path().join("bad.csv");
+    std::fs::write(
+        &bad,
+        "source,node_id,law,shape,scale_s\nsample-spot,a,weibull,x,600\n",
+    )
+    .unwrap();
+    let err = String::from_utf8_lossy(&fails(run(bad.to_str().unwrap())).stderr).into_owned();
+    assert!(
+        err.contains("bad.csv:2: shape must be a positive number"),
+        "{err}"
+    );
+}

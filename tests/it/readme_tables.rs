@@ -8,7 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hazardserve::report::{
-    CALIBRATION_HEADER, CELLS_HEADER, COMPARISON_HEADER, SHAPE_HEADER, VALIDATION_HEADER,
+    CALIBRATION_HEADER, CELLS_HEADER, COMPARISON_HEADER, MAP_CALIBRATION_HEADER, SHAPE_HEADER,
+    VALIDATION_HEADER,
 };
 
 use crate::common::{hs, ok, shared};
@@ -113,23 +114,37 @@ fn readme_result_tables_are_what_report_prints_now() {
         "the README has its generated tables: {:?}",
         keys.iter().map(|k| &k.0).collect::<Vec<_>>()
     );
-    if keys.iter().any(|(k, _)| k == "regime-map-slice") {
-        let csv = tmp.path().join("long-output.csv");
-        let mut c = hs(&store);
-        c.args(["-q", "synth", "workload", "--class", "long-output", "--out"])
-            .arg(&csv);
-        ok(c);
-        let mut c = hs(&store);
-        c.args([
-            "-q",
-            "ingest",
-            "--format",
-            "lengths-csv",
-            "--source",
-            "long-output",
-        ])
+    // The long-output workload and the positive control fleet (committed, with its laws):
+    // the map slice and the control scenario read them.
+    let csv = tmp.path().join("long-output.csv");
+    let mut c = hs(&store);
+    c.args(["-q", "synth", "workload", "--class", "long-output", "--out"])
         .arg(&csv);
-        ok(c);
+    ok(c);
+    let mut c = hs(&store);
+    c.args([
+        "-q",
+        "ingest",
+        "--format",
+        "lengths-csv",
+        "--source",
+        "long-output",
+    ])
+    .arg(&csv);
+    ok(c);
+    let mut c = hs(&store);
+    c.args([
+        "-q",
+        "ingest",
+        "--format",
+        "fta",
+        "--fta-censored-tail",
+        "--source",
+        "two-class",
+    ])
+    .arg(root.join("traces/controls/two-class/event_trace.tab"));
+    ok(c);
+    if keys.iter().any(|(k, _)| k == "regime-map-slice") {
         let wheres: Vec<&str> = MAP_SLICE.iter().flat_map(|w| ["--where", w]).collect();
         let mut c = hs(&store);
         c.current_dir(root)
@@ -148,6 +163,11 @@ fn readme_result_tables_are_what_report_prints_now() {
         let t = table_where(&md, |l| l.starts_with('|') && l.contains(CELLS_HEADER[0]))
             .unwrap_or_else(|| panic!("no cells table:\n{md}"));
         fresh.insert("regime-map-slice".into(), t);
+        let t = table_where(&md, |l| {
+            l.starts_with('|') && l.contains(MAP_CALIBRATION_HEADER[0])
+        })
+        .unwrap_or_else(|| panic!("no calibration table:\n{md}"));
+        fresh.insert("regime-map-slice-calibration".into(), t);
     }
     // `KEY-calibration` is the forecast calibration table of scenario KEY's report.
     const CALIBRATION: &str = "-calibration";

@@ -10,6 +10,9 @@
 //!   with a sharply increasing hazard near a typical reclaim age, half with a decreasing one),
 //!   a slow tier and long requests (a loss re-prefills the whole context: tens of seconds),
 //!   where the hazard term must pay against `fastest`;
+//! * the **committed positive control** (`reports/scenarios/two-class-control.toml`, over the
+//!   fleet `synth traces --fleet two-class` made, through the real binary): `hazard` with its
+//!   fitted curves and `hazard-truth` with the generating laws both beat `fastest`;
 //! * the **oracle under overload**: per started request, no policy is interrupted less often
 //!   than the oracle, even when requests wait in queues (a count per window would reward a
 //!   policy that leaves requests queued and never started).
@@ -23,6 +26,7 @@ use hazardserve::replay::{
 use hazardserve::sweep::FDR;
 
 use super::replay_support::us;
+use crate::common::{hs, ok};
 
 /// `n` back-to-back windows of `length_s` seconds starting `from_s` into the trace.
 fn windows(n: usize, from_s: f64, length_s: f64) -> Vec<Window> {
@@ -314,4 +318,78 @@ fn two_class_fleet_keeps_each_node_s_law() {
     assert!(s0.survival(600.0) > 0.95 && s1.survival(600.0) < 0.6);
     assert!(s0.survival(1500.0) < 0.05 && s1.survival(1500.0) > 0.3);
     assert_eq!(c.nodes[2].spec.prefill_tok_s, PREFILL_TOK_S);
+}
+
+/// The committed positive control, end to end: ingest the committed two-class fleet and the
+/// long-output workload, replay the committed scenario from the repository root (its
+/// `policy.truth` is a relative path), and read `compare --format json`.
+#[test]
+fn the_committed_positive_control_pays_with_fitted_curves_and_with_the_true_laws() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let mut c = hs(&store);
+    c.args(["-q", "ingest", "--format", "fta", "--fta-censored-tail"])
+        .args(["--source", "two-class"])
+        .arg(root.join("traces/controls/two-class/event_trace.tab"));
+    ok(c);
+    let csv = tmp.path().join("long-output.csv");
+    let mut c = hs(&store);
+    c.args(["-q", "synth", "workload", "--class", "long-output", "--out"])
+        .arg(&csv);
+    ok(c);
+    let mut c = hs(&store);
+    c.args([
+        "-q",
+        "ingest",
+        "--format",
+        "lengths-csv",
+        "--source",
+        "long-output",
+    ])
+    .arg(&csv);
+    ok(c);
+    let mut c = hs(&store);
+    c.current_dir(root).args([
+        "-q",
+        "replay",
+        "--config",
+        "reports/scenarios/two-class-control.toml",
+    ]);
+    ok(c);
+    let mut c = hs(&store);
+    c.args(["compare", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
+    let rows = v.as_array().unwrap();
+    let vs_fastest = |p: &str| {
+        let r = rows
+            .iter()
+            .find(|r| r["policy"] == p)
+            .unwrap_or_else(|| panic!("{p} missing: {v}"));
+        let d = &r["vs_fastest"]["mean_completion_s"];
+        (
+            d["diff"].as_f64().unwrap(),
+            d["ci_low"].as_f64().unwrap(),
+            d["ci_high"].as_f64().unwrap(),
+        )
+    };
+    for p in ["hazard", "hazard-truth"] {
+        let (d, lo, hi) = vs_fastest(p);
+        assert!(
+            d < 0.0 && hi < 0.0,
+            "{p} - fastest on mean completion: {d} [{lo}, {hi}] (the control must pay)"
+        );
+    }
+    // The oracle is the reference of both: never beaten on interruptions.
+    let interruptions = |p: &str| {
+        rows.iter().find(|r| r["policy"] == p).unwrap()["unplanned_interruptions"]
+            .as_f64()
+            .unwrap()
+    };
+    for p in ["hazard", "hazard-truth", "fastest"] {
+        assert!(
+            interruptions("oracle") <= interruptions(p),
+            "{p} beat the oracle"
+        );
+    }
 }

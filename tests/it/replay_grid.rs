@@ -66,8 +66,8 @@ fn on_threads(n: usize) -> Vec<RunOutput> {
 fn replay_one_and_two_threads_give_identical_records() {
     let one = on_threads(1);
     let two = on_threads(2);
-    // Nine kinds: the eight policies and the analytic `bound` row.
-    assert_eq!(one.len(), 9 * 3 * 2 * 2);
+    // Ten kinds: the nine policies and the analytic `bound` row.
+    assert_eq!(one.len(), 10 * 3 * 2 * 2);
     assert!(one
         .iter()
         .any(|r| r.records.iter().any(|x| x.interruptions > 0)));
@@ -181,4 +181,57 @@ fn replay_single_window_has_no_intervals() {
         // One window: no interval, so no gap can be shown to exist.
         assert!(o["gap_closed"].is_null() && o["gap"] == "none", "{o:?}");
     }
+}
+
+/// `hazard-truth` is `hazard` with each node's curve replaced by its generating law: where
+/// the two are the same curve the runs are identical; where they differ the decisions differ;
+/// and a cluster without laws refuses the policy instead of running `hazard` under its name.
+#[test]
+fn hazard_truth_reads_the_generating_law_and_needs_it() {
+    use hazardserve::replay::{run_grid, ReplayError};
+    use hazardserve::survival::curve::{ConditionalSurvival, Weibull};
+    use std::sync::Arc;
+    let (mut cluster, workload) = inputs();
+    let ws = vec![
+        Window::new(us(500.0), us(300.0)),
+        Window::new(us(1500.0), us(300.0)),
+    ];
+    let g = Grid::new(
+        vec![PolicyKind::Hazard, PolicyKind::HazardTruth],
+        ws.clone(),
+        vec![1],
+    );
+    let cfg = ReplayConfig::default();
+    let same = run_grid(&cluster, &workload, &cfg, &g).expect("runs");
+    let (h, t): (Vec<_>, Vec<_>) = same.iter().partition(|o| o.policy == PolicyKind::Hazard);
+    assert_eq!(h.len(), 2);
+    for (a, b) in h.iter().zip(&t) {
+        assert_eq!(a.records, b.records, "same curve, same decisions");
+    }
+    // Fitted curves that say "never fails" against the true Weibull laws: the truth changes
+    // where requests go.
+    let flat: Arc<dyn ConditionalSurvival> = Arc::new(Weibull {
+        shape: 1.0,
+        scale: 1e12,
+    });
+    for n in &mut cluster.nodes {
+        n.survival = Arc::clone(&flat);
+    }
+    let differ = run_grid(&cluster, &workload, &cfg, &g).expect("runs");
+    let nodes = |k: PolicyKind| -> Vec<Option<u32>> {
+        differ
+            .iter()
+            .filter(|o| o.policy == k)
+            .flat_map(|o| o.records.iter().map(|r| r.final_node))
+            .collect()
+    };
+    assert_ne!(nodes(PolicyKind::Hazard), nodes(PolicyKind::HazardTruth));
+    for n in &mut cluster.nodes {
+        n.truth = None;
+    }
+    let err = run_grid(&cluster, &workload, &cfg, &g).unwrap_err();
+    assert!(
+        matches!(&err, ReplayError::BadNode { reason, .. } if reason.contains("hazard-truth")),
+        "{err}"
+    );
 }

@@ -28,6 +28,7 @@ fn trace(first_end: f64, second_end: f64, comeback: f64) -> Cluster {
         sessions,
         survival: Arc::new(Weibull { shape, scale }),
         exp_rate_per_s: 1.0 / scale,
+        truth: Some(Arc::new(Weibull { shape, scale })),
     };
     Cluster::new(vec![
         // Up since 400 s (before the window): its end and everything after differ.

@@ -83,6 +83,10 @@ fn build_node(i: usize, g: &NodeGen) -> Node {
             scale: g.scale,
         }),
         exp_rate_per_s: 1.0 / g.scale,
+        truth: Some(Arc::new(Weibull {
+            shape: g.shape,
+            scale: g.scale,
+        })),
     }
 }
 

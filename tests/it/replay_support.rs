@@ -42,6 +42,7 @@ pub fn node(name: &str, slots: u32, p: f64, d: f64, sessions: &[(f64, Option<f64
             .collect(),
         survival: flat(),
         exp_rate_per_s: 0.0,
+        truth: None,
     }
 }
 

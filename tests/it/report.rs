@@ -188,6 +188,9 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
         .split("## Regime map")
         .nth(1)
         .unwrap()
+        .split("Forecast calibration per cell")
+        .next()
+        .unwrap()
         .lines()
         .filter(|l| l.starts_with("| sample-"))
         .collect();

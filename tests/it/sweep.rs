@@ -231,6 +231,7 @@ fn sweep_is_the_same_under_any_jobs_and_shards() {
             "hazard_vs_fastest",
             "hazard_vs_best_blind",
             "hazard_vs_uptime",
+            "fastest_vs_least_loaded",
         ] {
             for m in [
                 "mean_completion_s",
@@ -240,8 +241,12 @@ fn sweep_is_the_same_under_any_jobs_and_shards() {
                 let d = &cell[cmp][m];
                 assert!(d["diff"].is_f64(), "{cmp}.{m} in {cell}");
                 assert!(d.get("ci_low").is_some() && d.get("ci_high").is_some());
+                assert!(d["q_value"].is_f64(), "{cmp}.{m} has a q-value: {cell}");
             }
         }
+        // The grid runs neither memoryless nor hazard-truth: their pairings are null.
+        assert!(cell["memoryless_vs_fastest"].is_null(), "{cell}");
+        assert!(cell["truth_vs_fastest"].is_null(), "{cell}");
         assert!(cell["gap_closed"].is_null() || cell["gap_closed"].is_f64());
     }
 }
