@@ -1068,7 +1068,9 @@ mod tests {
                 Err(err) => prop_assert_eq!(err, HazardError::NoEvents),
                 Ok(s) => {
                     prop_assert_eq!(s.points.len(), 17);
-                    prop_assert!(s.bandwidth > 0.0 && s.bandwidth <= 0.5 * s.t_max);
+                    // The default axis is log time: the bandwidth is in log units, so it is not
+                    // bounded by a fraction of t_max (n = 2, k = 0.3 gives t_max below it).
+                    prop_assert!(s.bandwidth.is_finite() && s.bandwidth > 0.0);
                     for p in &s.points {
                         prop_assert!(p.hazard.is_finite() && p.hazard >= 0.0);
                         prop_assert!(p.ci_low <= p.hazard && p.hazard <= p.ci_high);
