@@ -27,7 +27,7 @@ use crate::store::Store;
       --policies hazard,fastest,oracle --format json
 
 Policies see survival curves fitted only on what was observed before the first window.
-hazard-truth runs only where [policy] truth lists the laws of the fleet's nodes.")]
+hazard-truth runs only where [policy] truth lists the fleet's laws.")]
 pub struct ReplayArgs {
     /// Scenario file (TOML); flags override it.
     #[arg(long)]

@@ -21,7 +21,7 @@ pub enum SynthWhat {
     /// Availability traces in the tick-json, fta and gce-operations formats, or a control
     /// fleet whose generating laws are known (`--fleet`).
     #[command(
-        after_help = "Examples:\n  # regenerate the bundled samples\n  hazardserve synth traces --out traces/samples\n  # the positive control fleet (half increasing, half decreasing hazard) and its laws.csv,\n  # which [policy] truth names for hazard-truth\n  hazardserve synth traces --fleet two-class --out two-class\n  hazardserve ingest --format fta --fta-censored-tail --source two-class two-class/event_trace.tab"
+        after_help = "Examples:\n  # regenerate the bundled samples\n  hazardserve synth traces --out traces/samples\n  # the positive control fleet and its laws.csv (for [policy] truth)\n  hazardserve synth traces --fleet two-class --out two-class\n  hazardserve ingest --format fta --fta-censored-tail --source two-class \\\n      two-class/event_trace.tab"
     )]
     Traces {
         /// Output directory (the request workload sample is written too, under workload/).

@@ -597,28 +597,55 @@ fn replay_oracle_and_bound_claims_on_every_stored_scenario() {
                 .expect("stored scenario parses");
         let tmp = tempfile::tempdir().unwrap();
         let store = tmp.path().join("store");
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut c = crate::common::hs(&store);
-        c.args(["-q", "ingest-public"])
-            .arg(&traces)
-            .args(["--only", &cfg.nodes.source]);
+        if cfg.nodes.source == "two-class" {
+            // The committed positive-control fleet.
+            c.args(["-q", "ingest", "--format", "fta", "--fta-censored-tail"])
+                .args(["--source", "two-class"])
+                .arg(root.join("traces/controls/two-class/event_trace.tab"));
+        } else {
+            c.args(["-q", "ingest-public"])
+                .arg(&traces)
+                .args(["--only", &cfg.nodes.source]);
+        }
         crate::common::ok(c);
         // The workloads the stored scenarios use, as the README ingests them.
-        let csv = match cfg.workload.source.as_str() {
-            "azure-conv" => "azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv",
-            "azure-code" => "azure-llm-inference-2023/AzureLLMInferenceTrace_code.csv",
-            other => panic!("{}: no known public workload {other:?}", file.display()),
-        };
-        let mut c = crate::common::hs(&store);
-        c.args([
-            "-q",
-            "ingest",
-            "--format",
-            "azure-llm",
-            "--source",
-            &cfg.workload.source,
-        ])
-        .arg(workloads.join(csv));
-        crate::common::ok(c);
+        if cfg.workload.source == "long-output" {
+            let csv = tmp.path().join("long-output.csv");
+            let mut c = crate::common::hs(&store);
+            c.args(["-q", "synth", "workload", "--class", "long-output", "--out"])
+                .arg(&csv);
+            crate::common::ok(c);
+            let mut c = crate::common::hs(&store);
+            c.args([
+                "-q",
+                "ingest",
+                "--format",
+                "lengths-csv",
+                "--source",
+                "long-output",
+            ])
+            .arg(&csv);
+            crate::common::ok(c);
+        } else {
+            let csv = match cfg.workload.source.as_str() {
+                "azure-conv" => "azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv",
+                "azure-code" => "azure-llm-inference-2023/AzureLLMInferenceTrace_code.csv",
+                other => panic!("{}: no known public workload {other:?}", file.display()),
+            };
+            let mut c = crate::common::hs(&store);
+            c.args([
+                "-q",
+                "ingest",
+                "--format",
+                "azure-llm",
+                "--source",
+                &cfg.workload.source,
+            ])
+            .arg(workloads.join(csv));
+            crate::common::ok(c);
+        }
         let sc =
             hazardserve::scenario::build(&hazardserve::store::Store::open(&store).unwrap(), &cfg)
                 .expect("stored scenario builds");
