@@ -73,7 +73,7 @@ fn every_help_example_and_readme_command_runs_after_the_readme_set_up() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
     // tmp/shared is ../shared of the working directory tmp/work, which holds the checkout's
-    // reports/ and queries/ as a user's checkout would.
+    // reports/, queries/ and traces/ as a user's checkout would.
     let work = tmp.path().join("work");
     let home = tmp.path().join("home");
     for d in [
@@ -86,7 +86,7 @@ fn every_help_example_and_readme_command_runs_after_the_readme_set_up() {
     }
     let shared_dir = traces.parent().unwrap();
     std::os::unix::fs::symlink(shared_dir, tmp.path().join("shared")).unwrap();
-    for d in ["reports", "queries"] {
+    for d in ["reports", "queries", "traces"] {
         std::os::unix::fs::symlink(root.join(d), work.join(d)).unwrap();
     }
     let bin = Path::new(env!("CARGO_BIN_EXE_hazardserve"));
