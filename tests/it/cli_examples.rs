@@ -73,7 +73,7 @@ fn every_help_example_and_readme_command_runs_after_the_readme_set_up() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
     // tmp/shared is ../shared of the working directory tmp/work, which holds the checkout's
-    // reports/, queries/ and traces/ as a user's checkout would.
+    // reports/, queries/ and traces/controls/ as a user's checkout would.
     let work = tmp.path().join("work");
     let home = tmp.path().join("home");
     for d in [
@@ -86,9 +86,13 @@ fn every_help_example_and_readme_command_runs_after_the_readme_set_up() {
     }
     let shared_dir = traces.parent().unwrap();
     std::os::unix::fs::symlink(shared_dir, tmp.path().join("shared")).unwrap();
-    for d in ["reports", "queries", "traces"] {
+    for d in ["reports", "queries"] {
         std::os::unix::fs::symlink(root.join(d), work.join(d)).unwrap();
     }
+    // The committed control fleet only: `synth traces --out traces/samples` must write here,
+    // not into the checkout.
+    std::fs::create_dir_all(work.join("traces")).unwrap();
+    std::os::unix::fs::symlink(root.join("traces/controls"), work.join("traces/controls")).unwrap();
     let bin = Path::new(env!("CARGO_BIN_EXE_hazardserve"));
     let path = format!(
         "{}:{}",
