@@ -152,3 +152,36 @@ pub fn help_tree() -> Vec<(Vec<String>, String)> {
     }
     out
 }
+
+/// Generates the long-output workload (`synth workload --class long-output`, CSV in `tmp`) and
+/// ingests it into `store` as source `long-output`, as the README does.
+pub fn ingest_long_output(store: &Path, tmp: &Path) {
+    let csv = tmp.join("long-output.csv");
+    let mut c = hs(store);
+    c.args(["-q", "synth", "workload", "--class", "long-output", "--out"])
+        .arg(&csv);
+    ok(c);
+    let mut c = hs(store);
+    c.args([
+        "-q",
+        "ingest",
+        "--format",
+        "lengths-csv",
+        "--source",
+        "long-output",
+    ])
+    .arg(&csv);
+    ok(c);
+}
+
+/// Ingests the committed positive-control fleet (`traces/controls/two-class`) as source
+/// `two-class`.
+pub fn ingest_control_fleet(store: &Path) {
+    let mut c = hs(store);
+    c.args(["-q", "ingest", "--format", "fta", "--fta-censored-tail"])
+        .args(["--source", "two-class"])
+        .arg(
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("traces/controls/two-class/event_trace.tab"),
+        );
+    ok(c);
+}

@@ -116,34 +116,8 @@ fn readme_result_tables_are_what_report_prints_now() {
     );
     // The long-output workload and the positive control fleet (committed, with its laws):
     // the map slice and the control scenario read them.
-    let csv = tmp.path().join("long-output.csv");
-    let mut c = hs(&store);
-    c.args(["-q", "synth", "workload", "--class", "long-output", "--out"])
-        .arg(&csv);
-    ok(c);
-    let mut c = hs(&store);
-    c.args([
-        "-q",
-        "ingest",
-        "--format",
-        "lengths-csv",
-        "--source",
-        "long-output",
-    ])
-    .arg(&csv);
-    ok(c);
-    let mut c = hs(&store);
-    c.args([
-        "-q",
-        "ingest",
-        "--format",
-        "fta",
-        "--fta-censored-tail",
-        "--source",
-        "two-class",
-    ])
-    .arg(root.join("traces/controls/two-class/event_trace.tab"));
-    ok(c);
+    crate::common::ingest_long_output(&store, tmp.path());
+    crate::common::ingest_control_fleet(&store);
     if keys.iter().any(|(k, _)| k == "regime-map-slice") {
         let wheres: Vec<&str> = MAP_SLICE.iter().flat_map(|w| ["--where", w]).collect();
         let mut c = hs(&store);

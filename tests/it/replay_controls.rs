@@ -328,27 +328,8 @@ fn the_committed_positive_control_pays_with_fitted_curves_and_with_the_true_laws
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let tmp = tempfile::tempdir().unwrap();
     let store = tmp.path().join("store");
-    let mut c = hs(&store);
-    c.args(["-q", "ingest", "--format", "fta", "--fta-censored-tail"])
-        .args(["--source", "two-class"])
-        .arg(root.join("traces/controls/two-class/event_trace.tab"));
-    ok(c);
-    let csv = tmp.path().join("long-output.csv");
-    let mut c = hs(&store);
-    c.args(["-q", "synth", "workload", "--class", "long-output", "--out"])
-        .arg(&csv);
-    ok(c);
-    let mut c = hs(&store);
-    c.args([
-        "-q",
-        "ingest",
-        "--format",
-        "lengths-csv",
-        "--source",
-        "long-output",
-    ])
-    .arg(&csv);
-    ok(c);
+    crate::common::ingest_control_fleet(&store);
+    crate::common::ingest_long_output(&store, tmp.path());
     let mut c = hs(&store);
     c.current_dir(root).args([
         "-q",

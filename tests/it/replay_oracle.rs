@@ -597,37 +597,18 @@ fn replay_oracle_and_bound_claims_on_every_stored_scenario() {
                 .expect("stored scenario parses");
         let tmp = tempfile::tempdir().unwrap();
         let store = tmp.path().join("store");
-        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut c = crate::common::hs(&store);
         if cfg.nodes.source == "two-class" {
-            // The committed positive-control fleet.
-            c.args(["-q", "ingest", "--format", "fta", "--fta-censored-tail"])
-                .args(["--source", "two-class"])
-                .arg(root.join("traces/controls/two-class/event_trace.tab"));
+            crate::common::ingest_control_fleet(&store);
         } else {
+            let mut c = crate::common::hs(&store);
             c.args(["-q", "ingest-public"])
                 .arg(&traces)
                 .args(["--only", &cfg.nodes.source]);
+            crate::common::ok(c);
         }
-        crate::common::ok(c);
         // The workloads the stored scenarios use, as the README ingests them.
         if cfg.workload.source == "long-output" {
-            let csv = tmp.path().join("long-output.csv");
-            let mut c = crate::common::hs(&store);
-            c.args(["-q", "synth", "workload", "--class", "long-output", "--out"])
-                .arg(&csv);
-            crate::common::ok(c);
-            let mut c = crate::common::hs(&store);
-            c.args([
-                "-q",
-                "ingest",
-                "--format",
-                "lengths-csv",
-                "--source",
-                "long-output",
-            ])
-            .arg(&csv);
-            crate::common::ok(c);
+            crate::common::ingest_long_output(&store, tmp.path());
         } else {
             let csv = match cfg.workload.source.as_str() {
                 "azure-conv" => "azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv",
