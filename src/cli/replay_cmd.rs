@@ -69,8 +69,8 @@ pub struct ReplayArgs {
     /// Multiply the workload's arrival rate.
     #[arg(long)]
     pub rate_scale: Option<f64>,
-    /// Offered load: scale the arrival rate so the offered work is this fraction of the
-    /// windows' mean up capacity ([workload] load; replaces --rate-scale).
+    /// Offered load: scale each window's arrival rate so its offered work is this fraction of
+    /// that window's up capacity ([workload] load; replaces --rate-scale).
     #[arg(long, conflicts_with = "rate_scale")]
     pub load: Option<f64>,
     /// Output-length estimate: exact, lognormal:SIGMA, bucket.

@@ -127,6 +127,10 @@ pub struct ClusterView<'a> {
     /// The service-time model's forecast over the nodes' live state (the replay supplies it;
     /// without it `T_i` falls back to [`super::cost::service_time`] on the view's fields).
     pub loads: Option<&'a dyn NodeLoads>,
+    /// The indices of the up nodes in ascending order, when the caller keeps them
+    /// ([`ClusterView::with_active`]): a decision then visits only those, so that a fleet
+    /// with most of its nodes down (a spot trace's instances) costs what its up nodes cost.
+    pub active: Option<&'a [NodeIdx]>,
 }
 
 impl<'a> ClusterView<'a> {
@@ -136,7 +140,32 @@ impl<'a> ClusterView<'a> {
             nodes,
             foresight: None,
             loads: None,
+            active: None,
         }
+    }
+
+    /// The same view visiting only the nodes `active` (ascending, and every up node among
+    /// them: a node not listed is never chosen).
+    pub fn with_active(self, active: &'a [NodeIdx]) -> ClusterView<'a> {
+        ClusterView {
+            active: Some(active),
+            ..self
+        }
+    }
+
+    /// The nodes a decision visits, in index order: [`ClusterView::active`] when set,
+    /// otherwise every node (a down node is never admissible, [`NodeView::can_admit`]).
+    pub fn candidates(&self) -> impl Iterator<Item = (NodeIdx, &'a NodeView<'a>)> + 'a {
+        let nodes = self.nodes;
+        let (all, listed) = match self.active {
+            Some(a) => (0, a),
+            None => (nodes.len(), &[][..]),
+        };
+        (0..all).map(move |i| (i, &nodes[i])).chain(
+            listed
+                .iter()
+                .filter_map(move |&i| nodes.get(i).map(|n| (i, n))),
+        )
     }
 
     /// The same view with the service-time forecast over the nodes' live state.

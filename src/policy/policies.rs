@@ -633,7 +633,7 @@ impl StandardPolicy {
         let prune = !out.record_candidates;
         let mut best: Option<(NodeIdx, NodeCost)> = None;
         let mut best_e = f64::INFINITY;
-        for (i, node) in view.nodes.iter().enumerate() {
+        for (i, node) in view.candidates() {
             if !node.can_admit(need) {
                 continue;
             }
@@ -716,7 +716,7 @@ impl StandardPolicy {
         let rem = req.remaining_expected();
         let prune = !out.record_candidates;
         let mut best: Option<(NodeIdx, f64)> = None;
-        for (i, node) in view.nodes.iter().enumerate() {
+        for (i, node) in view.candidates() {
             if !node.can_admit(need) {
                 continue;
             }
@@ -756,7 +756,7 @@ impl StandardPolicy {
     ) -> Option<NodeIdx> {
         let need = req.kv_need();
         let mut best: Option<(NodeIdx, (f64, f64, f64))> = None;
-        for (i, node) in view.nodes.iter().enumerate() {
+        for (i, node) in view.candidates() {
             if !node.can_admit(need) {
                 continue;
             }
@@ -816,7 +816,7 @@ impl StandardPolicy {
         // and the candidate with the largest risk_gain overall, reported when none fires.
         let mut fire: Option<(NodeIdx, MoveAssessment)> = None;
         let mut report: Option<(NodeIdx, MoveAssessment, f64)> = None;
-        for (j, dst) in view.nodes.iter().enumerate() {
+        for (j, dst) in view.candidates() {
             if j == from || !dst.can_admit(need) {
                 continue;
             }
@@ -930,7 +930,7 @@ impl StandardPolicy {
         out.l = loss;
         let need = req.kv_need();
         let mut best: Option<(NodeIdx, f64, f64, MoveAssessment)> = None;
-        for (j, dst) in view.nodes.iter().enumerate() {
+        for (j, dst) in view.candidates() {
             if j == from || !dst.can_admit(need) {
                 continue;
             }
@@ -1031,7 +1031,7 @@ impl Policy for StandardPolicy {
         let need = req.kv_need();
         let mut fb = Fallbacks::default();
         let mut feasible: u32 = 0;
-        for (i, n) in view.nodes.iter().enumerate() {
+        for (i, n) in view.candidates() {
             if n.can_admit(need) {
                 fb.push(i, n.prefill_tok_s);
                 feasible += 1;
@@ -1066,9 +1066,7 @@ impl Policy for StandardPolicy {
             PolicyKind::Random => {
                 let k = self.rng.below(u64::from(feasible));
                 let pick = view
-                    .nodes
-                    .iter()
-                    .enumerate()
+                    .candidates()
                     .filter(|(_, n)| n.can_admit(need))
                     .nth(usize::try_from(k).unwrap_or(0))
                     .map(|(i, _)| i);
@@ -1120,7 +1118,7 @@ impl Policy for StandardPolicy {
         let need = req.kv_need();
         let mut fb = Fallbacks::default();
         let mut feasible: u32 = 0;
-        for (j, n) in view.nodes.iter().enumerate() {
+        for (j, n) in view.candidates() {
             if j == from {
                 fb.push(j, n.prefill_tok_s);
             } else if n.can_admit(need) {

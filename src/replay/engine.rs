@@ -145,6 +145,14 @@ pub(crate) fn simulate_unchecked(
     spec: &RunSpec,
     policy: &mut dyn Policy,
 ) -> Result<RunOutput, ReplayError> {
+    let window_cfg;
+    let cfg = match spec.rate_scale {
+        Some(rate_scale) if rate_scale != cfg.rate_scale => {
+            window_cfg = ReplayConfig { rate_scale, ..*cfg };
+            &window_cfg
+        }
+        _ => cfg,
+    };
     if policy.kind() == PolicyKind::Bound {
         return super::bound::run(cluster, workload, cfg, spec);
     }
@@ -334,6 +342,11 @@ struct Sim<'a> {
     stats: RunStats,
     views_time: i64,
     views_dirty: bool,
+    /// The up nodes, ascending: what decisions, view refreshes, ticks and drains visit.
+    up_list: Vec<usize>,
+    /// Nodes whose view is out of date though they are down (went down since the last
+    /// refresh, or never refreshed): refreshed once, then a down node's view stays as it is.
+    stale_down: Vec<usize>,
     min_cap: u64,
     /// Scratch buffers of the forecasts ([`LiveLoads`]).
     scratch_residents: RefCell<Vec<Resident>>,
@@ -738,6 +751,7 @@ impl<'a> Sim<'a> {
         };
         expl.candidates
             .reserve(if cfg.decision_log > 0 { n } else { 0 });
+        let nodes_up: Vec<bool> = nodes.iter().map(|s: &NodeState| s.up).collect();
         Sim {
             cluster,
             cfg,
@@ -769,6 +783,8 @@ impl<'a> Sim<'a> {
             stats: RunStats::default(),
             views_time: i64::MIN,
             views_dirty: true,
+            up_list: (0..n).filter(|&i| nodes_up[i]).collect(),
+            stale_down: (0..n).filter(|&i| !nodes_up[i]).collect(),
             min_cap,
             scratch_residents: RefCell::new(Vec::with_capacity(64)),
             scratch_waiting: RefCell::new(Vec::with_capacity(16)),
@@ -926,7 +942,22 @@ impl<'a> Sim<'a> {
         if !self.views_dirty && self.views_time == self.now {
             return;
         }
-        for i in 0..self.nodes.len() {
+        let mut stale = std::mem::take(&mut self.stale_down);
+        for &i in &stale {
+            self.refresh_view(i);
+        }
+        stale.clear();
+        self.stale_down = stale;
+        for k in 0..self.up_list.len() {
+            self.refresh_view(self.up_list[k]);
+        }
+        self.views_time = self.now;
+        self.views_dirty = false;
+    }
+
+    /// Brings node `i`'s view up to date.
+    fn refresh_view(&mut self, i: usize) {
+        {
             let wait = {
                 let st = &self.nodes[i];
                 if st.fifo.is_empty() && st.slots_used < self.cluster.nodes[i].spec.slots {
@@ -949,8 +980,6 @@ impl<'a> Sim<'a> {
             v.decode_tok_s = rate;
             v.queue_wait_s = wait;
         }
-        self.views_time = self.now;
-        self.views_dirty = false;
     }
 
     fn log_decision(&mut self, queueing: bool) {
@@ -1047,7 +1076,9 @@ impl<'a> Sim<'a> {
                 now: self.now,
             };
             let loads = live_loads!(self);
-            let mut view = ClusterView::new(nodes).with_loads(&loads);
+            let mut view = ClusterView::new(nodes)
+                .with_loads(&loads)
+                .with_active(&self.up_list);
             if self.oracle {
                 view = view.with_foresight(&fs);
             }
@@ -1060,23 +1091,23 @@ impl<'a> Sim<'a> {
             return;
         }
         // Pass 2: queueing view.
-        let any = (0..self.nodes.len()).any(|i| self.can_ever_hold(i, r));
+        let any = self.up_list.iter().any(|&i| self.can_ever_hold(i, r));
         if !any {
             self.make_pending(r);
             return;
         }
-        self.scratch_views.clear();
-        for i in 0..self.nodes.len() {
-            let mut v = self.views[i];
-            if v.up {
-                v.slots_used = 0;
-                v.kv_used_tokens = 0;
-                v.queue_wait_s = self.wait_estimate(i);
-            }
+        // Down nodes are never chosen: their entries are copied as they are.
+        self.scratch_views.clone_from(&self.views);
+        for k in 0..self.up_list.len() {
+            let i = self.up_list[k];
+            let wait = self.wait_estimate(i);
+            let v = &mut self.scratch_views[i];
+            v.slots_used = 0;
+            v.kv_used_tokens = 0;
+            v.queue_wait_s = wait;
             if v.kv_capacity_tokens < need {
                 v.kv_capacity_tokens = 0;
             }
-            self.scratch_views.push(v);
         }
         let choice = {
             let fs = TraceForesight {
@@ -1084,7 +1115,9 @@ impl<'a> Sim<'a> {
                 now: self.now,
             };
             let loads = live_loads!(self);
-            let mut view = ClusterView::new(&self.scratch_views).with_loads(&loads);
+            let mut view = ClusterView::new(&self.scratch_views)
+                .with_loads(&loads)
+                .with_active(&self.up_list);
             if self.oracle {
                 view = view.with_foresight(&fs);
             }
@@ -1452,6 +1485,10 @@ impl<'a> Sim<'a> {
             .get(self.nodes[i].sess)
             .map_or_else(|| Arc::from(""), |s| Arc::clone(&s.end_cause));
         self.nodes[i].up = false;
+        if let Ok(k) = self.up_list.binary_search(&i) {
+            self.up_list.remove(k);
+        }
+        self.stale_down.push(i);
         self.touch(i);
         self.ends[i] = i64::MIN;
         self.views_dirty = true;
@@ -1496,8 +1533,9 @@ impl<'a> Sim<'a> {
             self.schedule(t, Event::NodeUp(n));
         }
         // Other nodes may have freed slots (released sources or reservations).
-        for m in 0..self.nodes.len() {
-            if m != i && self.nodes[m].up && !self.nodes[m].fifo.is_empty() {
+        for k in 0..self.up_list.len() {
+            let m = self.up_list[k];
+            if !self.nodes[m].fifo.is_empty() {
                 self.drain_fifo(m);
             }
         }
@@ -1523,6 +1561,9 @@ impl<'a> Sim<'a> {
             None => return Err(invariant(self.now, format!("node {n} up without session"))),
         };
         self.touch(i);
+        if let Err(k) = self.up_list.binary_search(&i) {
+            self.up_list.insert(k, i);
+        }
         let st = &mut self.nodes[i];
         st.up = true;
         st.session_start = s.start_us;
@@ -1547,10 +1588,8 @@ impl<'a> Sim<'a> {
         self.schedule(t, Event::Tick);
         let mut checks = std::mem::take(&mut self.checks);
         checks.clear();
-        for (i, st) in self.nodes.iter().enumerate() {
-            if !st.up {
-                continue;
-            }
+        for &i in &self.up_list {
+            let st = &self.nodes[i];
             for &r in &st.residents {
                 let q = &self.reqs[r as usize];
                 if q.node == i as u32 && q.phase == Phase::Decode && q.aux_kind == Aux::None {
@@ -1687,7 +1726,8 @@ impl<'a> Sim<'a> {
             let loads = live_loads!(self);
             let view = ClusterView::new(&self.scratch_views)
                 .with_foresight(&fs)
-                .with_loads(&loads);
+                .with_loads(&loads)
+                .with_active(&self.up_list);
             policy.place(&view, &rv, &mut self.expl)
         };
         self.log_decision(false);
@@ -1747,7 +1787,9 @@ impl<'a> Sim<'a> {
                 now,
             };
             let loads = live_loads!(self);
-            let mut view = ClusterView::new(&self.views).with_loads(&loads);
+            let mut view = ClusterView::new(&self.views)
+                .with_loads(&loads)
+                .with_active(&self.up_list);
             if self.oracle {
                 view = view.with_foresight(&fs);
             }
@@ -1910,6 +1952,14 @@ impl<'a> Sim<'a> {
         let t = self.now;
         if let Some(m) = self.forecast_mismatch.borrow().as_ref() {
             return Err(invariant(t, m.clone()));
+        }
+        if !self
+            .up_list
+            .iter()
+            .copied()
+            .eq((0..self.nodes.len()).filter(|&i| self.nodes[i].up))
+        {
+            return Err(invariant(t, "the up list differs from the up nodes"));
         }
         for (i, st) in self.nodes.iter().enumerate() {
             let spec = &self.cluster.nodes[i].spec;

@@ -30,6 +30,9 @@ pub struct RunSpec {
     pub param_label: String,
     /// Policy constants for this run.
     pub params: Params,
+    /// The window's arrival-rate scale, replacing [`crate::replay::ReplayConfig::rate_scale`]
+    /// (`None`: the configuration's).
+    pub rate_scale: Option<f64>,
 }
 
 impl RunSpec {
@@ -43,6 +46,7 @@ impl RunSpec {
             param_index: 0,
             param_label: String::new(),
             params,
+            rate_scale: None,
         }
     }
 

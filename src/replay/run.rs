@@ -54,6 +54,9 @@ pub struct Grid {
     pub seeds: Vec<u64>,
     /// Parameter points; empty means the single point [`ReplayConfig::params`] (label "").
     pub params: Vec<ParamPoint>,
+    /// Arrival-rate scale of each window (`workload.load` offers each window a share of its
+    /// own up capacity); empty means [`ReplayConfig::rate_scale`] for every window.
+    pub rate_scales: Vec<f64>,
 }
 
 impl Grid {
@@ -64,6 +67,16 @@ impl Grid {
             windows,
             seeds,
             params: Vec::new(),
+            rate_scales: Vec::new(),
+        }
+    }
+
+    /// The same grid with window `k` replayed at arrival-rate scale `scales[k]` (empty: the
+    /// configuration's scale for every window).
+    pub fn with_rate_scales(self, scales: Vec<f64>) -> Grid {
+        Grid {
+            rate_scales: scales,
+            ..self
         }
     }
 
@@ -108,6 +121,7 @@ impl Grid {
                             param_index,
                             param_label: p.label.clone(),
                             params: p.params,
+                            rate_scale: self.rate_scales.get(window_index).copied(),
                         });
                     }
                 }
@@ -159,8 +173,23 @@ fn run_each<T: Send>(
     cluster.validate()?;
     cfg.validate()?;
     workload.validate()?;
+    if !grid.rate_scales.is_empty() && grid.rate_scales.len() != grid.windows.len() {
+        return Err(ReplayError::BadConfig(format!(
+            "{} rate scales for {} windows",
+            grid.rate_scales.len(),
+            grid.windows.len()
+        )));
+    }
     let specs = grid.specs(cfg);
     for s in &specs {
+        if let Some(x) = s.rate_scale {
+            if !(x.is_finite() && x > 0.0) {
+                return Err(ReplayError::BadConfig(format!(
+                    "window {}: rate_scale must be finite and positive, got {x}",
+                    s.window_index
+                )));
+            }
+        }
         cluster.supports(s.policy)?;
         validate_params(&s.params)?;
         s.window.end_us()?;

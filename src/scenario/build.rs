@@ -559,22 +559,43 @@ fn with_tail(steps: StepCurve, tail: &str) -> StepCurve {
 }
 
 /// The capacity and arrival rate behind `workload.load`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct OfferedLoad {
-    /// Mean up capacity over the windows, requests/s:
-    /// `C = sum_i slots_i * u_i / s_i`, with `u_i` node `i`'s up fraction averaged over the
-    /// windows and `s_i` its mean service time of a request with every slot busy,
-    /// `s_i = mean_r(prompt_r / p_i + output_r * (1 + b (slots_i - 1)) / d_i)`.
+    /// Mean up capacity over the windows, requests/s: the mean of
+    /// [`OfferedLoad::window_capacity_req_s`].
     pub capacity_req_s: f64,
+    /// Up capacity of each window, requests/s: `C_w = sum_i slots_i * u_iw / s_i`, with
+    /// `u_iw` node `i`'s up fraction in window `w` and `s_i` its mean service time of a request
+    /// with every slot busy, `s_i = mean_r(prompt_r / p_i + output_r * (1 + b (slots_i - 1)) / d_i)`.
+    pub window_capacity_req_s: Vec<f64>,
     /// The workload's own arrival rate, requests/s: `n / period`, with the loop period of the
     /// engine (`span + span / (n - 1)`, at least 1 s).
     pub base_rate_req_s: f64,
 }
 
+impl OfferedLoad {
+    /// The arrival-rate scale of each window at load `load`: `L * C_w / lambda_0`, so that
+    /// every window is offered the fraction `L` of its own up capacity (0 where no node is up).
+    pub fn window_scales(&self, load: f64) -> Vec<f64> {
+        self.window_capacity_req_s
+            .iter()
+            .map(|c| {
+                if self.base_rate_req_s > 0.0 {
+                    load * c / self.base_rate_req_s
+                } else {
+                    0.0
+                }
+            })
+            .collect()
+    }
+}
+
 /// The offered-load figures of a cluster, its windows and a workload: `workload.load = L`
-/// replays at `rate_scale = L * C / lambda_0` ([`OfferedLoad`]), so the offered work is the
-/// fraction `L` of the mean up capacity whatever the hardware (a phone decodes ~10x slower
-/// than an A100: the trace's own rate would only measure an overloaded queue there).
+/// replays window `w` at `rate_scale_w = L * C_w / lambda_0` ([`OfferedLoad`]), so the offered
+/// work is the fraction `L` of that window's up capacity whatever the hardware (a phone
+/// decodes ~10x slower than an A100: the trace's own rate would only measure an overloaded
+/// queue there) and whatever the fleet's size in the window (a spot fleet with a tenth of its
+/// instances up in one window is not handed the arrivals of the others).
 pub fn offered_load(
     nodes: &[Node],
     windows: &[Window],
@@ -582,34 +603,42 @@ pub fn offered_load(
     batch_slowdown: f64,
 ) -> OfferedLoad {
     let n = requests.len();
-    let mut capacity = 0.0;
+    // Mean service time per distinct (prefill, decode, slots): a fleet has few tiers.
+    let mut services: Vec<((u64, u64, u32), f64)> = Vec::new();
+    let mut capacity = vec![0.0; windows.len()];
     for node in nodes {
         let s = &node.spec;
-        let slots = f64::from(s.slots.max(1));
-        let stretch = 1.0 + batch_slowdown * (slots - 1.0);
-        let service = requests
-            .iter()
-            .map(|r| {
-                r.prompt_tokens as f64 / s.prefill_tok_s
-                    + r.output_tokens as f64 * stretch / s.decode_tok_s
-            })
-            .sum::<f64>()
-            / n.max(1) as f64;
-        let up: f64 = windows
-            .iter()
-            .map(|w| {
-                let (a, b) = (w.start_us, w.start_us.saturating_add(w.length_us));
-                let covered: i64 = node
-                    .sessions
+        let key = (s.prefill_tok_s.to_bits(), s.decode_tok_s.to_bits(), s.slots);
+        let service = match services.iter().find(|(k, _)| *k == key) {
+            Some(&(_, v)) => v,
+            None => {
+                let slots = f64::from(s.slots.max(1));
+                let stretch = 1.0 + batch_slowdown * (slots - 1.0);
+                let v = requests
                     .iter()
-                    .map(|x| (x.end_us.min(b) - x.start_us.max(a)).max(0))
-                    .sum();
-                covered as f64 / (b - a).max(1) as f64
-            })
-            .sum::<f64>()
-            / windows.len().max(1) as f64;
-        if service > 0.0 {
-            capacity += slots * up / service;
+                    .map(|r| {
+                        r.prompt_tokens as f64 / s.prefill_tok_s
+                            + r.output_tokens as f64 * stretch / s.decode_tok_s
+                    })
+                    .sum::<f64>()
+                    / n.max(1) as f64;
+                services.push((key, v));
+                v
+            }
+        };
+        if service.is_nan() || service <= 0.0 {
+            continue;
+        }
+        let slots = f64::from(s.slots.max(1));
+        for (w, c) in windows.iter().zip(capacity.iter_mut()) {
+            let (a, b) = (w.start_us, w.start_us.saturating_add(w.length_us));
+            let covered: i64 = node
+                .sessions
+                .iter()
+                .map(|x| (x.end_us.min(b) - x.start_us.max(a)).max(0))
+                .sum();
+            let up = covered as f64 / (b - a).max(1) as f64;
+            *c += slots * up / service;
         }
     }
     let span_us = requests.iter().map(|r| r.arrival_us).max().unwrap_or(0);
@@ -620,7 +649,8 @@ pub fn offered_load(
     }
     .max(1_000_000);
     OfferedLoad {
-        capacity_req_s: capacity,
+        capacity_req_s: capacity.iter().sum::<f64>() / capacity.len().max(1) as f64,
+        window_capacity_req_s: capacity,
         base_rate_req_s: n as f64 / (period_us as f64 / 1e6),
     }
 }
@@ -803,8 +833,10 @@ pub fn build_with(
         Some(b) => b,
         None => presets::find_hardware(&cfg.hardware.preset)?.batch_slowdown,
     };
-    let rate_scale = match cfg.workload.load {
-        None => cfg.workload.rate_scale,
+    // `workload.load`: each window at the fraction `load` of its own up capacity.
+    let mut windows = windows;
+    let (rate_scale, window_scales) = match cfg.workload.load {
+        None => (cfg.workload.rate_scale, Vec::new()),
         Some(load) => {
             let l = offered_load(&cluster_nodes, &windows, &requests, batch_slowdown);
             if !(l.capacity_req_s > 0.0 && l.base_rate_req_s > 0.0) {
@@ -813,13 +845,50 @@ pub fn build_with(
                     l.capacity_req_s
                 )));
             }
-            let scale = load * l.capacity_req_s / l.base_rate_req_s;
-            notes.push(format!(
-                "workload.load {load}: arrival rate x{scale:.4} ({:.4} requests/s against a mean up capacity of {:.4} requests/s)",
-                scale * l.base_rate_req_s,
-                l.capacity_req_s
-            ));
-            scale
+            let scales = l.window_scales(load);
+            let dark: Vec<usize> = (0..scales.len())
+                .filter(|&k| scales[k].is_nan() || scales[k] <= 0.0)
+                .collect();
+            if !dark.is_empty() {
+                notes.push(format!(
+                    "workload.load: {} of {} windows have no node up (starting at {}): not replayed",
+                    dark.len(),
+                    windows.len(),
+                    dark.iter()
+                        .take(3)
+                        .map(|&k| (windows[k].start_us / 1_000_000).to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
+            }
+            let kept: Vec<(Window, f64)> = windows
+                .iter()
+                .zip(&scales)
+                .filter(|(_, s)| **s > 0.0)
+                .map(|(w, s)| (*w, *s))
+                .collect();
+            windows = kept.iter().map(|(w, _)| *w).collect();
+            let scales: Vec<f64> = kept.iter().map(|(_, s)| *s).collect();
+            let caps: Vec<f64> = scales.iter().map(|s| s * l.base_rate_req_s).collect();
+            let (lo, hi) = caps
+                .iter()
+                .fold((f64::INFINITY, 0.0f64), |(a, b), &c| (a.min(c), b.max(c)));
+            let mean = caps.iter().sum::<f64>() / caps.len().max(1) as f64;
+            notes.push(if caps.len() > 1 && hi > lo * (1.0 + 1e-9) {
+                format!(
+                    "workload.load {load}: each window at {load} of its own up capacity: {lo:.4} to {hi:.4} requests/s (mean {mean:.4}), arrival rate x{:.4} to x{:.4}",
+                    lo / l.base_rate_req_s,
+                    hi / l.base_rate_req_s
+                )
+            } else {
+                format!(
+                    "workload.load {load}: arrival rate x{:.4} ({mean:.4} requests/s against a mean up capacity of {:.4} requests/s)",
+                    mean / l.base_rate_req_s,
+                    mean / load
+                )
+            });
+            let mean_scale = scales.iter().sum::<f64>() / scales.len().max(1) as f64;
+            (mean_scale, scales)
         }
     };
     let (warmup_s, drain_s) = steady_state_margins(cfg, &cluster_nodes, &requests, length);
@@ -845,7 +914,8 @@ pub fn build_with(
         ..ReplayConfig::default()
     };
     let seeds: Vec<u64> = (0..r.seeds.max(1)).map(|k| r.seed + k).collect();
-    let mut grid = Grid::new(policies(cfg, laws.is_some(), &mut notes)?, windows, seeds);
+    let mut grid = Grid::new(policies(cfg, laws.is_some(), &mut notes)?, windows, seeds)
+        .with_rate_scales(window_scales);
     if r.include_overlap && !params.overlap {
         grid = grid.with_params(vec![
             ParamPoint {

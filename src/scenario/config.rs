@@ -81,9 +81,10 @@ source = "sample-requests"
 estimator = "lognormal:0.5"
 # Multiply the arrival rate; loop the workload to fill the window.
 rate_scale = 1.0
-# Or set the load instead: scale the arrival rate so the offered work is this fraction of the
-# windows' mean up capacity (from the node timelines and the hardware rates; see
-# `hazardserve replay --help`). Replaces rate_scale.
+# Or set the load instead: scale each window's arrival rate so its offered work is this
+# fraction of that window's up capacity (from the node timelines and the hardware rates; a
+# window with no node up is not replayed; see `hazardserve replay --help`). Replaces
+# rate_scale.
 # load = 0.6
 loop_workload = true
 
@@ -307,7 +308,7 @@ pub struct WorkloadConfig {
     pub estimator: String,
     /// Arrival-rate multiplier.
     pub rate_scale: f64,
-    /// Offered load as a fraction of the mean up capacity (replaces `rate_scale`).
+    /// Offered load as a fraction of each window's up capacity (replaces `rate_scale`).
     pub load: Option<f64>,
     /// Loop the workload to fill a window.
     pub loop_workload: bool,

@@ -425,3 +425,52 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    /// A view that lists its up nodes (`ClusterView::with_active`, as the replay passes it)
+    /// decides exactly as the full view: same placement, same migration target, same
+    /// candidates priced.
+    #[test]
+    fn listing_the_up_nodes_changes_no_decision(
+        seed in 0u64..1_000_000, n in 1usize..24, from_pick in 0usize..24,
+    ) {
+        let mut rng = hazardserve::rng::Rng::new(seed);
+        let curves: Vec<Weibull> = (0..n)
+            .map(|_| Weibull { shape: 0.4 + 3.0 * rng.uniform(), scale: 60.0 + 6000.0 * rng.uniform() })
+            .collect();
+        let nodes: Vec<NodeView<'_>> = curves
+            .iter()
+            .map(|c| NodeView {
+                up: rng.uniform() < 0.6,
+                age_s: 5000.0 * rng.uniform(),
+                slots_used: (rng.uniform() * 5.0) as u32,
+                queue_wait_s: 30.0 * rng.uniform(),
+                ..node(c, 20.0 + 400.0 * rng.uniform(), 500.0 + 1e4 * rng.uniform())
+            })
+            .collect();
+        let active: Vec<usize> = (0..n).filter(|&i| nodes[i].up).collect();
+        let req = RequestView::new(7, 2000, 800);
+        for kind in PolicyKind::ALL {
+            if matches!(kind, PolicyKind::Oracle) {
+                continue;
+            }
+            let decide = |listed: bool| {
+                let mut p = build(kind, Params::default(), seed);
+                let mut view = ClusterView::new(&nodes);
+                if listed {
+                    view = view.with_active(&active);
+                }
+                let mut out = Explanation { record_candidates: true, ..Explanation::default() };
+                let placed = p.place(&view, &req, &mut out);
+                let priced = out.candidates.len();
+                let moved = active.get(from_pick % active.len().max(1)).and_then(|&from| {
+                    let mut out = Explanation::default();
+                    let req = RequestView { node: Some(from), done_tokens: 100, ..req };
+                    p.check_migration(&view, &req, from, &mut out)
+                });
+                (placed, priced, moved)
+            };
+            prop_assert_eq!(decide(false), decide(true), "{}", kind.name());
+        }
+    }
+}

@@ -235,3 +235,78 @@ fn hazard_truth_reads_the_generating_law_and_needs_it() {
         "{err}"
     );
 }
+
+/// `workload.load` offers each window a share of its own up capacity: a window with twice the
+/// nodes up gets twice the arrival rate, and a window with no node up gets none.
+#[test]
+fn offered_load_is_per_window() {
+    use super::replay_support::{node, req};
+    use hazardserve::scenario::build::offered_load;
+    let nodes = vec![
+        node("a", 2, 1000.0, 10.0, &[(0.0, Some(2000.0))]),
+        node("b", 2, 1000.0, 10.0, &[(1000.0, Some(4000.0))]),
+    ];
+    let windows = [
+        Window::new(0, us(1000.0)),
+        Window::new(us(1000.0), us(1000.0)),
+        Window::new(us(2500.0), us(500.0)),
+        Window::new(us(5000.0), us(1000.0)),
+    ];
+    let requests = vec![req(0, 0.0, 1000, 90), req(1, 9.0, 1000, 90)];
+    let l = offered_load(&nodes, &windows, &requests, 0.0);
+    // Service time of a request: 1 s prefill + 9 s decode = 10 s; 2 slots per node.
+    let expect = [0.2, 0.4, 0.2, 0.0];
+    for (got, want) in l.window_capacity_req_s.iter().zip(expect) {
+        assert!((got - want).abs() < 1e-12, "{:?}", l.window_capacity_req_s);
+    }
+    assert!((l.capacity_req_s - 0.2).abs() < 1e-12);
+    // Two arrivals over a loop period of 9 + 9 s.
+    assert!((l.base_rate_req_s - 2.0 / 18.0).abs() < 1e-12);
+    let scales = l.window_scales(0.5);
+    assert!((scales[1] / scales[0] - 2.0).abs() < 1e-12, "{scales:?}");
+    assert!((scales[0] - 0.5 * 0.2 / (2.0 / 18.0)).abs() < 1e-12);
+    assert_eq!(scales[3], 0.0);
+}
+
+/// A grid's per-window rate scale replaces the configuration's for that window only, and a
+/// list that does not match the windows is refused.
+#[test]
+fn a_windows_rate_scale_replaces_the_configs() {
+    let (cluster, workload) = inputs();
+    let windows = vec![
+        Window::new(us(500.0), us(300.0)),
+        Window::new(us(500.0), us(300.0)),
+    ];
+    let g = Grid::new(vec![PolicyKind::LeastLoaded], windows.clone(), vec![1])
+        .with_rate_scales(vec![1.0, 0.5]);
+    let runs = run_grid(&cluster, &workload, &cfg(), &g).unwrap();
+    let plain = run_grid(
+        &cluster,
+        &workload,
+        &cfg(),
+        &Grid::new(vec![PolicyKind::LeastLoaded], windows.clone(), vec![1]),
+    )
+    .unwrap();
+    // Window 0 at the configuration's own scale (1) is the plain run.
+    assert_eq!(runs[0].records.len(), plain[0].records.len());
+    // Half the rate over a 300-s window of a 200-s workload (not looped): the arrivals spread
+    // over 400 s and only those before 300 s are kept, where the plain run keeps every one.
+    let half = runs[1].records.len();
+    assert!(
+        half < plain[1].records.len(),
+        "{half} vs {}",
+        plain[1].records.len()
+    );
+    assert!(runs[1]
+        .records
+        .iter()
+        .all(|r| r.arrival_s >= 0.0 && r.arrival_s < 300.0));
+    let bad = Grid::new(vec![PolicyKind::LeastLoaded], windows.clone(), vec![1])
+        .with_rate_scales(vec![1.0]);
+    let e = run_grid(&cluster, &workload, &cfg(), &bad).unwrap_err();
+    assert!(e.to_string().contains("1 rate scales for 2 windows"), "{e}");
+    let bad = Grid::new(vec![PolicyKind::LeastLoaded], windows, vec![1])
+        .with_rate_scales(vec![1.0, f64::NAN]);
+    let e = run_grid(&cluster, &workload, &cfg(), &bad).unwrap_err();
+    assert!(e.to_string().contains("window 1: rate_scale"), "{e}");
+}
