@@ -957,29 +957,27 @@ impl<'a> Sim<'a> {
 
     /// Brings node `i`'s view up to date.
     fn refresh_view(&mut self, i: usize) {
-        {
-            let wait = {
-                let st = &self.nodes[i];
-                if st.fifo.is_empty() && st.slots_used < self.cluster.nodes[i].spec.slots {
-                    0.0
-                } else {
-                    self.wait_estimate(i)
-                }
-            };
-            let rate = self.decode_rate(i, self.nodes[i].decoding);
+        let wait = {
             let st = &self.nodes[i];
-            let v = &mut self.views[i];
-            v.up = st.up;
-            v.age_s = if st.up {
-                (self.now - st.session_start) as f64 / US_PER_S + st.entry_s
-            } else {
+            if st.fifo.is_empty() && st.slots_used < self.cluster.nodes[i].spec.slots {
                 0.0
-            };
-            v.slots_used = st.slots_used;
-            v.kv_used_tokens = st.kv_sched;
-            v.decode_tok_s = rate;
-            v.queue_wait_s = wait;
-        }
+            } else {
+                self.wait_estimate(i)
+            }
+        };
+        let rate = self.decode_rate(i, self.nodes[i].decoding);
+        let st = &self.nodes[i];
+        let v = &mut self.views[i];
+        v.up = st.up;
+        v.age_s = if st.up {
+            (self.now - st.session_start) as f64 / US_PER_S + st.entry_s
+        } else {
+            0.0
+        };
+        v.slots_used = st.slots_used;
+        v.kv_used_tokens = st.kv_sched;
+        v.decode_tok_s = rate;
+        v.queue_wait_s = wait;
     }
 
     fn log_decision(&mut self, queueing: bool) {

@@ -287,12 +287,12 @@ fn hazard_truth_needs_the_fleets_laws_and_says_so() {
         .collect();
     assert_eq!(names, ["hazard", "fastest", "hazard --overlap"]);
 
-    let other = tmp.path().join("other.csv");
-    std::fs::write(
-        &other,
-        "source,node_id,law,shape,scale_s\nsomewhere-else,n1,weibull,2,600\n",
-    )
-    .unwrap();
+    let laws = |file: &str, row: &str| {
+        let path = tmp.path().join(file);
+        std::fs::write(&path, format!("source,node_id,law,shape,scale_s\n{row}\n")).unwrap();
+        path
+    };
+    let other = laws("other.csv", "somewhere-else,n1,weibull,2,600");
     let out = run(other.to_str().unwrap()).output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let err = String::from_utf8_lossy(&out.stderr);
@@ -301,12 +301,7 @@ fn hazard_truth_needs_the_fleets_laws_and_says_so() {
         "{err}"
     );
 
-    let partial = tmp.path().join("partial.csv");
-    std::fs::write(
-        &partial,
-        "source,node_id,law,shape,scale_s\nsample-spot,no-such-node,weibull,2,600\n",
-    )
-    .unwrap();
+    let partial = laws("partial.csv", "sample-spot,no-such-node,weibull,2,600");
     let err = String::from_utf8_lossy(&fails(run(partial.to_str().unwrap())).stderr).into_owned();
     assert!(
         err.contains("policy.truth")
@@ -315,12 +310,7 @@ fn hazard_truth_needs_the_fleets_laws_and_says_so() {
         "{err}"
     );
 
-    let bad = tmp.path().join("bad.csv");
-    std::fs::write(
-        &bad,
-        "source,node_id,law,shape,scale_s\nsample-spot,a,weibull,x,600\n",
-    )
-    .unwrap();
+    let bad = laws("bad.csv", "sample-spot,a,weibull,x,600");
     let err = String::from_utf8_lossy(&fails(run(bad.to_str().unwrap())).stderr).into_owned();
     assert!(
         err.contains("bad.csv:2: shape must be a positive number"),

@@ -161,16 +161,15 @@ pub fn ingest_long_output(store: &Path, tmp: &Path) {
     c.args(["-q", "synth", "workload", "--class", "long-output", "--out"])
         .arg(&csv);
     ok(c);
+    ingest(store, "lengths-csv", "long-output", &csv);
+}
+
+/// `hazardserve -q ingest --format FORMAT --source SOURCE FILE` into `store`, which must
+/// succeed.
+pub fn ingest(store: &Path, format: &str, source: &str, file: &Path) {
     let mut c = hs(store);
-    c.args([
-        "-q",
-        "ingest",
-        "--format",
-        "lengths-csv",
-        "--source",
-        "long-output",
-    ])
-    .arg(&csv);
+    c.args(["-q", "ingest", "--format", format, "--source", source])
+        .arg(file);
     ok(c);
 }
 

@@ -95,17 +95,12 @@ fn readme_result_tables_are_what_report_prints_now() {
         let t = table(&public, header).unwrap_or_else(|| panic!("no {key} table:\n{public}"));
         fresh.insert(key.into(), t);
     }
-    let mut c = hs(&store);
-    c.args([
-        "-q",
-        "ingest",
-        "--format",
+    crate::common::ingest(
+        &store,
         "azure-llm",
-        "--source",
         "azure-conv",
-    ])
-    .arg(workloads.join("azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"));
-    ok(c);
+        &workloads.join("azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"),
+    );
     let readme_path = root.join("README.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
     let keys: Vec<(String, String)> = blocks(&readme);

@@ -615,17 +615,12 @@ fn replay_oracle_and_bound_claims_on_every_stored_scenario() {
                 "azure-code" => "azure-llm-inference-2023/AzureLLMInferenceTrace_code.csv",
                 other => panic!("{}: no known public workload {other:?}", file.display()),
             };
-            let mut c = crate::common::hs(&store);
-            c.args([
-                "-q",
-                "ingest",
-                "--format",
+            crate::common::ingest(
+                &store,
                 "azure-llm",
-                "--source",
                 &cfg.workload.source,
-            ])
-            .arg(workloads.join(csv));
-            crate::common::ok(c);
+                &workloads.join(csv),
+            );
         }
         let sc =
             hazardserve::scenario::build(&hazardserve::store::Store::open(&store).unwrap(), &cfg)

@@ -95,17 +95,7 @@ pub(crate) fn store_with(dir: &Path, nodes_csv: &str, requests_csv: &str) -> Pat
     ])
     .arg(&a);
     ok(c);
-    let mut c = hs(&store);
-    c.args([
-        "-q",
-        "ingest",
-        "--format",
-        "lengths-csv",
-        "--source",
-        "reqs",
-    ])
-    .arg(&r);
-    ok(c);
+    crate::common::ingest(&store, "lengths-csv", "reqs", &r);
     store
 }
 
