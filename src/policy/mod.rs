@@ -31,5 +31,5 @@ pub mod service;
 
 pub use cost::{NodeCost, RiskModel};
 pub use migration::{Crossover, MoveMethod};
-pub use model::{ClusterView, Foresight, NodeIdx, NodeView, Params, RequestView};
+pub use model::{ClusterView, ForecastKind, Foresight, NodeIdx, NodeView, Params, RequestView};
 pub use policies::{build, Explanation, Outcome, Policy, PolicyKind, StandardPolicy};

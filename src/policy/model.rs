@@ -297,6 +297,64 @@ pub fn conditional_excess(median: f64, sigma: f64, d: f64) -> f64 {
     d * sigma / (-a).max(1e-9)
 }
 
+/// The standard normal quantile `Phi^-1(p)` for `p` in (0, 1) (Acklam's rational
+/// approximation, relative error below 1.2e-9; +-infinity at 0 and 1, NaN outside).
+pub fn norm_quantile(p: f64) -> f64 {
+    const A: [f64; 6] = [
+        -3.969_683_028_665_376e1,
+        2.209_460_984_245_205e2,
+        -2.759_285_104_469_687e2,
+        1.383_577_518_672_69e2,
+        -3.066_479_806_614_716e1,
+        2.506_628_277_459_239,
+    ];
+    const B: [f64; 5] = [
+        -5.447_609_879_822_406e1,
+        1.615_858_368_580_409e2,
+        -1.556_989_798_598_866e2,
+        6.680_131_188_771_972e1,
+        -1.328_068_155_288_572e1,
+    ];
+    const C: [f64; 6] = [
+        -7.784_894_002_430_293e-3,
+        -3.223_964_580_411_365e-1,
+        -2.400_758_277_161_838,
+        -2.549_732_539_343_734,
+        4.374_664_141_464_968,
+        2.938_163_982_698_783,
+    ];
+    const D: [f64; 4] = [
+        7.784_695_709_041_462e-3,
+        3.224_671_290_700_398e-1,
+        2.445_134_137_142_996,
+        3.754_408_661_907_416,
+    ];
+    if !(0.0..=1.0).contains(&p) {
+        return f64::NAN;
+    }
+    if p == 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if p == 1.0 {
+        return f64::INFINITY;
+    }
+    let tail = |q: f64| {
+        (((((C[0] * q + C[1]) * q + C[2]) * q + C[3]) * q + C[4]) * q + C[5])
+            / ((((D[0] * q + D[1]) * q + D[2]) * q + D[3]) * q + 1.0)
+    };
+    const LOW: f64 = 0.024_25;
+    if p < LOW {
+        tail((-2.0 * p.ln()).sqrt())
+    } else if p > 1.0 - LOW {
+        -tail((-2.0 * (1.0 - p).ln()).sqrt())
+    } else {
+        let q = p - 0.5;
+        let r = q * q;
+        (((((A[0] * r + A[1]) * r + A[2]) * r + A[3]) * r + A[4]) * r + A[5]) * q
+            / (((((B[0] * r + B[1]) * r + B[2]) * r + B[3]) * r + B[4]) * r + 1.0)
+    }
+}
+
 /// The standard normal CDF (Abramowitz-Stegun 7.1.26 via `erfc`, |error| < 1.5e-7).
 pub fn norm_cdf(z: f64) -> f64 {
     0.5 * erfc(-z / std::f64::consts::SQRT_2)
@@ -325,6 +383,43 @@ fn erfc(x: f64) -> f64 {
     }
 }
 
+/// What a cost-based policy's placement prices besides the request's own completion.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ForecastKind {
+    /// `own`: `T_i`, the request's own completion on the node
+    /// ([`super::service::forecast`]).
+    #[default]
+    Own,
+    /// `marginal`: `T_i + D_i`, `D_i` the delay the request imposes on the requests already on
+    /// the node ([`super::service::forecast_marginal`]): placement minimises the increase of
+    /// the sum of completion times, as far as the node's current requests go.
+    Marginal,
+}
+
+impl ForecastKind {
+    /// The name used in scenarios (`[policy] forecast`).
+    pub fn name(&self) -> &'static str {
+        match self {
+            ForecastKind::Own => "own",
+            ForecastKind::Marginal => "marginal",
+        }
+    }
+}
+
+impl std::str::FromStr for ForecastKind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<ForecastKind, String> {
+        match s.trim() {
+            "own" => Ok(ForecastKind::Own),
+            "marginal" => Ok(ForecastKind::Marginal),
+            other => Err(format!(
+                "unknown forecast `{other}` (expected `own` or `marginal`)"
+            )),
+        }
+    }
+}
+
 /// The policy's constants.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
@@ -348,12 +443,21 @@ pub struct Params {
     /// Overlapped migration: the destination prefills while the source keeps decoding
     /// (see [`super::migration::overlapped_move`]).
     pub overlap: bool,
+    /// What placement prices besides `T_i` ([`ForecastKind`]).
+    pub forecast: ForecastKind,
+    /// How many draws of the unknown output lengths the replay's forecast averages `T_i` over
+    /// when lengths are estimated (1: every request at its expected length; see
+    /// [`crate::replay`]'s engine docs). Between 1 and [`MAX_LENGTH_DRAWS`].
+    pub length_draws: u32,
 }
+
+/// The largest [`Params::length_draws`].
+pub const MAX_LENGTH_DRAWS: u32 = 256;
 
 impl Default for Params {
     /// Llama-2-7B KV size (512 KiB/token); `O_t = 0.2 s`, `O_r = 0.1 s` (assumed, pending the
     /// hardware measurement); `sigma = 2 s` (a heartbeat-timeout-sized stall); `h = 1 s`;
-    /// 2 hops; 5 s minimum remaining; 5 s check interval; no overlap.
+    /// 2 hops; 5 s minimum remaining; 5 s check interval; no overlap; the `own` forecast.
     fn default() -> Params {
         Params {
             kv_bytes_per_token: super::presets::LLAMA2_7B.kv_bytes_per_token,
@@ -365,6 +469,38 @@ impl Default for Params {
             min_remaining_s: 5.0,
             check_interval_s: 5.0,
             overlap: false,
+            forecast: ForecastKind::Own,
+            length_draws: 1,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn norm_quantile_inverts_norm_cdf() {
+        for k in 1..1000 {
+            let p = f64::from(k) / 1000.0;
+            let z = norm_quantile(p);
+            // norm_cdf is good to 1.5e-7.
+            assert!((norm_cdf(z) - p).abs() < 3e-7, "p {p}: z {z}");
+        }
+        assert_eq!(norm_quantile(0.5), 0.0);
+        assert!((norm_quantile(0.975) - 1.959_963_985).abs() < 1e-8);
+        assert!((norm_quantile(1e-10) + 6.361_340_902).abs() < 1e-6);
+        assert_eq!(norm_quantile(0.0), f64::NEG_INFINITY);
+        assert_eq!(norm_quantile(1.0), f64::INFINITY);
+        assert!(norm_quantile(1.5).is_nan() && norm_quantile(f64::NAN).is_nan());
+    }
+
+    #[test]
+    fn forecast_kind_names_round_trip() {
+        for k in [ForecastKind::Own, ForecastKind::Marginal] {
+            assert_eq!(k.name().parse::<ForecastKind>(), Ok(k));
+        }
+        let err = "total".parse::<ForecastKind>().unwrap_err();
+        assert!(err.contains("`own` or `marginal`"), "{err}");
     }
 }

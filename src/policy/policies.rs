@@ -13,7 +13,7 @@
 //! | `hazard-nomigrate` | as `hazard` | none |
 //! | `memoryless` | `argmin E_i`, curves replaced by the node's exponential rate | as `hazard`, same replacement |
 //! | `hazard-truth` | `argmin E_i`, curves replaced by the law that generated the node's sessions (synthetic fleets) | as `hazard`, same replacement |
-//! | `fastest` | `argmin T_i` (hazard-blind; recovers only after failures) | none |
+//! | `fastest` | `argmin T_i` (`T_i + D_i` with the `marginal` forecast; hazard-blind; recovers only after failures) | none |
 //! | `least-loaded` | lowest slot load (then KV load, queue wait) | none |
 //! | `random` | uniform over feasible nodes (seeded SplitMix64) | none |
 //! | `uptime` | among the nodes that can start the request soonest (smallest queue wait), the one up the longest (the age heuristic, load-aware) | none |
@@ -45,6 +45,12 @@
 //! get, the request itself counted once on its source. Views without a forecast fall back to
 //! [`service_time`] on the view's fields.
 //!
+//! With `forecast = marginal` ([`ForecastKind::Marginal`]) placement adds `D_i`, the delay the
+//! request imposes on the requests already on node `i` (`D_i = sum_r (end_r with - end_r
+//! without)`, [`super::service::forecast_marginal`]): `fastest` minimises `T_i + D_i`, the
+//! `E`-based policies `E_i + D_i = T_i + L_i + D_i`, each the increase of the node's sum of
+//! completion times as far as its current requests go. The migration check is unchanged.
+//!
 //! Every decision fills an [`Explanation`] supplied by the caller (reused across calls, so no
 //! allocation once its candidate buffer has grown).
 //!
@@ -65,7 +71,7 @@ use super::migration::{
     check_guards, move_cost, planned_move, price_move_with, source_state, trigger_fires, Blocked,
     DestinationForecast, MoveAssessment, MoveCost, MoveMethod, SourceState,
 };
-use super::model::{ClusterView, NodeIdx, NodeView, Params, RequestView};
+use super::model::{ClusterView, ForecastKind, NodeIdx, NodeView, Params, RequestView};
 use super::service::{Waiting, PROBE_ID};
 use crate::rng::SplitMix64;
 
@@ -285,6 +291,11 @@ pub struct Explanation {
     pub dt: f64,
     /// Hysteresis `h` applied, seconds.
     pub hysteresis_s: f64,
+    /// Placement under the `marginal` forecast: `D`, the delay the request imposes on the
+    /// chosen node's other requests, seconds (the decision minimised `E + D`, or `T + D` for
+    /// `fastest`); NaN (absent) otherwise.
+    #[serde(skip_serializing_if = "is_nan")]
+    pub imposed_s: f64,
     /// Placement: the predicted probability that the chosen node fails before the request
     /// completes, `1 - S(T | a)` under the policy's risk model (the node curves for hazard-blind
     /// policies); the forecast calibration scores it against what happened.
@@ -300,6 +311,11 @@ pub struct Explanation {
     /// Record every candidate in `candidates` (diagnostics; disables pruning).
     #[serde(skip)]
     pub record_candidates: bool,
+}
+
+/// For `skip_serializing_if`: the number is NaN (inapplicable).
+fn is_nan(x: &f64) -> bool {
+    x.is_nan()
 }
 
 impl Default for Explanation {
@@ -325,6 +341,7 @@ impl Default for Explanation {
             risk_gain: f64::NAN,
             dt: f64::NAN,
             hysteresis_s: f64::NAN,
+            imposed_s: f64::NAN,
             p_interrupt: f64::NAN,
             considered: 0,
             feasible: 0,
@@ -489,8 +506,10 @@ fn newcomer(req: &RequestView, start_s: f64, prefill: bool, done: f64, remaining
 }
 
 /// `T_i` and `w_i` of `req` placed on node `idx` with `prefill_tokens` to prefill and `rem`
-/// tokens to generate, and the decode rate `U_i` grows at: the forecast when the view has one
-/// (its average rate), else [`service_time`] on the view's fields (the view's rate).
+/// tokens to generate, the decode rate `U_i` grows at, and `D_i`, the delay the placement
+/// imposes on the node's other requests (with `forecast = marginal`, else 0): the forecast
+/// when the view has one (its average rate; [`super::service::forecast_marginal`] for `D_i`),
+/// else [`service_time`] on the view's fields (the view's rate, `D_i = 0`).
 #[inline]
 fn placement_service(
     view: &ClusterView<'_>,
@@ -499,12 +518,19 @@ fn placement_service(
     req: &RequestView,
     prefill_tokens: f64,
     rem: f64,
-) -> (ServiceTime, f64) {
+    forecast: ForecastKind,
+) -> (ServiceTime, f64, f64) {
     if let Some(loads) = view.loads {
         let start = secs(prefill_tokens, node.prefill_tok_s);
         let w = newcomer(req, start, true, req.done_tokens as f64, rem);
-        if let Some(st) = loads.forecast_newcomer(idx, w) {
-            return (st, st.decode_rate(rem, node.decode_tok_s));
+        let got = match forecast {
+            ForecastKind::Own => loads.forecast_newcomer(idx, w).map(|st| (st, 0.0)),
+            ForecastKind::Marginal => loads
+                .forecast_newcomer_marginal(idx, w)
+                .map(|m| (m.time, m.imposed_s)),
+        };
+        if let Some((st, d)) = got {
+            return (st, st.decode_rate(rem, node.decode_tok_s), d);
         }
     }
     (
@@ -516,6 +542,7 @@ fn placement_service(
             node.decode_tok_s,
         ),
         node.decode_tok_s,
+        0.0,
     )
 }
 
@@ -582,7 +609,8 @@ impl StandardPolicy {
         &mut self.params
     }
 
-    /// `E_i` of `req` on node `idx` under `model` (the forecast's `T_i`), for explanations.
+    /// `E_i` of `req` on node `idx` under `model` (the forecast's `T_i`) and the delay `D_i`
+    /// the placement imposes (0 under the `own` forecast), for explanations.
     fn cost_of(
         &self,
         view: &ClusterView<'_>,
@@ -591,7 +619,7 @@ impl StandardPolicy {
         idx: NodeIdx,
         node: &NodeView<'_>,
         model: RiskModel,
-    ) -> NodeCost {
+    ) -> (NodeCost, f64) {
         let c = req.context() as f64;
         let resident = if req.node == Some(idx) {
             req.resident_tokens as f64
@@ -599,8 +627,16 @@ impl StandardPolicy {
             0.0
         };
         let rem = req.remaining_expected();
-        let (st, rate) = placement_service(view, idx, node, req, c - resident, rem);
-        cost_from_service(
+        let (st, rate, d) = placement_service(
+            view,
+            idx,
+            node,
+            req,
+            c - resident,
+            rem,
+            self.params.forecast,
+        );
+        let cost = cost_from_service(
             node,
             st,
             rate,
@@ -611,13 +647,16 @@ impl StandardPolicy {
             model,
             remaining_up(view, model, idx),
         )
-        .0
+        .0;
+        (cost, d)
     }
 
-    /// `argmin E_i` over feasible nodes. Unless recording candidates, a node is dropped as soon
-    /// as a lower bound of its `E` reaches the best `E` so far (exact: ties keep the earlier
-    /// node): first the unloaded `T_i` ([`placement_lower_bound`], before any forecast), then
-    /// the forecast `T_i` (`L >= 0`), then `T_i + (1 - S(T_i | a_i)) U_i(0)`.
+    /// `argmin E_i` over feasible nodes (`E_i + D_i` under the `marginal` forecast, `D_i` the
+    /// delay imposed on the node's other requests); returns the node, its cost and `D_i`.
+    /// Unless recording candidates, a node is dropped as soon as a lower bound of its score
+    /// reaches the best so far (exact: ties keep the earlier node): first the unloaded `T_i`
+    /// ([`placement_lower_bound`], before any forecast), then the forecast `T_i + D_i`
+    /// (`L >= 0`), then `T_i + D_i + (1 - S(T_i | a_i)) U_i(0)`.
     fn argmin_e(
         &self,
         view: &ClusterView<'_>,
@@ -625,13 +664,13 @@ impl StandardPolicy {
         fb: &Fallbacks,
         model: RiskModel,
         out: &mut Explanation,
-    ) -> Option<(NodeIdx, NodeCost)> {
+    ) -> Option<(NodeIdx, NodeCost, f64)> {
         let need = req.kv_need();
         let c = req.context() as f64;
         let rem = req.remaining_expected();
         let params = &self.params;
         let prune = !out.record_candidates;
-        let mut best: Option<(NodeIdx, NodeCost)> = None;
+        let mut best: Option<(NodeIdx, NodeCost, f64)> = None;
         let mut best_e = f64::INFINITY;
         for (i, node) in view.candidates() {
             if !node.can_admit(need) {
@@ -646,8 +685,9 @@ impl StandardPolicy {
             if searching && !(placement_lower_bound(view, i, node, c - resident, rem) < best_e) {
                 continue;
             }
-            let (st, rate) = placement_service(view, i, node, req, c - resident, rem);
-            if searching && !(st.total_s < best_e) {
+            let (st, rate, d) =
+                placement_service(view, i, node, req, c - resident, rem, params.forecast);
+            if searching && !(st.total_s + d < best_e) {
                 continue;
             }
             let u = UnplannedLoss::new(
@@ -666,7 +706,7 @@ impl StandardPolicy {
             );
             let r = remaining_up(view, model, i);
             if searching
-                && !(st.total_s + node_loss_lower_bound(node, model, r, 0.0, st.total_s, &u)
+                && !(st.total_s + d + node_loss_lower_bound(node, model, r, 0.0, st.total_s, &u)
                     < best_e)
             {
                 continue;
@@ -683,7 +723,7 @@ impl StandardPolicy {
                     node: i,
                     t: cost.t,
                     l: cost.l,
-                    e: cost.e,
+                    e: cost.e + d,
                     c_planned: f64::NAN,
                     risk_gain: f64::NAN,
                     dt: f64::NAN,
@@ -693,16 +733,17 @@ impl StandardPolicy {
             // end comes before the request would finish there ranks after every node where it
             // finishes (a doomed node's `E` plus a penalty larger than any service time).
             let doomed = model == RiskModel::Oracle && r.is_some_and(|r| r < st.total_s);
-            let e = nan_as_inf(cost.e) + if doomed { ORACLE_DOOMED_PENALTY_S } else { 0.0 };
+            let e = nan_as_inf(cost.e + d) + if doomed { ORACLE_DOOMED_PENALTY_S } else { 0.0 };
             if best.is_none() || e < best_e {
-                best = Some((i, cost));
+                best = Some((i, cost, d));
                 best_e = e;
             }
         }
         best
     }
 
-    /// `fastest`: `argmin T_i` (the forecast) over feasible nodes; ties keep the earlier node.
+    /// `fastest`: `argmin T_i` (the forecast; `T_i + D_i` under the `marginal` forecast) over
+    /// feasible nodes; ties keep the earlier node.
     /// Unless recording candidates, a node whose unloaded `T_i` already reaches the best is
     /// skipped without a forecast.
     fn argmin_t(
@@ -727,7 +768,8 @@ impl StandardPolicy {
                     }
                 }
             }
-            let t = nan_as_inf(placement_service(view, i, node, req, c, rem).0.total_s);
+            let (st, _, d) = placement_service(view, i, node, req, c, rem, self.params.forecast);
+            let t = nan_as_inf(st.total_s + d);
             if out.record_candidates {
                 out.candidates.push(CandidateCost {
                     node: i,
@@ -1050,7 +1092,7 @@ impl Policy for StandardPolicy {
             | PolicyKind::Memoryless
             | PolicyKind::HazardTruth
             | PolicyKind::Oracle => match self.argmin_e(view, req, &fb, model, out) {
-                Some((i, c)) => (Some(i), Some(c)),
+                Some((i, c, d)) => (Some(i), Some((c, d))),
                 None => (None, None),
             },
             PolicyKind::Fastest | PolicyKind::Bound => (self.argmin_t(view, req, out), None),
@@ -1082,11 +1124,14 @@ impl Policy for StandardPolicy {
         } else {
             RiskModel::Hazard
         };
-        let cost = match cost {
+        let (cost, d) = match cost {
             Some(c) => c,
             None => self.cost_of(view, req, &fb, i, &view.nodes[i], model),
         };
         out.set_node_cost(&cost);
+        if self.params.forecast == ForecastKind::Marginal {
+            out.imposed_s = d;
+        }
         out.p_interrupt =
             interruption_probability(&view.nodes[i], model, remaining_up(view, model, i), cost.t);
         out.chosen = Some(i);

@@ -27,6 +27,11 @@
 //! [`crate::policy::ClusterView`]; without one (hand-built views) they fall back to the
 //! unloaded-view formula [`crate::policy::cost::service_time`].
 //!
+//! [`forecast_marginal`] adds what the newcomer costs the others: the node replayed to its end
+//! with and without it, `D = sum_r (end_r with - end_r without)` over its residents and queue
+//! (the `marginal` forecast, `[policy] forecast = "marginal"`; a property test holds it to the
+//! engine's delays). [`Trajectory::newcomer_marginal`] answers it from the cached replay.
+//!
 //! An overlapped move's reserved destination is the one approximation: the request is counted
 //! from its cut-over time with the tokens it is expected to have by then, without the
 //! catch-up.
@@ -286,6 +291,24 @@ impl Run {
         fits
     }
 
+    /// Starts queued requests while the head fits: `head` is the queue's head (`None` once
+    /// every request holds a slot), `rest` the requests behind it.
+    #[inline]
+    fn admit_queue(
+        &mut self,
+        serving: &NodeServing,
+        residents: &mut Vec<Resident>,
+        head: &mut Option<Waiting>,
+        rest: &mut impl Iterator<Item = Waiting>,
+    ) {
+        while let Some(w) = *head {
+            if !self.admit(serving, residents, &w) {
+                break;
+            }
+            *head = rest.next();
+        }
+    }
+
     /// Replays the next event: the earliest phase end (the first such slot on ties).
     fn step(&mut self, serving: &NodeServing, residents: &mut Vec<Resident>) -> Step {
         if self.events >= MAX_FORECAST_EVENTS {
@@ -403,13 +426,7 @@ pub fn forecast(
     let mut waiting = queue.iter().copied().chain(newcomer);
     let mut head = waiting.next();
     loop {
-        // Start queued requests while the head fits.
-        while let Some(w) = head {
-            if !run.admit(&serving, residents, &w) {
-                break;
-            }
-            head = waiting.next();
-        }
+        run.admit_queue(&serving, residents, &mut head, &mut waiting);
         match run.step(&serving, residents) {
             Step::Idle | Step::GaveUp => return None,
             Step::Forever => return Some(answer(now_us, started, None)),
@@ -418,6 +435,105 @@ pub fn forecast(
             _ => {}
         }
     }
+}
+
+/// A newcomer's [`forecast`] with the delay it imposes on the requests already on the node:
+/// the `marginal` forecast ([`forecast_marginal`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Marginal {
+    /// The newcomer's own `w_i` and `T_i`.
+    pub time: ServiceTime,
+    /// `D_i = sum_r (end_r with the newcomer - end_r without)` over every request resident or
+    /// queued on the node, seconds (at least 0; infinite when the newcomer makes a request
+    /// that would finish wait forever).
+    pub imposed_s: f64,
+}
+
+/// The outcome of every request in a replay of a node to its end: `(id, end)`, `None` for a
+/// request that never finishes (a rate of 0), and when the newcomer (if any) started decoding.
+struct Ends {
+    ends: Vec<(u64, Option<i64>)>,
+    start: Option<i64>,
+}
+
+/// Replays the node to its end with `newcomer` (if any) joining the queue's tail now; `None`
+/// when the replay gives up or the newcomer never takes a slot.
+fn replay_to_end(
+    serving: NodeServing,
+    now_us: i64,
+    residents: &mut Vec<Resident>,
+    queue: &[Waiting],
+    newcomer: Option<Waiting>,
+) -> Option<Ends> {
+    let mut out = Ends {
+        ends: Vec::new(),
+        start: None,
+    };
+    let mut run = Run::new(residents, now_us);
+    let mut waiting = queue.iter().copied().chain(newcomer);
+    let mut head = waiting.next();
+    loop {
+        run.admit_queue(&serving, residents, &mut head, &mut waiting);
+        match run.step(&serving, residents) {
+            Step::GaveUp => return None,
+            Step::Idle => return head.is_none().then_some(out),
+            Step::Forever => {
+                out.ends.extend(residents.iter().map(|r| (r.id, None)));
+                out.ends
+                    .extend(head.into_iter().chain(waiting).map(|w| (w.id, None)));
+                return Some(out);
+            }
+            Step::Started(id) if id == PROBE_ID => out.start = Some(run.t),
+            Step::Finished(id) => out.ends.push((id, Some(run.t))),
+            _ => {}
+        }
+    }
+}
+
+/// The delay term of [`Marginal`], in seconds: `with - without` summed over `without`'s
+/// requests that finish (in microseconds, clamped at 0: rounding to whole microseconds can
+/// make a request a microsecond early); infinite when one of them no longer finishes.
+fn imposed_delay(
+    without: impl Iterator<Item = (u64, i64)>,
+    with: impl Fn(u64) -> Option<Option<i64>>,
+) -> f64 {
+    let mut sum: i64 = 0;
+    for (id, end) in without {
+        match with(id) {
+            Some(Some(e)) => sum = sum.saturating_add(e - end),
+            Some(None) => return f64::INFINITY,
+            None => {}
+        }
+    }
+    sum.max(0) as f64 / US_PER_S
+}
+
+/// [`forecast`] of `newcomer` (whose id must be [`PROBE_ID`]) with the delay it imposes on
+/// the requests already on the node (`marginal`): the node is replayed to its end with and
+/// without the newcomer and `D_i = sum_r (end_r with - end_r without)` over every resident and
+/// queued request. A newcomer joins the queue's tail and prefills do not contend, so it can
+/// only slow the requests that decode beside it (the batch slowdown) and hold a slot a queued
+/// request would have taken: `D_i >= 0`. `None` when [`forecast`] is `None`.
+pub fn forecast_marginal(state: NodeState<'_>, newcomer: Waiting) -> Option<Marginal> {
+    let NodeState {
+        serving,
+        now_us,
+        residents,
+        queue,
+    } = state;
+    let mut alone = residents.clone();
+    let with = replay_to_end(serving, now_us, residents, queue, Some(newcomer))?;
+    let without = replay_to_end(serving, now_us, &mut alone, queue, None)?;
+    let mine = with.ends.iter().find(|e| e.0 == PROBE_ID).map(|e| e.1)?;
+    let time = answer(now_us, with.start, mine);
+    let imposed_s = imposed_delay(
+        without
+            .ends
+            .iter()
+            .filter_map(|&(id, e)| e.map(|e| (id, e))),
+        |id| with.ends.iter().find(|e| e.0 == id).map(|e| e.1),
+    );
+    Some(Marginal { time, imposed_s })
 }
 
 /// How a [`Trajectory`] left the node's queue.
@@ -467,6 +583,9 @@ pub struct Trajectory {
     /// longer than its estimate keeps decoding past the end the replay gave it, and its
     /// expected remainder grows with time), so the answers no longer hold.
     first_event_us: i64,
+    /// The replay gave up before the node's end ([`MAX_FORECAST_EVENTS`]): the residents'
+    /// outcomes are incomplete, so no [`Trajectory::newcomer_marginal`].
+    gave_up: bool,
 }
 
 impl Trajectory {
@@ -483,6 +602,7 @@ impl Trajectory {
         self.eager = false;
         self.appended = false;
         self.first_event_us = i64::MAX;
+        self.gave_up = false;
         self.tail = Tail::Unreached;
         self.outcomes.clear();
         self.outcomes.extend(residents.iter().map(|r| Outcome {
@@ -521,7 +641,11 @@ impl Trajectory {
                 self.first_event_us = self.first_event_us.min(run.t);
             }
             match step {
-                Step::Idle | Step::GaveUp => return,
+                Step::Idle => return,
+                Step::GaveUp => {
+                    self.gave_up = true;
+                    return;
+                }
                 Step::Forever => {
                     if self.tail == Tail::Unreached {
                         self.tail = Tail::Forever;
@@ -635,18 +759,73 @@ impl Trajectory {
         now_us: i64,
         scratch: &mut Vec<Resident>,
     ) -> Option<ServiceTime> {
-        let serving = self.serving?;
         let now = now_us.max(self.now_us);
+        self.resume(newcomer, now, scratch, false, |_, _| {})
+            .map(|(start, end)| answer(now, start, end))
+    }
+
+    /// [`forecast_marginal`] of `newcomer` joining the node at `now_us` (not before the time
+    /// the trajectory was computed at): the replay resumes where the queue holds slots, with
+    /// the newcomer, to the node's end, and each request's end is compared with the one the
+    /// trajectory recorded without it. `None` when [`Trajectory::residents_known`] is false or
+    /// the replay without the newcomer gave up (compute it again), or as [`forecast_marginal`].
+    pub fn newcomer_marginal(
+        &self,
+        newcomer: Waiting,
+        now_us: i64,
+        scratch: &mut Vec<Resident>,
+    ) -> Option<Marginal> {
+        if self.appended || self.gave_up {
+            return None;
+        }
+        let now = now_us.max(self.now_us);
+        let base = |id: u64| self.index.get(&id).and_then(|&k| self.outcomes[k].end);
+        let mut delay: i64 = 0;
+        let mut stuck = false;
+        let (start, end) = self.resume(newcomer, now, scratch, true, |id, end| {
+            match (base(id), end) {
+                (Some(b), Some(e)) => delay = delay.saturating_add(e - b),
+                (Some(_), None) => stuck = true,
+                (None, _) => {}
+            }
+        })?;
+        let imposed_s = if stuck {
+            f64::INFINITY
+        } else {
+            delay.max(0) as f64 / US_PER_S
+        };
+        Some(Marginal {
+            time: answer(now, start, end),
+            imposed_s,
+        })
+    }
+
+    /// Resumes the replay where the whole queue holds slots, with `newcomer` joining at `now`,
+    /// until the newcomer finishes (or, `to_end`, until the node is idle), calling `other(id,
+    /// end)` for every other request that finishes meanwhile (`end` `None`: one left waiting
+    /// forever when a rate is 0). Returns when the newcomer started decoding and finished
+    /// (`None`: never); `None` when the queue never drained, the replay gave up or the
+    /// newcomer never took a slot.
+    fn resume(
+        &self,
+        newcomer: Waiting,
+        now: i64,
+        scratch: &mut Vec<Resident>,
+        to_end: bool,
+        mut other: impl FnMut(u64, Option<i64>),
+    ) -> Option<(Option<i64>, Option<i64>)> {
+        let serving = self.serving?;
         match self.tail {
             Tail::Unreached => return None,
-            Tail::Forever => return Some(answer(now, None, None)),
+            // The queue waits forever with or without the newcomer: so does it.
+            Tail::Forever => return Some((None, None)),
             Tail::Ready => {}
         }
         scratch.clone_from(&self.tail_residents);
         let mut run = self.tail_run;
         run.t = run.t.max(now);
         let mut head = Some(newcomer);
-        let mut started = None;
+        let (mut start, mut end) = (None, None);
         loop {
             if let Some(w) = head {
                 if run.admit(&serving, scratch, &w) {
@@ -654,12 +833,22 @@ impl Trajectory {
                 }
             }
             match run.step(&serving, scratch) {
-                Step::Idle | Step::GaveUp => return None,
-                Step::Forever => return Some(answer(now, started, None)),
-                Step::Started(id) if id == newcomer.id => started = Some(run.t),
-                Step::Finished(id) if id == newcomer.id => {
-                    return Some(answer(now, started, Some(run.t)))
+                Step::GaveUp => return None,
+                Step::Idle => return end.is_some().then_some((start, end)),
+                Step::Forever => {
+                    for r in scratch.iter().filter(|r| r.id != newcomer.id) {
+                        other(r.id, None);
+                    }
+                    return Some((start, end));
                 }
+                Step::Started(id) if id == newcomer.id => start = Some(run.t),
+                Step::Finished(id) if id == newcomer.id => {
+                    end = Some(run.t);
+                    if !to_end {
+                        return Some((start, end));
+                    }
+                }
+                Step::Finished(id) => other(id, Some(run.t)),
                 _ => {}
             }
         }
@@ -701,6 +890,10 @@ pub trait NodeLoads {
     /// slot to decoding (`prefill`: that phase is a prefill), `done` tokens generated so far
     /// and `target` tokens in total. `None` when the node is down or cannot hold it.
     fn forecast_newcomer(&self, node: usize, newcomer: Waiting) -> Option<ServiceTime>;
+
+    /// [`forecast_marginal`] of a newcomer on `node` (as [`NodeLoads::forecast_newcomer`], with
+    /// the delay it imposes on the requests already there).
+    fn forecast_newcomer_marginal(&self, node: usize, newcomer: Waiting) -> Option<Marginal>;
 
     /// [`forecast`] of request `id`, which already holds a slot (or waits) on `node`.
     fn forecast_resident(&self, node: usize, id: u64) -> Option<ServiceTime>;
@@ -933,11 +1126,55 @@ mod tests {
             };
             let mut scratch = Vec::new();
             proptest::prop_assert_eq!(traj.newcomer(newcomer, now, &mut scratch), fresh(Some(newcomer), PROBE_ID));
+            // The marginal forecast: the same newcomer time, and the same imposed delay from
+            // the cached trajectory as from two fresh replays.
+            let marginal = {
+                let mut buf = residents.clone();
+                forecast_marginal(NodeState { serving, now_us: now, residents: &mut buf, queue: &queue }, newcomer)
+            };
+            proptest::prop_assert_eq!(marginal.map(|m| m.time), fresh(Some(newcomer), PROBE_ID));
+            proptest::prop_assert!(marginal.is_none_or(|m| m.imposed_s >= 0.0));
+            proptest::prop_assert_eq!(traj.newcomer_marginal(newcomer, now, &mut scratch), marginal);
             for id in residents.iter().map(|r| r.id).chain(queue.iter().map(|w| w.id)).chain([999]) {
                 proptest::prop_assert_eq!(traj.resident(id, now), fresh(None, id));
             }
         }
     }
+
+    #[test]
+    fn the_marginal_forecast_prices_the_slowdown_of_a_co_decoder() {
+        // A resident decodes 40 tokens alone at 10 tok/s (ends at 4 s). A newcomer prefilling
+        // 1 s and decoding 10 tokens joins: with f = 1 both decode at 5 tok/s from 1 s; the
+        // resident has 30 left then, the newcomer finishes at 3 s (10 tokens at 5 tok/s) and
+        // the resident, 20 tokens left at 10 tok/s, at 5 s: one second later than alone.
+        let decoding = |rate: f64| ResidentPhase::Decoding {
+            done: 0.0,
+            rate,
+            since_us: 0,
+            end_us: decode_end_us(0, 0.0, 40.0, rate),
+        };
+        let marginal = |mut res: Vec<Resident>| {
+            let st = NodeState {
+                serving: serving(2, 1.0),
+                now_us: 0,
+                residents: &mut res,
+                queue: &[],
+            };
+            forecast_marginal(st, newcomer(1.0, 10.0)).unwrap()
+        };
+        let m = marginal(vec![Resident {
+            id: 1,
+            kv: 1,
+            target: 40.0,
+            phase: decoding(10.0),
+        }]);
+        assert_eq!(m.time.total_s, 3.0);
+        assert_eq!(m.imposed_s, 1.0);
+        // With a free node (no resident) nothing is imposed.
+        let m = marginal(Vec::new());
+        assert_eq!((m.time.total_s, m.imposed_s), (2.0, 0.0));
+    }
+
     #[test]
     fn append_equals_computing_with_the_longer_queue() {
         let serving = NodeServing {

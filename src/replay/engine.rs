@@ -58,6 +58,15 @@
 //!   ([`RequestView::est_sigma`]) so that a request past its estimate keeps a positive
 //!   expected remainder. Only the `oracle` gets a [`Foresight`], answering the true remaining
 //!   time of each node's current session (censored ends: never).
+//! * **The policies' forecast** ([`NodeLoads`]) replays a node with the service-time model
+//!   ([`crate::policy::service`]), every request at its expected length. With estimated lengths
+//!   and `length_draws = n > 1` ([`Params::length_draws`]) it is the mean over `n` draws of the
+//!   unknown lengths instead: in draw `k` every request on the node takes the `u` quantile of
+//!   its posterior length `L | L > done`, `ln L ~ N(ln L^, sigma^2)`, `u` a pseudo-random
+//!   uniform per request and draw (fixed, so each draw's node trajectory can be cached), and
+//!   the newcomer's expected remaining output is multiplied by the `k`-th of `n` stratified
+//!   lognormal factors of mean 1 ([`draw_factors`]). `T`, `w` and the `marginal` delay `D` are
+//!   each the mean of the draws'.
 //! * **The clairvoyant oracle.** It sees every request's true output length (its `L^_r` is
 //!   `L_r`) and every node's true timeline. It has no periodic tick: whenever one of its
 //!   requests starts prefilling or decoding on a node whose known end comes before the
@@ -84,10 +93,10 @@ use std::sync::Arc;
 
 use crate::policy::cost::{secs, unplanned_recovery_s, ServiceTime};
 use crate::policy::migration::planned_cost;
-use crate::policy::model::conditional_excess;
+use crate::policy::model::{conditional_excess, norm_cdf, norm_quantile};
 use crate::policy::service::{
-    self, decode_end_us, progress, NodeLoads, NodeServing, Resident, ResidentPhase, Trajectory,
-    Waiting, PROBE_ID,
+    self, decode_end_us, progress, Marginal, NodeLoads, NodeServing, Resident, ResidentPhase,
+    Trajectory, Waiting, PROBE_ID,
 };
 use crate::policy::{
     self, ClusterView, Explanation, Foresight, MoveMethod, NodeIdx, NodeView, Params, Policy,
@@ -355,6 +364,10 @@ struct Sim<'a> {
     trajectories: RefCell<Vec<CachedTrajectory>>,
     /// With `validate`: the first forecast whose cached answer differed from a fresh one.
     forecast_mismatch: RefCell<Option<String>>,
+    /// Per draw of the forecast ([`Params::length_draws`] with estimated lengths, else 1): the factor a
+    /// newcomer's expected remaining output is multiplied by, `e^(sigma z_k)` at the midpoint
+    /// quantiles `z_k` of the draws, normalised to mean 1.
+    draw_factors: Vec<f64>,
 }
 
 /// The tokens request `q` is expected to generate in total, from its estimate `L^_r` (never its
@@ -372,6 +385,72 @@ fn expected_target(q: &Req, sigma: f64) -> f64 {
     }
 }
 
+/// The tokens request `q` generates in total in draw `k` of `draws` of the forecast: with
+/// one draw (or exact lengths), [`expected_target`]; else a draw of its posterior length
+/// `L | L > done`, `ln L ~ N(ln L^_r, sigma^2)`: the quantile at `u` uniform on (0, 1),
+/// pseudo-random per request and draw (so that the draws of different requests are
+/// independent, and a request's draw never changes while the node's state holds).
+fn draw_target(q: &Req, sigma: f64, k: usize, draws: usize, id: u32) -> f64 {
+    let est = q.est as f64;
+    if draws <= 1 || !(sigma > 0.0) || !(est > 0.0) {
+        return expected_target(q, sigma);
+    }
+    let u = unit_draw(u64::from(id), k);
+    let l = posterior_quantile(est, sigma, q.done, u);
+    l.max(q.done + 1.0)
+}
+
+/// The multipliers of a newcomer's expected remaining output in the forecast's `draws` draws
+/// ([`Params::length_draws`]): one factor 1 with exact lengths (`sigma = 0`) or one draw, else
+/// `draws` factors `e^(sigma z_k)`, `z_k` the standard normal quantile at
+/// `(k + 1/2) / draws`, normalised to mean 1 (so that the mean of the draws' remaining outputs
+/// is the expected one).
+fn draw_factors(sigma: f64, draws: u32) -> Vec<f64> {
+    if !(sigma > 0.0) || draws <= 1 {
+        return vec![1.0];
+    }
+    let n = f64::from(draws);
+    let raw: Vec<f64> = (0..draws)
+        .map(|k| (sigma * norm_quantile((f64::from(k) + 0.5) / n)).exp())
+        .collect();
+    let mean = raw.iter().sum::<f64>() / raw.len() as f64;
+    raw.into_iter().map(|x| x / mean).collect()
+}
+
+/// `w` with its remaining output multiplied by `m`.
+fn scaled(w: Waiting, m: f64) -> Waiting {
+    Waiting {
+        target: w.done + (w.target - w.done) * m,
+        ..w
+    }
+}
+
+/// A uniform draw on (0, 1) for request `id`, draw `k` (SplitMix64 of both).
+fn unit_draw(id: u64, k: usize) -> f64 {
+    // SplitMix64's finaliser of a key unique per (id, k).
+    let mut z = id.wrapping_mul(0x9E37_79B9_7F4A_7C15).wrapping_add(
+        (k as u64)
+            .wrapping_add(1)
+            .wrapping_mul(0xD1B5_4A32_D192_ED03),
+    );
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^= z >> 31;
+    ((z >> 11) as f64 + 0.5) / (1u64 << 53) as f64
+}
+
+/// The `u` quantile of `L | L > done` for `ln L ~ N(ln median, sigma^2)`.
+fn posterior_quantile(median: f64, sigma: f64, done: f64, u: f64) -> f64 {
+    let mu = median.ln();
+    let p0 = if done > 0.0 {
+        norm_cdf((done.ln() - mu) / sigma)
+    } else {
+        0.0
+    };
+    let p = (p0 + u * (1.0 - p0)).clamp(1e-12, 1.0 - 1e-12);
+    (mu + sigma * norm_quantile(p)).exp()
+}
+
 /// The engine's live node state as the policies' forecast reads it ([`NodeLoads`]).
 struct LiveLoads<'s> {
     cluster: &'s Cluster,
@@ -380,6 +459,9 @@ struct LiveLoads<'s> {
     reqs: &'s [Req],
     params: &'s Params,
     sigma: f64,
+    /// The forecast's draws of the unknown lengths, each with its multiplier of a newcomer's
+    /// expected remaining output ([`Sim::draw_factors`]); one factor 1 with exact lengths.
+    factors: &'s [f64],
     now: i64,
     residents: &'s RefCell<Vec<Resident>>,
     waiting: &'s RefCell<Vec<Waiting>>,
@@ -389,42 +471,85 @@ struct LiveLoads<'s> {
 }
 
 impl LiveLoads<'_> {
-    /// [`service::forecast`] of `watch` on node `i` with `newcomer` joining now, from the
-    /// node's [`Trajectory`] (recomputed only when the node changed since).
-    fn run(&self, i: usize, newcomer: Option<Waiting>, watch: u64) -> Option<ServiceTime> {
+    /// The answer to `ask` on node `i`, from the node's [`Trajectory`] (recomputed only when
+    /// the node changed since, or when the question needs the residents' outcomes and a queued
+    /// request was appended since); the delay is 0 unless `ask` is [`Ask::Marginal`].
+    fn run(&self, i: usize, ask: Ask) -> Option<Marginal> {
+        let draws = self.factors.len();
+        if draws == 1 {
+            return self.run_draw(i, 0, ask);
+        }
+        let (mut start, mut total, mut imposed) = (0.0, 0.0, 0.0);
+        for (k, &m) in self.factors.iter().enumerate() {
+            let ask = match ask {
+                Ask::Newcomer(w) => Ask::Newcomer(scaled(w, m)),
+                Ask::Marginal(w) => Ask::Marginal(scaled(w, m)),
+                Ask::Resident(id) => Ask::Resident(id),
+            };
+            let got = self.run_draw(i, k, ask)?;
+            start += got.time.start_s;
+            total += got.time.total_s;
+            imposed += got.imposed_s;
+        }
+        let n = draws as f64;
+        Some(Marginal {
+            time: ServiceTime {
+                start_s: start / n,
+                total_s: total / n,
+            },
+            imposed_s: imposed / n,
+        })
+    }
+
+    /// [`LiveLoads::run`] in draw `k` of the unknown lengths.
+    fn run_draw(&self, i: usize, k: usize, ask: Ask) -> Option<Marginal> {
         let st = self.nodes.get(i)?;
         if !st.up {
             return None;
         }
         let mut cache = self.trajectories.borrow_mut();
-        let entry = cache.get_mut(i)?;
+        let entry = cache.get_mut(i * self.factors.len() + k)?;
         let stale = entry.version != Some(st.version)
             || !entry.trajectory.holds_at(self.now)
-            || (newcomer.is_none() && !entry.trajectory.residents_known());
+            || (!matches!(ask, Ask::Newcomer(_)) && !entry.trajectory.residents_known());
         if stale {
             let mut residents = self.residents.borrow_mut();
             let mut waiting = self.waiting.borrow_mut();
-            let state = self.state(i, &mut residents, &mut waiting)?;
+            let state = self.state(i, k, &mut residents, &mut waiting)?;
             entry.trajectory.compute(state);
             entry.version = Some(st.version);
         }
-        let got = match newcomer {
-            Some(w) => entry
+        let own = |time: ServiceTime| Marginal {
+            time,
+            imposed_s: 0.0,
+        };
+        let got = match ask {
+            Ask::Newcomer(w) => entry
                 .trajectory
-                .newcomer(w, self.now, &mut self.residents.borrow_mut()),
-            None => entry.trajectory.resident(watch, self.now),
+                .newcomer(w, self.now, &mut self.residents.borrow_mut())
+                .map(own),
+            Ask::Marginal(w) => {
+                entry
+                    .trajectory
+                    .newcomer_marginal(w, self.now, &mut self.residents.borrow_mut())
+            }
+            Ask::Resident(id) => entry.trajectory.resident(id, self.now).map(own),
         };
         if let Some(slot) = self.mismatch {
             let mut residents = self.residents.borrow_mut();
             let mut waiting = self.waiting.borrow_mut();
-            let fresh = self
-                .state(i, &mut residents, &mut waiting)
-                .and_then(|state| service::forecast(state, newcomer, watch));
+            let fresh =
+                self.state(i, k, &mut residents, &mut waiting)
+                    .and_then(|state| match ask {
+                        Ask::Newcomer(w) => service::forecast(state, Some(w), PROBE_ID).map(own),
+                        Ask::Marginal(w) => service::forecast_marginal(state, w),
+                        Ask::Resident(id) => service::forecast(state, None, id).map(own),
+                    });
             if fresh != got {
                 slot.borrow_mut().get_or_insert_with(|| {
                     format!(
-                        "node {i}: cached forecast {got:?} of request {watch} differs from a \
-                         fresh one {fresh:?}"
+                        "node {i}: cached forecast {got:?} of {ask:?} differs from a fresh one \
+                         {fresh:?}"
                     )
                 });
             }
@@ -432,8 +557,8 @@ impl LiveLoads<'_> {
         got
     }
 
-    /// Queued request `r` of node `i` as the forecast reads it.
-    fn waiting_of(&self, i: usize, r: u32) -> Waiting {
+    /// Queued request `r` of node `i` as the forecast reads it in draw `k`.
+    fn waiting_of(&self, i: usize, r: u32, k: usize) -> Waiting {
         let spec = &self.cluster.nodes[i].spec;
         let p = &self.params;
         let q = &self.reqs[r as usize];
@@ -454,14 +579,15 @@ impl LiveLoads<'_> {
             start_s,
             prefill: true,
             done: q.done,
-            target: expected_target(q, self.sigma),
+            target: draw_target(q, self.sigma, k, self.factors.len(), r),
         }
     }
 
-    /// Node `i`'s state as [`service::forecast`] reads it, in the two buffers.
+    /// Node `i`'s state as [`service::forecast`] reads it in draw `k`, in the two buffers.
     fn state<'b>(
         &self,
         i: usize,
+        k: usize,
         residents: &'b mut Vec<Resident>,
         waiting: &'b mut Vec<Waiting>,
     ) -> Option<service::NodeState<'b>> {
@@ -472,7 +598,7 @@ impl LiveLoads<'_> {
         let me = i as u32;
         for &r in &st.residents {
             let q = &self.reqs[r as usize];
-            let target = expected_target(q, self.sigma);
+            let target = draw_target(q, self.sigma, k, self.factors.len(), r);
             let (kv, phase) = if q.node == me {
                 let phase = match q.phase {
                     Phase::Decode => ResidentPhase::Decoding {
@@ -510,7 +636,7 @@ impl LiveLoads<'_> {
             });
         }
         for &r in &st.fifo {
-            waiting.push(self.waiting_of(i, r));
+            waiting.push(self.waiting_of(i, r, k));
         }
         Some(service::NodeState {
             serving: NodeServing {
@@ -526,13 +652,28 @@ impl LiveLoads<'_> {
     }
 }
 
+/// A question to a node's forecast ([`LiveLoads::run`]).
+#[derive(Debug, Clone, Copy)]
+enum Ask {
+    /// [`service::forecast`] of a newcomer.
+    Newcomer(Waiting),
+    /// [`service::forecast_marginal`] of a newcomer.
+    Marginal(Waiting),
+    /// [`service::forecast`] of a request on the node.
+    Resident(u64),
+}
+
 impl NodeLoads for LiveLoads<'_> {
     fn forecast_newcomer(&self, node: NodeIdx, newcomer: Waiting) -> Option<ServiceTime> {
-        self.run(node, Some(newcomer), PROBE_ID)
+        self.run(node, Ask::Newcomer(newcomer)).map(|m| m.time)
+    }
+
+    fn forecast_newcomer_marginal(&self, node: NodeIdx, newcomer: Waiting) -> Option<Marginal> {
+        self.run(node, Ask::Marginal(newcomer))
     }
 
     fn forecast_resident(&self, node: NodeIdx, id: u64) -> Option<ServiceTime> {
-        self.run(node, None, id)
+        self.run(node, Ask::Resident(id)).map(|m| m.time)
     }
 
     fn unloaded_decode_tok_s(&self, node: NodeIdx) -> f64 {
@@ -554,6 +695,7 @@ macro_rules! live_loads {
             reqs: &$sim.reqs,
             params: &$sim.params,
             sigma: $sim.est_sigma,
+            factors: &$sim.draw_factors,
             now: $sim.now,
             residents: &$sim.scratch_residents,
             waiting: &$sim.scratch_waiting,
@@ -752,16 +894,17 @@ impl<'a> Sim<'a> {
         expl.candidates
             .reserve(if cfg.decision_log > 0 { n } else { 0 });
         let nodes_up: Vec<bool> = nodes.iter().map(|s: &NodeState| s.up).collect();
+        let est_sigma = if kind == PolicyKind::Oracle {
+            0.0
+        } else {
+            cfg.estimator.noise_sigma()
+        };
         Sim {
             cluster,
             cfg,
             params,
             oracle: kind == PolicyKind::Oracle,
-            est_sigma: if kind == PolicyKind::Oracle {
-                0.0
-            } else {
-                cfg.estimator.noise_sigma()
-            },
+            est_sigma,
             now: start,
             start,
             end,
@@ -789,11 +932,12 @@ impl<'a> Sim<'a> {
             scratch_residents: RefCell::new(Vec::with_capacity(64)),
             scratch_waiting: RefCell::new(Vec::with_capacity(16)),
             trajectories: RefCell::new(
-                (0..cluster.nodes.len())
+                (0..cluster.nodes.len() * draw_factors(est_sigma, params.length_draws).len())
                     .map(|_| CachedTrajectory::default())
                     .collect(),
             ),
             forecast_mismatch: RefCell::new(None),
+            draw_factors: draw_factors(est_sigma, params.length_draws),
         }
     }
 
@@ -809,17 +953,25 @@ impl<'a> Sim<'a> {
     /// Node `i` changed by request `r` joining its queue's tail: its forecast trajectory, if
     /// current, is extended ([`Trajectory::append`]) instead of replayed again.
     fn enqueue_forecast(&mut self, i: usize, r: u32) {
-        let current = self.trajectories.borrow()[i].version == Some(self.nodes[i].version);
+        let draws = self.draw_factors.len();
+        let current: Vec<bool> = {
+            let cache = self.trajectories.borrow();
+            (0..draws)
+                .map(|k| cache[i * draws + k].version == Some(self.nodes[i].version))
+                .collect()
+        };
         self.touch(i);
-        if !current {
-            return;
-        }
-        let w = live_loads!(self).waiting_of(i, r);
         let version = self.nodes[i].version;
         let now = self.now;
-        let mut cache = self.trajectories.borrow_mut();
-        if cache[i].trajectory.append(w, now) {
-            cache[i].version = Some(version);
+        for (k, current) in current.into_iter().enumerate() {
+            if !current {
+                continue;
+            }
+            let w = live_loads!(self).waiting_of(i, r, k);
+            let mut cache = self.trajectories.borrow_mut();
+            if cache[i * draws + k].trajectory.append(w, now) {
+                cache[i * draws + k].version = Some(version);
+            }
         }
     }
 
@@ -2086,5 +2238,48 @@ impl<'a> Sim<'a> {
             });
         }
         out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn draw_factors_have_mean_one_and_spread_with_sigma() {
+        assert_eq!(draw_factors(0.0, 8), vec![1.0]);
+        assert_eq!(draw_factors(0.5, 1), vec![1.0]);
+        let f = draw_factors(0.5, 8);
+        assert_eq!(f.len(), 8);
+        let mean = f.iter().sum::<f64>() / 8.0;
+        assert!((mean - 1.0).abs() < 1e-12);
+        assert!(f.windows(2).all(|w| w[0] < w[1]));
+        let g = draw_factors(1.0, 8);
+        assert!(g[0] < f[0] && g[7] > f[7]);
+    }
+
+    #[test]
+    fn posterior_draws_exceed_what_was_generated_and_follow_the_estimate() {
+        // Median: the estimate when nothing was generated.
+        assert!((posterior_quantile(1000.0, 0.5, 0.0, 0.5) - 1000.0).abs() < 1e-6);
+        // Conditioned on L > done: every draw exceeds done, even far past the estimate.
+        for u in [1e-9, 0.1, 0.5, 0.9] {
+            assert!(posterior_quantile(1000.0, 0.5, 3000.0, u) > 3000.0);
+        }
+        // Monotone in u.
+        let q: Vec<f64> = (1..10)
+            .map(|k| posterior_quantile(500.0, 0.5, 200.0, f64::from(k) / 10.0))
+            .collect();
+        assert!(q.windows(2).all(|w| w[0] < w[1]));
+        // The draws of one request are uniform: their mean is E[L | L > 0] = m e^(s^2 / 2).
+        let n = 4000;
+        let mean = (0..n)
+            .map(|k| posterior_quantile(100.0, 0.5, 0.0, unit_draw(7, k)))
+            .sum::<f64>()
+            / n as f64;
+        assert!(
+            (mean / (100.0 * (0.125f64).exp()) - 1.0).abs() < 0.03,
+            "{mean}"
+        );
     }
 }

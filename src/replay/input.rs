@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use crate::policy::model::MAX_LENGTH_DRAWS;
 use crate::policy::{Params, PolicyKind};
 use crate::rng::Rng;
 use crate::survival::curve::ConditionalSurvival;
@@ -724,6 +725,12 @@ pub(crate) fn validate_params(p: &Params) -> Result<(), ReplayError> {
         return Err(ReplayError::BadConfig(
             "kv_bytes_per_token must be non-negative".into(),
         ));
+    }
+    if !(1..=MAX_LENGTH_DRAWS).contains(&p.length_draws) {
+        return Err(ReplayError::BadConfig(format!(
+            "length_draws must be between 1 and {MAX_LENGTH_DRAWS} (got {})",
+            p.length_draws
+        )));
     }
     Ok(())
 }

@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use super::error::{ConfigError, ScenarioError};
 use crate::fit::parse_time;
 use crate::policy::presets;
-use crate::policy::{Params, PolicyKind};
+use crate::policy::{ForecastKind, Params, PolicyKind};
 use crate::replay::LengthEstimator;
 
 /// A commented default scenario.
@@ -58,6 +58,15 @@ hysteresis_s = 1.0
 max_hops = 2
 min_remaining_s = 5.0
 overlap = false
+# What the cost-based policies (fastest, hazard, hazard-nomigrate, memoryless, hazard-truth,
+# oracle) price at placement besides the request's own completion T: "own" (T only) or
+# "marginal" (T + D, D the delay the request imposes on the requests already on the node: the
+# node replayed to its end with and without it; see `hazardserve replay --help`).
+forecast = "own"
+# With estimated output lengths: how many draws of the unknown lengths (every request's,
+# from its estimate's noise) the forecast averages T over; 1 prices every request at its
+# expected length.
+length_draws = 1
 # How policies read the fitted survival curves: "linear" (each Kaplan-Meier drop spread over
 # the interval before it, so short horizons see the hazard) or "step" (the steps as they are).
 survival_curve = "linear"
@@ -248,6 +257,10 @@ pub struct PolicyConfig {
     pub min_remaining_s: f64,
     /// Overlapped migration.
     pub overlap: bool,
+    /// What placement prices besides `T_i`: `own` or `marginal` ([`ForecastKind`]).
+    pub forecast: ForecastKind,
+    /// Draws of the unknown lengths the forecast averages over ([`Params::length_draws`]).
+    pub length_draws: u32,
     /// How policies read the fitted curves: `step` (the Kaplan-Meier steps as they are) or
     /// `linear` (each drop spread over the interval before it).
     pub survival_curve: String,
@@ -274,6 +287,8 @@ impl Default for PolicyConfig {
             max_hops: p.max_hops,
             min_remaining_s: p.min_remaining_s,
             overlap: p.overlap,
+            forecast: p.forecast,
+            length_draws: p.length_draws,
             survival_curve: "linear".into(),
             tail: "exponential".into(),
             truth: String::new(),
@@ -294,6 +309,8 @@ impl PolicyConfig {
             min_remaining_s: self.min_remaining_s,
             check_interval_s: self.check_interval_s,
             overlap: self.overlap,
+            forecast: self.forecast,
+            length_draws: self.length_draws,
         }
     }
 }

@@ -5,8 +5,9 @@
 //! through `sh` (redirections, loops and pipes included).
 //!
 //! Three kinds of example are not run to completion, each for a stated reason: `tui` needs a
-//! terminal (it must say so; the TUI itself runs under tmux in `tui_e2e`), the full regime map
-//! takes 24 minutes on two cores (its `--dry-run` and `--where` slices run here), and `man -l`
+//! terminal (it must say so; the TUI itself runs under tmux in `tui_e2e`), the committed long
+//! experiments ([`LONG_GRIDS`]: the regime map and the length-noise grid) take minutes on two
+//! cores (their `--dry-run` and `--where` slices run here), and `man -l`
 //! needs `man`
 //! (without it only the `hazardserve man` half runs).
 
@@ -15,6 +16,10 @@ use std::process::Command;
 use std::time::Instant;
 
 use crate::common::{help_tree, shared};
+
+/// The committed long experiments: the regime map (about 20 minutes on two cores) and the
+/// length-noise grid (about 10); their `--dry-run` and `--where` slices run here.
+const LONG_GRIDS: [&str; 2] = ["regime-map", "length-noise"];
 
 /// Shell commands from `lines`: blank and `#` comment lines left out, lines ending in `\\`
 /// joined with the next, `cargo run --release --` written as the installed binary.
@@ -164,8 +169,11 @@ fn every_help_example_and_readme_command_runs_after_the_readme_set_up() {
             }
             continue;
         }
-        if line.contains("regime-map") && !line.contains("--dry-run") && !line.contains("--where") {
-            eprintln!("not run (the regime map takes 24 minutes on two cores): {line}");
+        if LONG_GRIDS.iter().any(|g| line.contains(g))
+            && !line.contains("--dry-run")
+            && !line.contains("--where")
+        {
+            eprintln!("not run (a committed long experiment, minutes on two cores): {line}");
             continue;
         }
         let line = if line.contains("| man -l -") && !have_man {

@@ -6,7 +6,8 @@
 use proptest::prelude::*;
 
 use hazardserve::policy::{
-    ClusterView, Explanation, NodeIdx, Params, Policy, PolicyKind, RequestView, StandardPolicy,
+    ClusterView, Explanation, ForecastKind, NodeIdx, Params, Policy, PolicyKind, RequestView,
+    StandardPolicy,
 };
 use hazardserve::replay::{
     simulate_with, Cluster, LengthEstimator, Node, NodeSpec, ReplayConfig, Request, RunSpec,
@@ -23,17 +24,27 @@ struct Probe {
     script: Vec<NodeIdx>,
     probe: u64,
     inner: StandardPolicy,
-    placed: Option<(NodeIdx, f64)>,
+    placed: Option<(NodeIdx, f64, f64)>,
     watch: u64,
     source_t: Option<f64>,
 }
 
 impl Probe {
     fn new(script: Vec<NodeIdx>, probe: u64, kind: PolicyKind, watch: u64) -> Probe {
+        Probe::with(script, probe, kind, watch, Params::default())
+    }
+
+    fn with(
+        script: Vec<NodeIdx>,
+        probe: u64,
+        kind: PolicyKind,
+        watch: u64,
+        params: Params,
+    ) -> Probe {
         Probe {
             script,
             probe,
-            inner: StandardPolicy::new(kind, Params::default(), 1),
+            inner: StandardPolicy::new(kind, params, 1),
             placed: None,
             watch,
             source_t: None,
@@ -55,7 +66,7 @@ impl Policy for Probe {
         if req.id == self.probe {
             let chosen = self.inner.place(view, req, out);
             if let Some(i) = chosen {
-                self.placed.get_or_insert((i, out.t));
+                self.placed.get_or_insert((i, out.t, out.imposed_s));
             }
             return chosen;
         }
@@ -146,6 +157,26 @@ fn cluster_of(s: &State) -> Cluster {
     }
 }
 
+/// The earlier requests of `s` in arrival order, and the node each is scripted to.
+fn earlier(s: &State) -> (Vec<Request>, Vec<usize>) {
+    let mut requests: Vec<Request> = s
+        .earlier
+        .iter()
+        .enumerate()
+        .map(|(k, &(a, pr, o, _))| req(k as u64, a, pr.min(s.cap / 4), o))
+        .collect();
+    // The engine sorts by arrival (stably): script each request's node by its rank.
+    requests.sort_by_key(|a| a.arrival_us);
+    let script: Vec<usize> = {
+        let mut order: Vec<(i64, usize)> =
+            s.earlier.iter().map(|&(a, _, _, i)| (us(a), i)).collect();
+        order.sort_by_key(|x| x.0);
+        order.into_iter().map(|x| x.1).collect()
+    };
+    let script = if script.is_empty() { vec![0] } else { script };
+    (requests, script)
+}
+
 fn config(f: f64) -> ReplayConfig {
     ReplayConfig {
         batch_slowdown: f,
@@ -161,35 +192,57 @@ proptest! {
     /// The acceptance property: the forecast `T_i` of the node the policy chose equals the
     /// engine's completion of that request to 1e-9 relative, whatever the node holds
     /// (prefilling, decoding, queued requests, KV-bound queues, batch slowdown).
+    /// The `marginal` forecast's `D`, the delay the probe imposes on the requests already on
+    /// the node it chose, equals the engine's: the sum over every earlier request of its
+    /// completion with the probe minus without it (to 1e-9 relative, a microsecond of rounding
+    /// per request), and its `T` is still the probe's completion.
+    #[test]
+    fn marginal_delay_equals_the_engine(s in state()) {
+        let cluster = cluster_of(&s);
+        let (mut requests, script) = earlier(&s);
+        let probe_id = requests.len() as u64;
+        let cfg = config(s.f);
+        let params = Params { forecast: ForecastKind::Marginal, ..cfg.params };
+        let spec = RunSpec::new(s.policy, Window::new(0, us(1e7)), 1, params);
+        let alone = {
+            let mut policy = Probe::with(script.clone(), probe_id, s.policy, u64::MAX, params);
+            simulate_with(&cluster, &Workload::new(requests.clone()), &cfg, &spec, &mut policy)
+                .expect("replay runs")
+        };
+        requests.push(req(probe_id, s.probe_at, s.probe.0.min(s.cap / 4), s.probe.1));
+        let mut policy = Probe::with(script, probe_id, s.policy, u64::MAX, params);
+        let out = simulate_with(&cluster, &Workload::new(requests), &cfg, &spec, &mut policy)
+            .expect("replay runs");
+        let (_, t, imposed) = policy.placed.expect("the probe was placed");
+        let done = out.records[probe_id as usize].completion_s.expect("the probe completes");
+        prop_assert!((t - done).abs() <= 1e-9 * done.max(1e-6), "forecast {t} s, engine {done} s");
+        let mut delay = 0.0;
+        let mut total = 0.0;
+        for (with, without) in out.records.iter().zip(&alone.records) {
+            let (a, b) = (with.completion_s.expect("completes"), without.completion_s.expect("completes"));
+            delay += a - b;
+            total += a;
+        }
+        let n = alone.records.len() as f64;
+        prop_assert!(imposed >= 0.0);
+        prop_assert!(
+            (imposed - delay.max(0.0)).abs() <= 1e-9 * total.max(1.0) + 1e-6 * n,
+            "marginal forecast imposes {imposed} s, the engine {delay} s"
+        );
+    }
+
     #[test]
     fn forecast_equals_the_engine(s in state()) {
         let cluster = cluster_of(&s);
-        let mut requests: Vec<Request> = s
-            .earlier
-            .iter()
-            .enumerate()
-            .map(|(k, &(a, pr, o, _))| req(k as u64, a, pr.min(s.cap / 4), o))
-            .collect();
-        // The engine sorts by arrival (stably): script each request's node by its rank.
-        requests.sort_by_key(|a| a.arrival_us);
-        let script: Vec<usize> = {
-            let mut order: Vec<(i64, usize)> = s
-                .earlier
-                .iter()
-                .map(|&(a, _, _, i)| (us(a), i))
-                .collect();
-            order.sort_by_key(|x| x.0);
-            order.into_iter().map(|x| x.1).collect()
-        };
+        let (mut requests, script) = earlier(&s);
         let probe_id = requests.len() as u64;
         requests.push(req(probe_id, s.probe_at, s.probe.0.min(s.cap / 4), s.probe.1));
-        let script = if script.is_empty() { vec![0] } else { script };
         let mut policy = Probe::new(script, probe_id, s.policy, u64::MAX);
         let cfg = config(s.f);
         let spec = RunSpec::new(s.policy, Window::new(0, us(1e7)), 1, cfg.params);
         let out = simulate_with(&cluster, &Workload::new(requests), &cfg, &spec, &mut policy)
             .expect("replay runs");
-        let (_, t) = policy.placed.expect("the probe was placed");
+        let (_, t, _) = policy.placed.expect("the probe was placed");
         let rec = &out.records[probe_id as usize];
         let done = rec.completion_s.expect("the probe completes");
         prop_assert!(
@@ -322,4 +375,78 @@ fn calibration_sees_later_arrivals() {
     let f = rows[0].forecast.as_ref().expect("a calibration");
     assert!(f.t_ratio_median.expect("a ratio") < 0.9, "{f:?}");
     assert!(f.t_mape.expect("a MAPE") > 0.1);
+}
+
+/// The forecast averaged over draws of the unknown lengths (`length_draws`), with the
+/// `marginal` delay or without, stays the forecast the engine checks: in validation mode every
+/// cached answer of every draw is compared with a fresh replay of the node (a mismatch fails
+/// the run), on nodes that fail and recover, with queues. With exact lengths the draws change
+/// nothing.
+#[test]
+fn length_draws_keep_the_cached_forecast_exact() {
+    let cluster = Cluster {
+        nodes: vec![
+            node("a", 2, 400.0, 20.0, &[(-1e6, Some(40.0)), (55.0, None)]),
+            node("b", 3, 300.0, 15.0, &[(-1e6, Some(90.0)), (100.0, None)]),
+            always_up("c", 1, 500.0, 25.0),
+        ],
+    };
+    let requests: Vec<Request> = (0..60)
+        .map(|k| req(k, 1.7 * k as f64, 50 + 37 * (k % 7), 40 + 61 * (k % 5)))
+        .collect();
+    let workload = Workload::new(requests);
+    for estimator in [
+        LengthEstimator::Lognormal { sigma: 0.5 },
+        LengthEstimator::Exact,
+    ] {
+        let cfg = ReplayConfig {
+            batch_slowdown: 0.4,
+            estimator,
+            validate: true,
+            ..ReplayConfig::default()
+        };
+        for kind in [
+            PolicyKind::Fastest,
+            PolicyKind::Hazard,
+            PolicyKind::HazardNomigrate,
+        ] {
+            for forecast in [ForecastKind::Own, ForecastKind::Marginal] {
+                let run = |draws: u32| {
+                    let params = Params {
+                        forecast,
+                        length_draws: draws,
+                        ..cfg.params
+                    };
+                    let spec = RunSpec::new(kind, Window::new(0, us(400.0)), 1, params);
+                    hazardserve::replay::simulate(&cluster, &workload, &cfg, &spec)
+                        .unwrap_or_else(|e| panic!("{kind} {forecast:?} {draws} draws: {e}"))
+                };
+                let (one, eight) = (run(1), run(8));
+                if estimator == LengthEstimator::Exact {
+                    assert_eq!(one.records, eight.records, "{kind} {forecast:?}");
+                }
+            }
+        }
+    }
+}
+
+/// `length_draws` outside 1..=256 is refused with the name of the setting.
+#[test]
+fn length_draws_out_of_range_is_refused() {
+    let cluster = Cluster {
+        nodes: vec![always_up("a", 2, 400.0, 20.0)],
+    };
+    let workload = Workload::new(vec![req(0, 0.0, 10, 10)]);
+    let cfg = ReplayConfig::default();
+    for draws in [0, 257] {
+        let params = Params {
+            length_draws: draws,
+            ..cfg.params
+        };
+        let spec = RunSpec::new(PolicyKind::Fastest, Window::new(0, us(100.0)), 1, params);
+        let err = hazardserve::replay::simulate(&cluster, &workload, &cfg, &spec)
+            .expect_err("refused")
+            .to_string();
+        assert!(err.contains("length_draws"), "{err}");
+    }
 }
