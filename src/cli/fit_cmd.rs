@@ -9,6 +9,7 @@ use super::{Globals, OutputArgs};
 use crate::fit::{self, ByColumn};
 use crate::output::{self, Col, OutputFormat};
 use crate::store::Store;
+use crate::survival::groups::{logrank, rmst, Weighting};
 use crate::survival::km::KmFit;
 use crate::survival::priors::PriorsEstimator;
 use crate::survival::shrinkage::EstimatorChoice;
@@ -18,7 +19,7 @@ use crate::survival::{SurvivalData, Z_95};
 /// `km` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --entry entry_s --format json"
+    after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --entry entry_s --format json\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --group node_id --test logrank\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --group node_id --rmst 3600"
 )]
 pub struct KmArgs {
     /// A CSV file with a header row.
@@ -34,9 +35,57 @@ pub struct KmArgs {
     /// Column of entry ages (left truncation).
     #[arg(long)]
     pub entry: Option<String>,
+    /// Column of group labels, for --test and --rmst.
+    #[arg(long)]
+    pub group: Option<String>,
+    /// Instead of the curve, test whether the --group groups differ: the log-rank test
+    /// (two-group or k-group chi-square, k - 1 degrees of freedom) or a weighted variant
+    /// (wilcoxon weighs each event time by the number at risk, tarone-ware by its square root,
+    /// peto by the Peto-Peto survival). Right-censored data only (no --entry).
+    #[arg(long, value_enum, requires = "group", conflicts_with_all = ["entry", "rmst"])]
+    pub test: Option<GroupTest>,
+    /// Instead of the curve, the restricted mean survival time to this horizon (the area
+    /// under the Kaplan-Meier curve up to it) with a 95 % interval from its Greenwood
+    /// variance, per --group group (or overall), and for two groups their difference.
+    /// Right-censored data only (no --entry).
+    #[arg(long, value_name = "H", conflicts_with = "entry")]
+    pub rmst: Option<f64>,
     /// Where and how to write the curve.
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// `km --test`: the weighting of the group test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum GroupTest {
+    /// Every event time weighs 1.
+    Logrank,
+    /// Weighted by the number at risk (Gehan-Breslow).
+    Wilcoxon,
+    /// Weighted by the square root of the number at risk.
+    TaroneWare,
+    /// Weighted by the Peto-Peto survival.
+    Peto,
+}
+
+impl GroupTest {
+    fn weighting(self) -> Weighting {
+        match self {
+            GroupTest::Logrank => Weighting::LogRank,
+            GroupTest::Wilcoxon => Weighting::Wilcoxon,
+            GroupTest::TaroneWare => Weighting::TaroneWare,
+            GroupTest::Peto => Weighting::Peto,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            GroupTest::Logrank => "logrank",
+            GroupTest::Wilcoxon => "wilcoxon",
+            GroupTest::TaroneWare => "tarone-ware",
+            GroupTest::Peto => "peto",
+        }
+    }
 }
 
 fn parse_flag(s: &str) -> Option<bool> {
@@ -83,7 +132,21 @@ pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
         Some(c) => Some(find(c).with_context(|| format!("{name}:1: no entry column {c:?}"))?),
         None => None,
     };
+    let gi = match &args.group {
+        Some(c) => Some(find(c).with_context(|| {
+            format!(
+                "{name}:1: no group column {c:?} (columns: {})",
+                cols.join(", ")
+            )
+        })?),
+        None => None,
+    };
+    if gi.is_some() && args.test.is_none() && args.rmst.is_none() {
+        bail!("--group needs --test or --rmst (the curve itself is pooled)");
+    }
     let (mut dur, mut ev, mut ent) = (Vec::new(), Vec::new(), Vec::new());
+    // Group labels in order of first appearance, and each row's index into them.
+    let (mut labels, mut grp): (Vec<String>, Vec<usize>) = (Vec::new(), Vec::new());
     for row in rows {
         let (lineno, f) = row.map_err(|e| anyhow::anyhow!("{name}:{}: {}", e.line, e.reason))?;
         let get = |k: usize| f.get(k).unwrap_or("");
@@ -105,8 +168,30 @@ pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
                 .with_context(|| format!("{name}:{lineno}: entry {:?} is not a number", get(k)))?;
             ent.push(v);
         }
+        if let Some(k) = gi {
+            let l = get(k).trim();
+            if l.is_empty() {
+                bail!("{name}:{lineno}: the group is empty");
+            }
+            let g = match labels.iter().position(|x| x == l) {
+                Some(g) => g,
+                None => {
+                    labels.push(l.to_string());
+                    labels.len() - 1
+                }
+            };
+            grp.push(g);
+        }
         dur.push(d);
         ev.push(e);
+    }
+    if let Some(test) = args.test {
+        let b = group_test(&name, &dur, &ev, &grp, &labels, test)?;
+        return args.output.emit(globals, &[b]);
+    }
+    if let Some(h) = args.rmst {
+        let b = rmst_table(&name, &dur, &ev, gi.map(|_| (&grp[..], &labels[..])), h)?;
+        return args.output.emit(globals, &[b]);
     }
     let data = if ni.is_some() {
         SurvivalData::new(&dur, &ev).with_entry(&ent)
@@ -145,6 +230,105 @@ pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
         ),
     });
     Ok(())
+}
+
+/// `km --test`: one row, the test of every group against the others.
+fn group_test(
+    name: &str,
+    dur: &[f64],
+    ev: &[bool],
+    grp: &[usize],
+    labels: &[String],
+    test: GroupTest,
+) -> anyhow::Result<arrow::record_batch::RecordBatch> {
+    if labels.len() < 2 {
+        bail!(
+            "{name}: a group test needs at least two groups (found {})",
+            labels.len()
+        );
+    }
+    let r = logrank(dur, ev, grp, labels.len(), test.weighting())
+        .with_context(|| format!("{name}: cannot test"))?;
+    let per_group = |v: &[f64]| {
+        labels
+            .iter()
+            .zip(v)
+            .map(|(l, x)| format!("{l} {x:.6}"))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    Ok(output::batch(vec![
+        ("test", Col::Str(vec![Some(test.name().to_string())])),
+        ("groups", Col::I64(vec![Some(labels.len() as i64)])),
+        ("statistic", Col::F64(vec![Some(r.statistic)])),
+        (
+            "degrees_of_freedom",
+            Col::I64(vec![Some(r.degrees_of_freedom as i64)]),
+        ),
+        ("p_value", Col::F64(vec![Some(r.p_value)])),
+        ("observed", Col::Str(vec![Some(per_group(&r.observed))])),
+        ("expected", Col::Str(vec![Some(per_group(&r.expected))])),
+    ])?)
+}
+
+/// `km --rmst H`: a row per group (or one overall), and for two groups their difference.
+fn rmst_table(
+    name: &str,
+    dur: &[f64],
+    ev: &[bool],
+    groups: Option<(&[usize], &[String])>,
+    h: f64,
+) -> anyhow::Result<arrow::record_batch::RecordBatch> {
+    let parts: Vec<(String, Vec<f64>, Vec<bool>)> = match groups {
+        None => vec![("all".to_string(), dur.to_vec(), ev.to_vec())],
+        Some((grp, labels)) => labels
+            .iter()
+            .enumerate()
+            .map(|(g, l)| {
+                let rows = grp.iter().enumerate().filter(|(_, &x)| x == g);
+                let (d, e) = rows.map(|(i, _)| (dur[i], ev[i])).unzip();
+                (l.clone(), d, e)
+            })
+            .collect(),
+    };
+    let mut fits = Vec::new();
+    for (label, d, e) in &parts {
+        let r = rmst(d, e, &[h]).with_context(|| format!("{name}: group {label}"))?;
+        fits.push((label.clone(), r[0]));
+    }
+    // (label, rmst, Greenwood variance, variance of min(T, H))
+    type Row = (String, f64, f64, f64);
+    let mut rows: Vec<Row> = fits
+        .iter()
+        .map(|(l, r)| (l.clone(), r.rmst, r.variance_greenwood, r.variance))
+        .collect();
+    if let [(a, ra), (b, rb)] = &fits[..] {
+        rows.push((
+            format!("{a} - {b}"),
+            ra.rmst - rb.rmst,
+            ra.variance_greenwood + rb.variance_greenwood,
+            f64::NAN,
+        ));
+    }
+    let col = |f: &dyn Fn(&Row) -> f64| {
+        Col::F64(
+            rows.iter()
+                .map(|r| Some(f(r)).filter(|x| !x.is_nan()))
+                .collect(),
+        )
+    };
+    Ok(output::batch(vec![
+        (
+            "group",
+            Col::Str(rows.iter().map(|r| Some(r.0.clone())).collect()),
+        ),
+        ("horizon", Col::F64(vec![Some(h); rows.len()])),
+        ("rmst", col(&|r| r.1)),
+        ("se", col(&|r| r.2.sqrt())),
+        ("ci_lower", col(&|r| r.1 - Z_95 * r.2.sqrt())),
+        ("ci_upper", col(&|r| r.1 + Z_95 * r.2.sqrt())),
+        ("variance_min_t_h", col(&|r| r.3)),
+    ])?)
 }
 
 /// Shrinkage estimator choice on the command line.

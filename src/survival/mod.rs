@@ -10,6 +10,8 @@
 //! * [`shapes`]: the hazard-shape verdict (decreasing / increasing / constant / bathtub /
 //!   capped) by AIC over seven maximum-likelihood models, with its evidence and the minimum
 //!   number of events below which no verdict is given.
+//! * [`groups`]: comparing groups: the log-rank test (two- and k-group, weighted) and the
+//!   restricted mean survival time with its variances.
 //! * [`hazard`]: the hazard itself, kernel-smoothed from the Nelson-Aalen increments with
 //!   boundary kernels, a cross-validated bandwidth and pointwise confidence intervals.
 //! * [`validate`]: out-of-time validation (fit before a split time, score the sessions live at
@@ -28,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod curve;
+pub mod groups;
 pub mod hazard;
 pub mod km;
 pub mod parametric;

@@ -33,6 +33,7 @@ mod scenario_leakage;
 mod store_safety;
 mod survival_evidence;
 mod survival_golden;
+mod survival_groups;
 mod survival_priors;
 mod survival_props;
 mod survival_validate;

@@ -1,0 +1,333 @@
+//! Comparing groups of sessions (zones, instance types, campaigns): the log-rank test and the
+//! restricted mean survival time, with lifelines-0.30.3 conventions (tested against its golden
+//! cases in `../shared/survival-golden/cases-v2`).
+//!
+//! # Log-rank ([`logrank`])
+//!
+//! Right-censored sessions in `k` groups. At every distinct event time `t` with `n` at risk
+//! (`n_j` in group `j`, a session is at risk at `t` while its duration is `>= t`) and `d`
+//! events (`d_j` in group `j`), with a weight `w_t`:
+//!
+//! * observed `O_j = sum_t w_t d_j`, expected `E_j = sum_t w_t n_j d / n`;
+//! * covariance `V_jl = sum_t w_t^2 d (n - d) / (n - 1) * n_j / n * (delta_jl - n_l / n)`
+//!   (times with `n = 1` add nothing);
+//! * statistic `chi2 = Z' V^-1 Z` over the first `k - 1` groups, `Z = O - E`, with `k - 1`
+//!   degrees of freedom; the p-value is the chi-square survival function, `Q((k-1)/2, chi2/2)`.
+//!
+//! Weights ([`Weighting`]): 1 (log-rank), `n` (Wilcoxon / Gehan-Breslow), `sqrt(n)`
+//! (Tarone-Ware) or the Peto-Peto survival `prod_{s <= t} (1 - d_s / (n_s + 1))` (Peto).
+//! Two groups give the two-sample test; the statistic of a group against an identical copy of
+//! itself is 0.
+//!
+//! # Restricted mean survival time ([`rmst`])
+//!
+//! `RMST(H) = integral_0^H S(u) du` over the Kaplan-Meier curve (right-continuous steps, the
+//! last value carried forward past the last time). Two variances:
+//!
+//! * `variance`: lifelines' `restricted_mean_survival_time(..., return_variance=True)`, the
+//!   variance of `min(T, H)` under the curve, `integral_0^H 2u S(u) du - RMST(H)^2`;
+//! * `variance_greenwood`: the variance of the estimator,
+//!   `sum_{t_i <= H} A_i^2 d_i / (n_i (n_i - d_i))` with `A_i = integral_{t_i}^H S(u) du`
+//!   (a row with `n_i = d_i` adds nothing: `A_i = 0` there), whose square root gives the
+//!   interval of an RMST and, summed over two groups, of their difference.
+
+use super::km::KmFit;
+use super::shapes::gamma_q;
+use super::SurvivalError;
+
+/// How the log-rank test weighs each event time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Weighting {
+    /// Every time weighs 1 (the log-rank test).
+    LogRank,
+    /// The number at risk `n` (Wilcoxon, Gehan-Breslow): early differences count more.
+    Wilcoxon,
+    /// `sqrt(n)` (Tarone-Ware).
+    TaroneWare,
+    /// The Peto-Peto survival `prod_{s <= t} (1 - d_s / (n_s + 1))`.
+    Peto,
+}
+
+impl Weighting {
+    /// The name lifelines gives the weighting (`None` for the plain log-rank test).
+    pub fn lifelines_name(&self) -> Option<&'static str> {
+        match self {
+            Weighting::LogRank => None,
+            Weighting::Wilcoxon => Some("wilcoxon"),
+            Weighting::TaroneWare => Some("tarone-ware"),
+            Weighting::Peto => Some("peto"),
+        }
+    }
+}
+
+/// The result of [`logrank`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct LogRank {
+    /// The chi-square statistic.
+    pub statistic: f64,
+    /// Its p-value (chi-square survival function).
+    pub p_value: f64,
+    /// Degrees of freedom: groups - 1.
+    pub degrees_of_freedom: usize,
+    /// Weighted observed events per group.
+    pub observed: Vec<f64>,
+    /// Weighted expected events per group.
+    pub expected: Vec<f64>,
+    /// The `k x k` covariance of `observed - expected`.
+    pub variance: Vec<Vec<f64>>,
+    /// Distinct event times.
+    pub n_event_times: usize,
+}
+
+/// The log-rank test of `groups` (group index per session, `0..k`) over right-censored
+/// sessions (module docs). Errors on empty or mismatched input, a group index out of range,
+/// fewer than two groups, or a duration that is not finite. A singular covariance (no event
+/// where groups overlap) gives a NaN statistic and p-value.
+pub fn logrank(
+    durations: &[f64],
+    events: &[bool],
+    groups: &[usize],
+    k: usize,
+    weighting: Weighting,
+) -> Result<LogRank, SurvivalError> {
+    let n = durations.len();
+    if n == 0 {
+        return Err(SurvivalError::Empty);
+    }
+    for (what, got) in [("events", events.len()), ("groups", groups.len())] {
+        if got != n {
+            return Err(SurvivalError::LengthMismatch {
+                what,
+                expected: n,
+                got,
+            });
+        }
+    }
+    if k < 2 {
+        return Err(SurvivalError::InvalidArgument(format!(
+            "a group test needs at least two groups (got {k})"
+        )));
+    }
+    if let Some((i, &g)) = groups.iter().enumerate().find(|(_, &g)| g >= k) {
+        return Err(SurvivalError::InvalidArgument(format!(
+            "session {i}: group {g} is not below the group count {k}"
+        )));
+    }
+    if let Some((i, &d)) = durations.iter().enumerate().find(|(_, d)| !d.is_finite()) {
+        return Err(SurvivalError::InvalidArgument(format!(
+            "session {i}: duration {d} is not finite"
+        )));
+    }
+    let mut order: Vec<usize> = (0..n).collect();
+    order.sort_by(|&a, &b| durations[a].total_cmp(&durations[b]));
+    let mut at_risk = vec![0u64; k];
+    for &g in groups {
+        at_risk[g] += 1;
+    }
+    let mut observed = vec![0.0; k];
+    let mut expected = vec![0.0; k];
+    let mut variance = vec![vec![0.0; k]; k];
+    let mut d_j = vec![0u64; k];
+    let mut peto = 1.0;
+    let mut n_event_times = 0;
+    let mut i = 0;
+    while i < n {
+        let t = durations[order[i]];
+        let mut j = i;
+        d_j.iter_mut().for_each(|x| *x = 0);
+        while j < n && durations[order[j]] == t {
+            if events[order[j]] {
+                d_j[groups[order[j]]] += 1;
+            }
+            j += 1;
+        }
+        let d: u64 = d_j.iter().sum();
+        if d > 0 {
+            n_event_times += 1;
+            let n_t: u64 = at_risk.iter().sum();
+            let (nf, df) = (n_t as f64, d as f64);
+            let w = match weighting {
+                Weighting::LogRank => 1.0,
+                Weighting::Wilcoxon => nf,
+                Weighting::TaroneWare => nf.sqrt(),
+                Weighting::Peto => {
+                    peto *= 1.0 - df / (nf + 1.0);
+                    peto
+                }
+            };
+            for g in 0..k {
+                observed[g] += w * d_j[g] as f64;
+                expected[g] += w * at_risk[g] as f64 * df / nf;
+            }
+            if n_t > 1 {
+                let f = w * w * df * (nf - df) / (nf - 1.0) / nf;
+                for a in 0..k {
+                    let na = at_risk[a] as f64;
+                    for b in 0..k {
+                        let nb = at_risk[b] as f64;
+                        let delta = if a == b { na } else { 0.0 };
+                        variance[a][b] += f * (delta - na * nb / nf);
+                    }
+                }
+            }
+        }
+        for &s in &order[i..j] {
+            at_risk[groups[s]] -= 1;
+        }
+        i = j;
+    }
+    let z: Vec<f64> = (0..k - 1).map(|g| observed[g] - expected[g]).collect();
+    let reduced: Vec<Vec<f64>> = variance[..k - 1]
+        .iter()
+        .map(|row| row[..k - 1].to_vec())
+        .collect();
+    let statistic = match solve(reduced, z.clone()) {
+        Some(x) => z.iter().zip(&x).map(|(a, b)| a * b).sum::<f64>(),
+        None => f64::NAN,
+    };
+    let dof = k - 1;
+    let p_value = if statistic.is_nan() {
+        f64::NAN
+    } else {
+        gamma_q(dof as f64 / 2.0, statistic.max(0.0) / 2.0)
+    };
+    Ok(LogRank {
+        statistic,
+        p_value,
+        degrees_of_freedom: dof,
+        observed,
+        expected,
+        variance,
+        n_event_times,
+    })
+}
+
+/// Solves `a x = b` by Gaussian elimination with partial pivoting; `None` when `a` is
+/// singular (a pivot below `1e-12` of the largest entry).
+fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+    let m = b.len();
+    let scale = a
+        .iter()
+        .flatten()
+        .fold(0.0f64, |s, x| s.max(x.abs()))
+        .max(f64::MIN_POSITIVE);
+    for col in 0..m {
+        let piv = (col..m).max_by(|&r, &s| a[r][col].abs().total_cmp(&a[s][col].abs()))?;
+        // A NaN pivot is singular too.
+        if a[piv][col].abs().partial_cmp(&(1e-12 * scale)) != Some(std::cmp::Ordering::Greater) {
+            return None;
+        }
+        a.swap(col, piv);
+        b.swap(col, piv);
+        let (upper, lower) = a.split_at_mut(col + 1);
+        let pivot_row = &upper[col];
+        for (k, row) in lower.iter_mut().enumerate() {
+            let f = row[col] / pivot_row[col];
+            for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
+                *x -= f * p;
+            }
+            b[col + 1 + k] -= f * b[col];
+        }
+    }
+    let mut x = vec![0.0; m];
+    for r in (0..m).rev() {
+        let s: f64 = (r + 1..m).map(|c| a[r][c] * x[c]).sum();
+        x[r] = (b[r] - s) / a[r][r];
+    }
+    Some(x)
+}
+
+/// The restricted mean survival time of a curve to one horizon (module docs).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Rmst {
+    /// The horizon `H`.
+    pub horizon: f64,
+    /// `integral_0^H S(u) du`.
+    pub rmst: f64,
+    /// lifelines' variance: of `min(T, H)` under the curve.
+    pub variance: f64,
+    /// The Greenwood variance of the estimator.
+    pub variance_greenwood: f64,
+}
+
+/// [`Rmst`] of the Kaplan-Meier curve of right-censored sessions at each of `horizons`
+/// (non-negative; durations from 0). Errors as [`KmFit::fit`], and on a negative or
+/// non-finite horizon.
+pub fn rmst(
+    durations: &[f64],
+    events: &[bool],
+    horizons: &[f64],
+) -> Result<Vec<Rmst>, SurvivalError> {
+    if let Some(h) = horizons.iter().find(|h| !(h.is_finite() && **h >= 0.0)) {
+        return Err(SurvivalError::InvalidArgument(format!(
+            "an RMST horizon must be finite and non-negative (got {h})"
+        )));
+    }
+    let fit = KmFit::fit(durations, events)?;
+    let view = fit.view();
+    let (time, surv) = (view.timeline(), view.survival_values());
+    let (n_at_risk, n_event) = (view.n_at_risk(), view.n_event());
+    // Steps: S = 1 before the first time, surv[i] on [time[i], time[i + 1]), the last value
+    // past the last time. `below[i]` = integral_0^{time[i]} S (durations start at 0).
+    let mut below = Vec::with_capacity(time.len());
+    let mut acc = 0.0;
+    for (i, &t) in time.iter().enumerate() {
+        let (from, s) = if i == 0 {
+            (0.0, 1.0)
+        } else {
+            (time[i - 1], surv[i - 1])
+        };
+        if t > from {
+            acc += s * (t - from);
+        }
+        below.push(acc);
+    }
+    Ok(horizons
+        .iter()
+        .map(|&h| {
+            let area = integral(time, surv, h, |a, b| b - a);
+            let second = integral(time, surv, h, |a, b| b * b - a * a);
+            // A_i = integral_{t_i}^H S = RMST(H) - integral_0^{t_i} S, for event times t_i <= H.
+            let mut greenwood = 0.0;
+            for (i, &t) in time.iter().enumerate() {
+                if t > h {
+                    break;
+                }
+                let (ni, di) = (f64::from(n_at_risk[i]), f64::from(n_event[i]));
+                if di == 0.0 || ni <= di {
+                    continue;
+                }
+                let tail = area - below[i];
+                greenwood += tail * tail * di / (ni * (ni - di));
+            }
+            Rmst {
+                horizon: h,
+                rmst: area,
+                variance: second - area * area,
+                variance_greenwood: greenwood,
+            }
+        })
+        .collect())
+}
+
+/// `sum over the steps of S` of `S * f(a, b)` for each step `[a, b)` clipped to `[0, h]`: with
+/// `f = b - a` the area under the curve, with `f = b^2 - a^2` the integral of `2u S(u)`.
+fn integral(time: &[f64], surv: &[f64], h: f64, f: impl Fn(f64, f64) -> f64) -> f64 {
+    let mut sum = 0.0;
+    let (mut lo, mut s) = (0.0f64, 1.0);
+    for (&t, &v) in time.iter().zip(surv) {
+        let hi = t.min(h);
+        if hi > lo {
+            sum += s * f(lo, hi);
+        }
+        if t >= h {
+            return sum;
+        }
+        lo = lo.max(t);
+        s = v;
+    }
+    if h > lo {
+        sum += s * f(lo, h);
+    }
+    sum
+}
