@@ -12,6 +12,8 @@
 //!   number of events below which no verdict is given.
 //! * [`groups`]: comparing groups: the log-rank test (two- and k-group, weighted) and the
 //!   restricted mean survival time with its variances.
+//! * [`nelson_aalen`]: the Nelson-Aalen cumulative hazard (smoothed or discrete ties) with
+//!   its variance and interval.
 //! * [`hazard`]: the hazard itself, kernel-smoothed from the Nelson-Aalen increments with
 //!   boundary kernels, a cross-validated bandwidth and pointwise confidence intervals.
 //! * [`validate`]: out-of-time validation (fit before a split time, score the sessions live at
@@ -33,6 +35,7 @@ pub mod curve;
 pub mod groups;
 pub mod hazard;
 pub mod km;
+pub mod nelson_aalen;
 pub mod parametric;
 pub mod priors;
 pub mod shapes;

@@ -1,6 +1,7 @@
-//! The group comparisons of `hazardserve::survival::groups` (log-rank, RMST) against the
-//! lifelines 0.30.3 golden cases of `shared/survival-golden/cases-v2` (tolerances from its
-//! README), and their properties on generated data.
+//! The group comparisons of `hazardserve::survival::groups` (log-rank, RMST) and the
+//! Nelson-Aalen estimate of `hazardserve::survival::nelson_aalen` against the lifelines 0.30.3
+//! golden cases of `shared/survival-golden/cases-v2` (tolerances from its README), and their
+//! properties on generated data.
 
 use std::path::Path;
 
@@ -432,4 +433,69 @@ fn km_tests_groups_and_restricted_means_on_a_csv() {
     let out = c.output().unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--group needs --test or --rmst"));
+}
+
+/// The Nelson-Aalen cumulative hazard of every `na_*` golden fit (right-censored Rossi with
+/// heavy ties; left-truncated MACS, node sessions and a risk-set gap): the event table
+/// exactly, the smoothed estimate to the README's relative 1e-11 (variance 1e-8) and the
+/// discrete one to 1e-12, with their intervals.
+#[test]
+fn nelson_aalen_equals_lifelines() {
+    use hazardserve::survival::nelson_aalen::nelson_aalen;
+    use hazardserve::survival::SurvivalData;
+    let Some(dir) = shared("survival-golden") else {
+        return;
+    };
+    let mut fits = 0;
+    for file in ["na_right_censored.json", "na_left_truncated.json"] {
+        let case = load(&dir.join("cases-v2").join(file));
+        for fit in case["fits"].as_array().expect("fits") {
+            let what = format!("{file} {}", fit["name"]);
+            let input = &fit["input"];
+            let d = floats(&input["durations"]);
+            let e: Vec<bool> = floats(&input["event_observed"])
+                .iter()
+                .map(|&x| x != 0.0)
+                .collect();
+            let entry = input["entry"].is_array().then(|| floats(&input["entry"]));
+            let data = match &entry {
+                Some(en) => SurvivalData::new(&d, &e).with_entry(en),
+                None => SurvivalData::new(&d, &e),
+            };
+            let out = &fit["output"];
+            for (smoothed, want, h_rel, v_rel) in [
+                (true, out, 1e-11, 1e-8),
+                (false, &out["discrete"], 1e-12, 1e-12),
+            ] {
+                let got = nelson_aalen(&data, smoothed).expect(&what);
+                assert_eq!(got.timeline, floats(&out["timeline"]), "{what}");
+                let counts =
+                    |k: &str| -> Vec<u32> { floats(&out[k]).iter().map(|&x| x as u32).collect() };
+                assert_eq!(got.n_event, counts("n_event"), "{what}");
+                for (k, col) in [
+                    ("cumulative_hazard", &got.cumulative_hazard),
+                    ("variance", &got.variance),
+                    ("ci_lower", &got.ci_lower),
+                    ("ci_upper", &got.ci_upper),
+                ] {
+                    let rel = if k == "cumulative_hazard" {
+                        h_rel
+                    } else {
+                        v_rel
+                    };
+                    for (i, (g, w)) in col.iter().zip(floats(&want[k])).enumerate() {
+                        close(
+                            *g,
+                            w,
+                            rel,
+                            1e-14,
+                            &format!("{what} smoothed={smoothed} {k}[{i}]"),
+                        );
+                    }
+                }
+            }
+            fits += 1;
+        }
+    }
+    assert!(fits >= 4, "only {fits} fits");
 }
