@@ -147,6 +147,7 @@ pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
     let (mut dur, mut ev, mut ent) = (Vec::new(), Vec::new(), Vec::new());
     // Group labels in order of first appearance, and each row's index into them.
     let (mut labels, mut grp): (Vec<String>, Vec<usize>) = (Vec::new(), Vec::new());
+    let mut label_index: std::collections::HashMap<String, usize> = Default::default();
     for row in rows {
         let (lineno, f) = row.map_err(|e| anyhow::anyhow!("{name}:{}: {}", e.line, e.reason))?;
         let get = |k: usize| f.get(k).unwrap_or("");
@@ -173,10 +174,11 @@ pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
             if l.is_empty() {
                 bail!("{name}:{lineno}: the group is empty");
             }
-            let g = match labels.iter().position(|x| x == l) {
-                Some(g) => g,
+            let g = match label_index.get(l) {
+                Some(&g) => g,
                 None => {
                     labels.push(l.to_string());
+                    label_index.insert(l.to_string(), labels.len() - 1);
                     labels.len() - 1
                 }
             };

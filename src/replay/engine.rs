@@ -899,6 +899,7 @@ impl<'a> Sim<'a> {
         } else {
             cfg.estimator.noise_sigma()
         };
+        let factors = draw_factors(est_sigma, params.length_draws);
         Sim {
             cluster,
             cfg,
@@ -932,12 +933,12 @@ impl<'a> Sim<'a> {
             scratch_residents: RefCell::new(Vec::with_capacity(64)),
             scratch_waiting: RefCell::new(Vec::with_capacity(16)),
             trajectories: RefCell::new(
-                (0..cluster.nodes.len() * draw_factors(est_sigma, params.length_draws).len())
+                (0..cluster.nodes.len() * factors.len())
                     .map(|_| CachedTrajectory::default())
                     .collect(),
             ),
             forecast_mismatch: RefCell::new(None),
-            draw_factors: draw_factors(est_sigma, params.length_draws),
+            draw_factors: factors,
         }
     }
 
@@ -954,23 +955,19 @@ impl<'a> Sim<'a> {
     /// current, is extended ([`Trajectory::append`]) instead of replayed again.
     fn enqueue_forecast(&mut self, i: usize, r: u32) {
         let draws = self.draw_factors.len();
-        let current: Vec<bool> = {
-            let cache = self.trajectories.borrow();
-            (0..draws)
-                .map(|k| cache[i * draws + k].version == Some(self.nodes[i].version))
-                .collect()
-        };
+        let before = Some(self.nodes[i].version);
         self.touch(i);
-        let version = self.nodes[i].version;
+        let version = Some(self.nodes[i].version);
         let now = self.now;
-        for (k, current) in current.into_iter().enumerate() {
-            if !current {
+        for k in 0..draws {
+            // Only a trajectory current before the change is extended.
+            if self.trajectories.borrow()[i * draws + k].version != before {
                 continue;
             }
             let w = live_loads!(self).waiting_of(i, r, k);
             let mut cache = self.trajectories.borrow_mut();
             if cache[i * draws + k].trajectory.append(w, now) {
-                cache[i * draws + k].version = Some(version);
+                cache[i * draws + k].version = version;
             }
         }
     }
