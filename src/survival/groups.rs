@@ -204,7 +204,7 @@ pub fn logrank(
 
 /// Solves `a x = b` by Gaussian elimination with partial pivoting; `None` when `a` is
 /// singular (a pivot below `1e-12` of the largest entry).
-fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
+pub(crate) fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
     let m = b.len();
     let scale = a
         .iter()

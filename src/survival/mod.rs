@@ -12,6 +12,10 @@
 //!   number of events below which no verdict is given.
 //! * [`groups`]: comparing groups: the log-rank test (two- and k-group, weighted) and the
 //!   restricted mean survival time with its variances.
+//! * [`competing`]: competing risks: the Aalen-Johansen cumulative incidence of each end
+//!   cause with its interval, and each cause's Nelson-Aalen cumulative hazard.
+//! * [`interval`]: interval-censored sessions (ends known only between two probes): the
+//!   Turnbull intervals and the nonparametric maximum-likelihood estimate on them.
 //! * [`nelson_aalen`]: the Nelson-Aalen cumulative hazard (smoothed or discrete ties) with
 //!   its variance and interval.
 //! * [`hazard`]: the hazard itself, kernel-smoothed from the Nelson-Aalen increments with
@@ -31,9 +35,11 @@
 
 #![warn(missing_docs)]
 
+pub mod competing;
 pub mod curve;
 pub mod groups;
 pub mod hazard;
+pub mod interval;
 pub mod km;
 pub mod nelson_aalen;
 pub mod parametric;

@@ -41,23 +41,39 @@ pub struct NelsonAalen {
 pub fn nelson_aalen(data: &SurvivalData<'_>, smoothed: bool) -> Result<NelsonAalen, SurvivalError> {
     let fit = KmFit::fit_data(data)?;
     let view = fit.view();
-    let (n_at_risk, n_event) = (view.n_at_risk().to_vec(), view.n_event().to_vec());
+    Ok(from_counts(
+        view.timeline(),
+        view.n_at_risk(),
+        view.n_event(),
+        smoothed,
+    ))
+}
+
+/// The Nelson-Aalen estimate from an event table: distinct times, the number at risk and the
+/// number of events at each (module docs). Shared with the cause-specific hazards of
+/// [`super::competing`], whose risk set is the all-cause one.
+pub fn from_counts(
+    timeline: &[f64],
+    n_at_risk: &[u32],
+    n_event: &[u32],
+    smoothed: bool,
+) -> NelsonAalen {
     let rows = n_at_risk.len();
     let (mut h, mut v) = (0.0, 0.0);
     let mut out = NelsonAalen {
-        timeline: view.timeline().to_vec(),
-        n_at_risk,
-        n_event,
+        timeline: timeline.to_vec(),
+        n_at_risk: n_at_risk.to_vec(),
+        n_event: n_event.to_vec(),
         cumulative_hazard: Vec::with_capacity(rows),
         variance: Vec::with_capacity(rows),
         ci_lower: Vec::with_capacity(rows),
         ci_upper: Vec::with_capacity(rows),
     };
     for i in 0..rows {
-        let (n, d) = (f64::from(out.n_at_risk[i]), f64::from(out.n_event[i]));
+        let (n, d) = (f64::from(n_at_risk[i]), f64::from(n_event[i]));
         if d > 0.0 && n > 0.0 {
             if smoothed {
-                for j in 0..out.n_event[i] {
+                for j in 0..n_event[i] {
                     let k = n - f64::from(j);
                     h += 1.0 / k;
                     v += 1.0 / (k * k);
@@ -78,5 +94,5 @@ pub fn nelson_aalen(data: &SurvivalData<'_>, smoothed: bool) -> Result<NelsonAal
         out.ci_lower.push(lo);
         out.ci_upper.push(hi);
     }
-    Ok(out)
+    out
 }

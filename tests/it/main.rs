@@ -31,6 +31,7 @@ mod samples;
 mod scenario_fuzz;
 mod scenario_leakage;
 mod store_safety;
+mod survival_competing;
 mod survival_evidence;
 mod survival_golden;
 mod survival_groups;
