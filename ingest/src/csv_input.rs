@@ -82,6 +82,62 @@ pub fn csv_records<R: Read>(mut input: R) -> CsvRecords {
     }
 }
 
+/// Calls `f(line, fields)` for every record of `bytes`, with the rules of [`csv_records`]
+/// (BOM dropped, fields trimmed, blank lines skipped, UTF-8 checked per record; a record that is
+/// not UTF-8 is an error that stops the visit). Input without a quote character and without
+/// bare CR line endings, the common case for numeric tables, is split in place with no
+/// allocation per record; any other input goes through the full reader. `f`'s error stops the
+/// visit and is returned.
+///
+/// ```
+/// let mut seen = Vec::new();
+/// hazardserve_ingest::csv_visit::<hazardserve_ingest::CsvRecordError>(
+///     b"a,b\r\n 1 , 2\n\n3,4\n",
+///     |line, f| {
+///         seen.push((line, f.join("|")));
+///         Ok(())
+///     },
+/// )
+/// .unwrap();
+/// assert_eq!(seen, vec![(1, "a|b".into()), (2, "1|2".into()), (4, "3|4".into())]);
+/// ```
+pub fn csv_visit<E: From<CsvRecordError>>(
+    bytes: &[u8],
+    mut f: impl FnMut(u64, &[&str]) -> Result<(), E>,
+) -> Result<(), E> {
+    let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    let plain = !body.contains(&b'"')
+        && !body.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n')
+        && body.last() != Some(&b'\r');
+    if !plain {
+        for row in csv_rows(bytes) {
+            let fields = row.fields.map_err(|reason| CsvRecordError {
+                line: row.line,
+                reason,
+            })?;
+            let v: Vec<&str> = fields.iter().collect();
+            f(row.line, &v)?;
+        }
+        return Ok(());
+    }
+    let mut fields: Vec<&str> = Vec::new();
+    for (i, raw) in body.split(|&b| b == b'\n').enumerate() {
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if raw.iter().all(u8::is_ascii_whitespace) {
+            continue;
+        }
+        let line = i as u64 + 1;
+        let text = std::str::from_utf8(raw).map_err(|_| CsvRecordError {
+            line,
+            reason: crate::input::utf8_reason_of(raw),
+        })?;
+        fields.clear();
+        fields.extend(text.split(',').map(str::trim));
+        f(line, &fields)?;
+    }
+    Ok(())
+}
+
 /// One CSV record of an in-memory input, with its raw text for rejects.
 pub(crate) struct CsvRow<'a> {
     /// 1-based line the record starts on.

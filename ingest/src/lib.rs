@@ -23,7 +23,7 @@ pub mod workload;
 
 pub use adapters::{parse, sniff, Format};
 pub use csv::StringRecord;
-pub use csv_input::{csv_records, CsvRecordError, CsvRecords};
+pub use csv_input::{csv_records, csv_visit, CsvRecordError, CsvRecords};
 pub use error::{IngestError, Result};
 pub use input::{expand_paths, read_inputs, InputFile, ReadOptions};
 pub use model::{

@@ -43,11 +43,51 @@ pub struct SourceSessions {
     pub observation: (f64, f64),
     /// The sessions used (node index = position in `node_ids`).
     pub sessions: Vec<SurvivalSession>,
+    /// The end cause of each session (parallel to `sessions`), e.g. `preempted`,
+    /// `lifetime-cap`, `observation-end`.
+    pub causes: Vec<String>,
+    /// The observation tick of each session (parallel to `sessions`; 0 when times are exact).
+    pub resolution_s: Vec<f64>,
     /// Left-truncated sessions of unknown age that were left out.
     pub excluded_truncated: usize,
 }
 
 impl SourceSessions {
+    /// The same source with only the sessions `keep` accepts (their causes and ticks with
+    /// them).
+    pub fn subset(&self, keep: impl Fn(&SurvivalSession) -> bool) -> SourceSessions {
+        let rows: Vec<usize> = (0..self.sessions.len())
+            .filter(|&i| keep(&self.sessions[i]))
+            .collect();
+        SourceSessions {
+            sessions: rows.iter().map(|&i| self.sessions[i]).collect(),
+            causes: rows
+                .iter()
+                .filter_map(|&i| self.causes.get(i).cloned())
+                .collect(),
+            resolution_s: rows
+                .iter()
+                .filter_map(|&i| self.resolution_s.get(i).copied())
+                .collect(),
+            ..self.clone()
+        }
+    }
+
+    /// The rows of `sessions` in `group` that lasted longer than an instant (what every
+    /// estimator fits; see [`super::group_columns`]).
+    pub fn group_rows(&self, group: &str) -> Vec<usize> {
+        (0..self.sessions.len())
+            .filter(|&i| {
+                let s = &self.sessions[i];
+                s.end > s.start
+                    && self
+                        .node_groups
+                        .get(s.node as usize)
+                        .is_some_and(|g| g == group)
+            })
+            .collect()
+    }
+
     /// The distinct groups, sorted.
     pub fn groups(&self) -> Vec<String> {
         let mut g = self.node_groups.clone();
@@ -109,7 +149,7 @@ pub fn load_sessions(
         .map(|(i, id)| (id.as_str(), i as u32))
         .collect();
     let mut stmt = conn.prepare(
-        "SELECT node_id, start, \"end\", event, entry_s, left_truncated FROM sessions WHERE source = ? ORDER BY node_id, session_index",
+        "SELECT node_id, start, \"end\", event, entry_s, left_truncated, end_cause, resolution_s FROM sessions WHERE source = ? ORDER BY node_id, session_index",
     )?;
     let rows = stmt.query_map([source], |r| {
         Ok((
@@ -119,12 +159,14 @@ pub fn load_sessions(
             r.get::<_, i8>(3)?,
             r.get::<_, f64>(4)?,
             r.get::<_, bool>(5)?,
+            r.get::<_, Option<String>>(6)?,
+            r.get::<_, f64>(7)?,
         ))
     })?;
     let mut sessions = Vec::new();
     let mut excluded = 0;
     for row in rows {
-        let (id, start, end, event, entry, lt) = row?;
+        let (id, start, end, event, entry, lt, cause, resolution) = row?;
         if lt && entry == 0.0 && !include_truncated {
             excluded += 1;
             continue;
@@ -134,6 +176,8 @@ pub fn load_sessions(
             continue;
         };
         sessions.push(SurvivalSession::new(node, start, end, event != 0).with_entry(entry));
+        out.causes.push(cause.unwrap_or_default());
+        out.resolution_s.push(resolution);
     }
     out.sessions = sessions;
     out.excluded_truncated = excluded;

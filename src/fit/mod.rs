@@ -2,10 +2,12 @@
 //! attribute, summarise pooled curves and hazard shapes, validate out of time, export priors,
 //! and the per-node statistics pass ([`fit_nodes`]) behind the TUI's node and survival screens.
 
+pub mod causes;
 mod load;
 mod nodes;
 mod priors;
 mod summary;
+pub mod ticks;
 
 pub use load::{load_sessions, ByColumn, SourceSessions};
 pub use nodes::{

@@ -171,15 +171,7 @@ fn group_curves(store: &Store, source: &str) -> Result<Vec<GroupSteps>, ReportEr
         sized.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
         let mut out = Vec::new();
         for (n, g) in sized.into_iter().take(MAX_GROUPS) {
-            let part = SourceSessions {
-                sessions: data
-                    .sessions
-                    .iter()
-                    .filter(|s| data.node_groups[s.node as usize] == g)
-                    .copied()
-                    .collect(),
-                ..data.clone()
-            };
+            let part = data.subset(|s| data.node_groups[s.node as usize] == g);
             let c = fit::pooled_curve(&part).map_err(|e| ReportError::Fit {
                 source_name: source.to_string(),
                 source: Box::new(e),

@@ -130,6 +130,46 @@ impl Turnbull {
         (upper, lower)
     }
 
+    /// `P(T > t)` with each interval's mass spread uniformly over it (a point mass is a
+    /// step; the mass of an interval to `+inf` stays beyond every `t`): one curve between
+    /// [`Turnbull::survival_lower`] and [`Turnbull::survival_upper`], continuous inside the
+    /// intervals.
+    pub fn survival_spread(&self, t: f64) -> f64 {
+        let mut s = 1.0;
+        for (iv, &p) in self.intervals.iter().zip(&self.probabilities) {
+            if t < iv.left {
+                break;
+            }
+            let gone = if t >= iv.right {
+                1.0
+            } else if iv.right.is_finite() && iv.right > iv.left {
+                (t - iv.left) / (iv.right - iv.left)
+            } else {
+                0.0
+            };
+            s -= p * gone;
+        }
+        s.clamp(0.0, 1.0)
+    }
+
+    /// The `q`-quantile of survival on [`Turnbull::survival_spread`]: the first `t` with
+    /// `P(T > t) <= q` (interpolated inside an interval); `None` when the curve stays above.
+    pub fn quantile_spread(&self, q: f64) -> Option<f64> {
+        let target = 1.0 - q;
+        let mut f = 0.0;
+        for (iv, &p) in self.intervals.iter().zip(&self.probabilities) {
+            if f + p >= target - super::km::THRESHOLD_TOL && p > 0.0 {
+                if !iv.right.is_finite() {
+                    return None;
+                }
+                let frac = ((target - f) / p).clamp(0.0, 1.0);
+                return Some(iv.left + frac * (iv.right - iv.left));
+            }
+            f += p;
+        }
+        None
+    }
+
     /// First timeline time where the curve (`upper` or lower) is at most `q` (+1e-12).
     pub fn quantile(&self, q: f64, upper: bool) -> Option<f64> {
         let (u, l) = self.curves();

@@ -357,3 +357,177 @@ proptest! {
         }
     }
 }
+
+/// `km --cause`, `km --nelson-aalen` and `km --lower/--upper` on a CSV print what the library
+/// computes; rows censored by the event flag or an empty cause are censored; bad bounds are an
+/// error naming the file and line.
+#[test]
+fn km_prints_incidence_hazard_and_npmle_of_a_csv() {
+    use crate::common::{fails, hs, ok};
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("s.csv");
+    let mut text = String::from("duration,event,cause,lo,hi\n");
+    let (mut d, mut c) = (Vec::new(), Vec::new());
+    for i in 0..60u32 {
+        let t = f64::from(1 + (i * 37) % 23);
+        // Cause by residue; every 7th row censored by its flag, every 11th by an empty cause.
+        let (flag, label, code) = match (i % 7 == 0, i % 11 == 0, i % 3) {
+            (true, _, _) => (0, "cap", 0),
+            (_, true, _) => (1, "", 0),
+            (_, _, 0) => (1, "cap", 2),
+            _ => (1, "preempted", 1),
+        };
+        let hi = if code == 0 {
+            String::new()
+        } else {
+            format!("{}", t + 2.0)
+        };
+        text.push_str(&format!("{t},{flag},{label},{t},{hi}\n"));
+        d.push(t);
+        c.push(code);
+    }
+    std::fs::write(&csv, text).unwrap();
+    let json = |args: &[&str]| -> Vec<serde_json::Value> {
+        let mut cmd = hs(tmp.path());
+        cmd.args(["km", "--format", "json", "--input"])
+            .arg(&csv)
+            .args(args);
+        serde_json::from_str::<serde_json::Value>(&ok(cmd))
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    // Codes in order of first appearance: row 1 is "preempted" (1), row 3 "cap" (2).
+    let lib = aalen_johansen(&d, &c, None).unwrap();
+    let rows = json(&["--cause", "cause"]);
+    assert_eq!(rows.len(), 2 * lib.timeline.len());
+    for (code, label) in [(1u32, "preempted"), (2, "cap")] {
+        let k = lib.cause(code).unwrap();
+        let got: Vec<&serde_json::Value> = rows.iter().filter(|r| r["cause"] == label).collect();
+        for (i, r) in got.iter().enumerate() {
+            assert!(
+                (r["cif"].as_f64().unwrap() - k.cif[i]).abs() < 1e-12,
+                "{label} {i}"
+            );
+            assert!(
+                (r["cumulative_hazard"].as_f64().unwrap() - k.nelson_aalen.cumulative_hazard[i])
+                    .abs()
+                    < 1e-12
+            );
+            assert!((r["survival_any"].as_f64().unwrap() - lib.overall_survival[i]).abs() < 1e-12);
+        }
+    }
+    let ev: Vec<bool> = c.iter().map(|&x| x != 0).collect();
+    let flags: Vec<bool> = (0..60u32).map(|i| i % 7 != 0).collect();
+    let na =
+        hazardserve::survival::nelson_aalen::nelson_aalen(&SurvivalData::new(&d, &flags), true)
+            .unwrap();
+    let rows = json(&["--event", "event", "--nelson-aalen"]);
+    for (r, h) in rows.iter().zip(&na.cumulative_hazard) {
+        assert!((r["cumulative_hazard"].as_f64().unwrap() - h).abs() < 1e-12);
+    }
+    assert_eq!(rows.len(), na.timeline.len());
+    // Interval-censored: [t, t + 2] for ends, [t, inf) for censored rows.
+    let upper: Vec<f64> = d
+        .iter()
+        .zip(&ev)
+        .map(|(&t, &e)| if e { t + 2.0 } else { f64::INFINITY })
+        .collect();
+    let np = turnbull(&d, &upper, Bounds::OpenLower, &TurnbullOptions::default()).unwrap();
+    let (up, lo) = np.curves();
+    let rows = json(&["--lower", "lo", "--upper", "hi", "--open-lower"]);
+    assert_eq!(rows.len(), np.timeline.len());
+    for (i, r) in rows.iter().enumerate() {
+        assert_eq!(r["timeline"].as_f64().unwrap(), np.timeline[i]);
+        assert!((r["survival_upper"].as_f64().unwrap() - up[i]).abs() < 1e-12);
+        assert!((r["survival_lower"].as_f64().unwrap() - lo[i]).abs() < 1e-12);
+    }
+    let bad = tmp.path().join("bad.csv");
+    std::fs::write(&bad, "lo,hi\n1,2\n5,3\n").unwrap();
+    let mut cmd = hs(tmp.path());
+    cmd.args(["km", "--lower", "lo", "--upper", "hi", "--input"])
+        .arg(&bad);
+    let err = String::from_utf8_lossy(&fails(cmd).stderr).into_owned();
+    assert!(err.contains("bad.csv:3") && err.contains("below"), "{err}");
+}
+
+/// On the store: `fit --by-cause` splits GCE's ends into preemptions and the 24-hour cap, whose
+/// incidences and survival sum to 1 at the end; a tick source's summary comes from the NPMLE by
+/// default (and says so) and from Kaplan-Meier with `--exact-times`; `fit --by --test` and
+/// `--rmst` print the library's figures.
+#[test]
+fn fit_reports_causes_ticks_tests_and_restricted_means_of_a_source() {
+    use crate::common::{hs, ok, public_store};
+    let Some(store) = public_store() else {
+        return;
+    };
+    let json = |args: &[&str]| -> Vec<serde_json::Value> {
+        let mut cmd = hs(store);
+        cmd.args(["fit", "--format", "json"]).args(args);
+        serde_json::from_str::<serde_json::Value>(&ok(cmd))
+            .unwrap()
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let rows = json(&["--source", "gce-preemptible", "--by-cause"]);
+    let causes: Vec<&str> = rows.iter().map(|r| r["cause"].as_str().unwrap()).collect();
+    assert!(
+        causes.contains(&"preempted") && causes.contains(&"lifetime-cap"),
+        "{causes:?}"
+    );
+    let cap = rows.iter().find(|r| r["cause"] == "lifetime-cap").unwrap();
+    // The cap is announced: nothing ends by it before 24 hours.
+    assert_eq!(cap["cif_6h"].as_f64().unwrap(), 0.0);
+    assert!(cap["cif_end"].as_f64().unwrap() > 0.1);
+    let share: f64 = rows.iter().map(|r| r["share"].as_f64().unwrap()).sum();
+    assert!((share - 1.0).abs() < 1e-9);
+    // Tick source: the NPMLE's median by default, Kaplan-Meier's with --exact-times.
+    let ticks = json(&["--source", "cbl-availability-1node", "--shrinkage", "none"]);
+    let exact = json(&[
+        "--source",
+        "cbl-availability-1node",
+        "--shrinkage",
+        "none",
+        "--exact-times",
+    ]);
+    assert_eq!(ticks[0]["times"], "600 s ticks");
+    assert_eq!(exact[0]["times"], "exact");
+    let (m_np, m_km) = (
+        ticks[0]["median_s"].as_f64().unwrap(),
+        exact[0]["median_s"].as_f64().unwrap(),
+    );
+    // Both within a tick of each other, and not the same estimate.
+    assert!(
+        (m_np - m_km).abs() <= 600.0 && m_np != m_km,
+        "{m_np} vs {m_km}"
+    );
+    // Group test and RMST by zone.
+    let t = json(&[
+        "--source",
+        "gce-preemptible",
+        "--by",
+        "zone",
+        "--test",
+        "logrank",
+    ]);
+    assert_eq!(t[0]["test"], "logrank");
+    assert_eq!(
+        t[0]["degrees_of_freedom"].as_i64().unwrap(),
+        t[0]["groups"].as_i64().unwrap() - 1
+    );
+    assert!(t[0]["p_value"].as_f64().unwrap() < 0.05);
+    let r = json(&[
+        "--source",
+        "gce-preemptible",
+        "--by",
+        "zone",
+        "--rmst",
+        "7200",
+    ]);
+    for row in &r {
+        let v = row["rmst"].as_f64().unwrap();
+        assert!((0.0..=7200.0).contains(&v), "{row}");
+    }
+}
