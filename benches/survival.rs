@@ -190,5 +190,90 @@ fn shape_selection(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench, shape_selection);
+/// Aalen-Johansen and Nelson-Aalen against Kaplan-Meier on the same 1e6 rows (three causes),
+/// and the Turnbull NPMLE on 100k sessions seen by 300-s probes.
+fn toolkit(c: &mut Criterion) {
+    use hazardserve::survival::competing::aalen_johansen;
+    use hazardserve::survival::interval::{turnbull, Bounds, TurnbullOptions};
+    use hazardserve::survival::nelson_aalen::nelson_aalen;
+    let n = 1_000_000;
+    let (d, e) = single(n);
+    let mut r = Rng::new(9);
+    let causes: Vec<u32> = e
+        .iter()
+        .map(|&ev| {
+            if ev {
+                1 + (r.uniform() * 3.0) as u32
+            } else {
+                0
+            }
+        })
+        .collect();
+    let mut g = c.benchmark_group("toolkit");
+    g.sample_size(10).measurement_time(Duration::from_secs(10));
+    let time = |f: &dyn Fn()| {
+        let t = Instant::now();
+        f();
+        t.elapsed().as_secs_f64()
+    };
+    let km = time(&|| {
+        std::hint::black_box(KmFit::fit(&d, &e).expect("fit"));
+    });
+    let aj = time(&|| {
+        std::hint::black_box(aalen_johansen(&d, &causes, None).expect("fit"));
+    });
+    let na = time(&|| {
+        std::hint::black_box(nelson_aalen(&SurvivalData::new(&d, &e), true).expect("fit"));
+    });
+    eprintln!(
+        "n={n}: km {km:.3} s, aalen-johansen (3 causes) {aj:.3} s ({:.2}x km), nelson-aalen {na:.3} s ({:.2}x km)",
+        aj / km,
+        na / km
+    );
+    g.bench_function("km_1e6", |b| b.iter(|| KmFit::fit(&d, &e).expect("fit")));
+    g.bench_function("aalen_johansen_1e6", |b| {
+        b.iter(|| aalen_johansen(&d, &causes, None).expect("fit"))
+    });
+    g.bench_function("nelson_aalen_1e6", |b| {
+        b.iter(|| nelson_aalen(&SurvivalData::new(&d, &e), true).expect("fit"))
+    });
+    // 100k sessions: Weibull(0.8, 14,400 s) lifetimes seen by 300-s probes, 20 % censored.
+    let tick = 300.0;
+    let (mut lower, mut upper) = (Vec::new(), Vec::new());
+    for _ in 0..100_000 {
+        let t = 14_400.0 * r.weibull(0.8, 1.0);
+        let cell = (t / tick).floor() * tick;
+        lower.push(cell);
+        upper.push(if r.uniform() < 0.2 {
+            f64::INFINITY
+        } else {
+            cell + tick
+        });
+    }
+    let tb = time(&|| {
+        let f = turnbull(
+            &lower,
+            &upper,
+            Bounds::OpenLower,
+            &TurnbullOptions::default(),
+        )
+        .expect("fit");
+        assert!(f.converged);
+    });
+    eprintln!("turnbull 100k tick sessions: {tb:.3} s");
+    g.bench_function("turnbull_100k_ticks", |b| {
+        b.iter(|| {
+            turnbull(
+                &lower,
+                &upper,
+                Bounds::OpenLower,
+                &TurnbullOptions::default(),
+            )
+            .expect("fit")
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, shape_selection, toolkit);
 criterion_main!(benches);

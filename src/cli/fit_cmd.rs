@@ -22,7 +22,7 @@ use crate::survival::{SurvivalData, Z_95};
 /// `km` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --entry entry_s --format json\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --group node_id --test logrank\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --group node_id --rmst 3600\n  hazardserve km --input sessions.csv --duration duration_s --event event --nelson-aalen\n  hazardserve km --input sessions.csv --duration duration_s --event event --cause end_cause\n  hazardserve km --input sessions.csv --lower last_up_s --upper first_down_s --open-lower"
+    after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --entry entry_s --format json\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --group node_id --test logrank\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --group node_id --rmst 3600\n  hazardserve km --input sessions.csv --duration duration_s --event event --nelson-aalen\n  hazardserve km --input sessions.csv --duration duration_s --event event --cause end_cause\n  hazardserve sql \"SELECT duration_s - resolution_s AS lower_s, CASE WHEN event THEN duration_s + resolution_s END AS upper_s FROM sessions WHERE source = 'cbl-preemption-4node'\" --format csv > ticks.csv\n  hazardserve km --input ticks.csv --lower lower_s --upper upper_s --open-lower"
 )]
 pub struct KmArgs {
     /// A CSV file with a header row.
@@ -379,17 +379,20 @@ fn competing_table(
     let (mut cause, mut at_risk, mut events) = (Vec::new(), Vec::new(), Vec::new());
     for k in &fit.causes {
         let label = c.labels[k.cause as usize - 1].clone();
+        let (lo, hi) = k.interval();
+        let na = fit
+            .cause_hazard(k.cause, true)
+            .context("a cause that occurred has a hazard")?;
         for i in 0..fit.timeline.len() {
             cause.push(Some(label.clone()));
             at_risk.push(Some(i64::from(fit.n_at_risk[i])));
             events.push(Some(i64::from(k.n_event[i])));
-            let na = &k.nelson_aalen;
             for (col, x) in cols.iter_mut().zip([
                 fit.timeline[i],
                 k.cif[i],
                 k.variance[i],
-                k.ci_lower[i],
-                k.ci_upper[i],
+                lo[i],
+                hi[i],
                 fit.overall_survival[i],
                 na.cumulative_hazard[i],
                 na.ci_lower[i],
@@ -671,7 +674,8 @@ fn print_causes(
 ) -> anyhow::Result<()> {
     // (group, cause, [cif 1 h, 6 h, 24 h, 24 h lo, hi, hazard 24 h, cif at end, share], events,
     // last time)
-    let mut rows: Vec<(String, String, Vec<Option<f64>>, i64, f64)> = Vec::new();
+    type CauseRow = (String, String, Vec<Option<f64>>, i64, f64);
+    let mut rows: Vec<CauseRow> = Vec::new();
     let mut steps: Vec<(String, String, f64, f64, f64, f64)> = Vec::new();
     for g in data.groups() {
         let gc = fit::causes::group_causes(data, &g, &args.cause_group)
@@ -684,6 +688,10 @@ fn print_causes(
         let nan = |x: f64| Some(x).filter(|v| !v.is_nan());
         for k in &f.causes {
             let label = gc.label(k.cause).to_string();
+            let (ci_lower, ci_upper) = k.interval();
+            let hazard = f
+                .cause_hazard(k.cause, true)
+                .context("a cause that occurred has a hazard")?;
             let events: u32 = k.n_event.iter().sum();
             if args.curve {
                 for i in 0..f.timeline.len() {
@@ -695,8 +703,8 @@ fn print_causes(
                         label.clone(),
                         f.timeline[i],
                         k.cif[i],
-                        k.ci_lower[i],
-                        k.ci_upper[i],
+                        ci_lower[i],
+                        ci_upper[i],
                     ));
                 }
                 continue;
@@ -707,11 +715,9 @@ fn print_causes(
                 .map(|&h| Some(at(h).map_or(0.0, |i| k.cif[i])))
                 .collect();
             let i24 = at(fit::HORIZONS_S[2]);
-            vals.push(i24.and_then(|i| nan(k.ci_lower[i])));
-            vals.push(i24.and_then(|i| nan(k.ci_upper[i])));
-            vals.push(Some(
-                i24.map_or(0.0, |i| k.nelson_aalen.cumulative_hazard[i]),
-            ));
+            vals.push(i24.and_then(|i| nan(ci_lower[i])));
+            vals.push(i24.and_then(|i| nan(ci_upper[i])));
+            vals.push(Some(i24.map_or(0.0, |i| hazard.cumulative_hazard[i])));
             vals.push(k.cif.last().copied());
             let total: u32 = f.n_event_any.iter().sum();
             vals.push(Some(f64::from(events) / f64::from(total.max(1))));

@@ -24,11 +24,12 @@
 //! (lifelines' own AJ counts it there; its KM and Nelson-Aalen do not, and neither does this).
 //! **Ties** between causes are kept as ties (lifelines jitters them at random).
 
-use super::km::KmFit;
+use super::km::{f64_key, key_f64, KmFit};
 use super::nelson_aalen::{from_counts, NelsonAalen};
 use super::{SurvivalData, SurvivalError, Z_95};
 
-/// One cause's cumulative incidence and cause-specific cumulative hazard.
+/// One cause's cumulative incidence (its interval by [`CauseIncidence::interval`], its
+/// hazard by [`CompetingRisks::cause_hazard`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CauseIncidence {
     /// The cause's code (as given, never 0).
@@ -39,14 +40,29 @@ pub struct CauseIncidence {
     pub cif: Vec<f64>,
     /// Its variance (NaN where undefined; module docs).
     pub variance: Vec<f64>,
-    /// Lower 95 % bound (NaN where undefined).
-    pub ci_lower: Vec<f64>,
-    /// Upper 95 % bound (NaN where undefined).
-    pub ci_upper: Vec<f64>,
-    /// The cause-specific Nelson-Aalen cumulative hazard (smoothed ties, as lifelines).
-    pub nelson_aalen: NelsonAalen,
-    /// The same with discrete ties (`d / n`, as R and scikit-survival).
-    pub nelson_aalen_discrete: NelsonAalen,
+}
+
+impl CauseIncidence {
+    /// The 95 % interval of the incidence at every time, `(lower, upper)` (NaN where
+    /// undefined; module docs).
+    pub fn interval(&self) -> (Vec<f64>, Vec<f64>) {
+        self.cif
+            .iter()
+            .zip(&self.variance)
+            .map(|(&f, &v)| {
+                if f > 0.0 && !v.is_nan() {
+                    let se = v.sqrt() / (f * f.ln().abs());
+                    let lf = (-f.ln()).ln();
+                    (
+                        (-(lf + Z_95 * se).exp()).exp(),
+                        (-(lf - Z_95 * se).exp()).exp(),
+                    )
+                } else {
+                    (f64::NAN, f64::NAN)
+                }
+            })
+            .unzip()
+    }
 }
 
 /// An Aalen-Johansen fit: one row per time of the all-cause event table.
@@ -65,6 +81,19 @@ pub struct CompetingRisks {
 }
 
 impl CompetingRisks {
+    /// The cause-specific Nelson-Aalen cumulative hazard of `cause` on the all-cause risk set
+    /// (`smoothed`: ties broken one at a time, as lifelines; else `d / n`, as R and
+    /// scikit-survival). `None` when the cause did not occur.
+    pub fn cause_hazard(&self, cause: u32, smoothed: bool) -> Option<NelsonAalen> {
+        let k = self.cause(cause)?;
+        Some(from_counts(
+            &self.timeline,
+            &self.n_at_risk,
+            &k.n_event,
+            smoothed,
+        ))
+    }
+
     /// The row of time `t` (last timeline time `<= t`), `None` before the first.
     pub fn index_at(&self, t: f64) -> Option<usize> {
         self.timeline.partition_point(|&x| x <= t).checked_sub(1)
@@ -105,20 +134,33 @@ pub fn aalen_johansen(
     codes.dedup();
     let mut counts = vec![vec![0u32; rows]; codes.len()];
     let timeline = view.timeline();
-    for (&t, &c) in durations.iter().zip(causes) {
-        if c == 0 {
-            continue;
+    // Events sorted by time (order-preserving keys), then merged with the timeline: every
+    // duration is a timeline time (exact float equality).
+    let mut ends: Vec<(u64, u32)> = durations
+        .iter()
+        .zip(causes)
+        .filter(|(_, &c)| c != 0)
+        .map(|(&t, &c)| {
+            (
+                f64_key(t),
+                codes.binary_search(&c).unwrap_or_default() as u32,
+            )
+        })
+        .collect();
+    ends.sort_unstable();
+    let mut i = 0;
+    for (key, k) in ends {
+        let t = key_f64(key);
+        while timeline[i] < t {
+            i += 1;
         }
-        let k = codes.binary_search(&c).unwrap_or_default();
-        // Every duration is a timeline time (exact float equality), so this is its row.
-        let i = timeline.partition_point(|&x| x < t);
-        counts[k][i] += 1;
+        counts[k as usize][i] += 1;
     }
     let (n_at_risk, n_any, surv) = (view.n_at_risk(), view.n_event(), view.survival_values());
     let out_causes = codes
         .iter()
         .zip(counts)
-        .map(|(&cause, d_k)| incidence(cause, timeline, n_at_risk, n_any, surv, d_k))
+        .map(|(&cause, d_k)| incidence(cause, n_at_risk, n_any, surv, d_k))
         .collect();
     Ok(CompetingRisks {
         timeline: timeline.to_vec(),
@@ -129,10 +171,9 @@ pub fn aalen_johansen(
     })
 }
 
-/// One cause's incidence, variance and interval (module docs) and its Nelson-Aalen hazards.
+/// One cause's incidence and variance (module docs).
 fn incidence(
     cause: u32,
-    timeline: &[f64],
     n_at_risk: &[u32],
     n_any: &[u32],
     surv: &[f64],
@@ -141,8 +182,6 @@ fn incidence(
     let rows = d_k.len();
     let mut cif = Vec::with_capacity(rows);
     let mut variance = Vec::with_capacity(rows);
-    let mut ci_lower = Vec::with_capacity(rows);
-    let mut ci_upper = Vec::with_capacity(rows);
     // Running sums (module docs): A = sum a_j, Q = sum a_j (F - F_j)^2, R = sum a_j (F - F_j),
     // C = sum c_j and T = sum c_j (F - F_j) with c_j = S_{j-1} d_kj / n_j^2, and the second term.
     let (mut f, mut a_sum, mut q, mut r, mut c_sum, mut t3, mut second) =
@@ -178,32 +217,14 @@ fn incidence(
         } else {
             q + second - 2.0 * t3
         };
-        let (lo, hi) = if f > 0.0 && !v.is_nan() {
-            let se = v.sqrt() / (f * f.ln().abs());
-            let lf = (-f.ln()).ln();
-            (
-                (-(lf + Z_95 * se).exp()).exp(),
-                (-(lf - Z_95 * se).exp()).exp(),
-            )
-        } else {
-            (f64::NAN, f64::NAN)
-        };
         cif.push(f);
         variance.push(v);
-        ci_lower.push(lo);
-        ci_upper.push(hi);
         lag_s = surv[j];
     }
-    let nelson_aalen = from_counts(timeline, n_at_risk, &d_k, true);
-    let nelson_aalen_discrete = from_counts(timeline, n_at_risk, &d_k, false);
     CauseIncidence {
         cause,
         n_event: d_k,
         cif,
         variance,
-        ci_lower,
-        ci_upper,
-        nelson_aalen,
-        nelson_aalen_discrete,
     }
 }

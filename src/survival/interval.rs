@@ -405,11 +405,9 @@ fn polish(solver: &mut Em, p: &mut [f64], tol: f64) -> bool {
                 continue;
             }
             let (x, y) = (w / d, w / (d * d));
-            for r in sa..sb {
-                grad[r] += x;
-                for c in sa..sb {
-                    info[r][c] += y;
-                }
+            for (gr, row) in grad[sa..sb].iter_mut().zip(&mut info[sa..sb]) {
+                *gr += x;
+                row[sa..sb].iter_mut().for_each(|v| *v += y);
             }
         }
         // [info 1; 1' 0] [delta; lambda] = [grad; 0]
@@ -501,9 +499,11 @@ struct Em {
 
 impl Em {
     fn fill_prefix(&mut self, p: &[f64]) {
+        let mut run = 0.0;
         self.prefix[0] = 0.0;
-        for j in 0..self.m {
-            self.prefix[j + 1] = self.prefix[j] + p[j];
+        for (slot, &pj) in self.prefix[1..].iter_mut().zip(&p[..self.m]) {
+            run += pj;
+            *slot = run;
         }
     }
 
@@ -528,9 +528,9 @@ impl Em {
             self.diff[b + 1] -= x;
         }
         let mut run = 0.0;
-        for j in 0..self.m {
-            run += self.diff[j];
-            g[j] = run / self.total;
+        for (gj, &dj) in g[..self.m].iter_mut().zip(&self.diff) {
+            run += dj;
+            *gj = run / self.total;
         }
     }
 
