@@ -7,6 +7,10 @@
 //! (lists, structs, maps, unions) as JSON; everything else (decimals, dates, times, intervals,
 //! blobs, ...) as Arrow displays it. Notes about a result belong on standard error: a
 //! machine-readable format holds the table and nothing else.
+//!
+//! Size: one concept, turning any Arrow column into each format's text; the formats share
+//! the per-type conversions (JSON tokens are also the text of nested values in a table), so
+//! they stay together (the aligned-table layout lives in `table`).
 
 mod table;
 
@@ -168,8 +172,8 @@ pub fn render(
                     .zip(b.columns())
                     .map(|(f, c)| JsonColumn::new(c.as_ref()).map_err(|e| column_error(f, e)))
                     .collect::<Result<_, _>>()?;
-                // Rows are formatted in blocks, a block's parts on every core at once, and
-                // written in order.
+                // Rows are formatted in blocks by one worker per core, which run ahead (at
+                // most two blocks each) while this thread writes the blocks in order.
                 let write_rows = |rows: std::ops::Range<usize>, buf: &mut Vec<u8>| {
                     for row in rows {
                         buf.extend_from_slice(b",{");
@@ -188,33 +192,45 @@ pub fn render(
                     .map_or(1, |n| n.get())
                     .min(8);
                 let n = b.num_rows();
-                let part = JSON_BLOCK_ROWS;
-                let mut bufs: Vec<Vec<u8>> = vec![Vec::new(); threads];
-                let mut start = 0;
-                while start < n {
-                    let ranges: Vec<std::ops::Range<usize>> = (0..threads)
-                        .map(|t| (start + t * part).min(n)..(start + (t + 1) * part).min(n))
-                        .collect();
-                    start = (start + threads * part).min(n);
-                    std::thread::scope(|sc| {
-                        for (buf, r) in bufs.iter_mut().zip(ranges) {
-                            buf.clear();
-                            if !r.is_empty() {
-                                sc.spawn(|| write_rows(r, buf));
+                let blocks = n.div_ceil(JSON_BLOCK_ROWS);
+                let result: std::io::Result<()> = std::thread::scope(|sc| {
+                    let (tx, rx) = std::sync::mpsc::sync_channel::<(usize, Vec<u8>)>(2 * threads);
+                    for t in 0..threads {
+                        let tx = tx.clone();
+                        let write_rows = &write_rows;
+                        sc.spawn(move || {
+                            for k in (t..blocks).step_by(threads) {
+                                let rows = k * JSON_BLOCK_ROWS..((k + 1) * JSON_BLOCK_ROWS).min(n);
+                                let mut buf = Vec::with_capacity(rows.len() * 64);
+                                write_rows(rows, &mut buf);
+                                // The writer has stopped (an error): stop too.
+                                if tx.send((k, buf)).is_err() {
+                                    return;
+                                }
                             }
-                        }
-                    });
-                    for buf in &bufs {
-                        // The very first row has no leading comma.
-                        let body = if first && !buf.is_empty() {
-                            first = false;
-                            &buf[1..]
-                        } else {
-                            &buf[..]
-                        };
-                        out.write_all(body)?;
+                        });
                     }
-                }
+                    drop(tx);
+                    let mut pending: std::collections::BTreeMap<usize, Vec<u8>> =
+                        std::collections::BTreeMap::new();
+                    let mut next = 0;
+                    for (k, buf) in rx {
+                        pending.insert(k, buf);
+                        while let Some(buf) = pending.remove(&next) {
+                            // The very first row has no leading comma.
+                            let body = if first && !buf.is_empty() {
+                                first = false;
+                                &buf[1..]
+                            } else {
+                                &buf[..]
+                            };
+                            out.write_all(body)?;
+                            next += 1;
+                        }
+                    }
+                    Ok(())
+                });
+                result?;
             }
             out.write_all(b"]\n")?;
         }

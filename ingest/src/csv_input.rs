@@ -106,10 +106,7 @@ pub fn csv_visit<E: From<CsvRecordError>>(
     mut f: impl FnMut(u64, &[&str]) -> Result<(), E>,
 ) -> Result<(), E> {
     let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
-    let plain = !body.contains(&b'"')
-        && !body.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n')
-        && body.last() != Some(&b'\r');
-    if !plain {
+    if !is_plain(body) {
         for row in csv_rows(bytes) {
             let fields = row.fields.map_err(|reason| CsvRecordError {
                 line: row.line,
@@ -120,13 +117,98 @@ pub fn csv_visit<E: From<CsvRecordError>>(
         }
         return Ok(());
     }
+    csv_visit_part(1, body, f)
+}
+
+/// True when `body` has no quote character and no bare CR line ending.
+fn is_plain(body: &[u8]) -> bool {
+    !body.contains(&b'"')
+        && !body.windows(2).any(|w| w[0] == b'\r' && w[1] != b'\n')
+        && body.last() != Some(&b'\r')
+}
+
+/// A plain CSV input (see [`csv_visit`]) cut for parallel reading: its header record, and the
+/// lines after it in about `parts` pieces cut at line ends, each with the 1-based line number
+/// of its first line. Read each piece with [`csv_visit_part`].
+#[derive(Debug, Clone)]
+pub struct PlainCsv<'a> {
+    /// The header's fields, trimmed.
+    pub header: Vec<&'a str>,
+    /// The header's line.
+    pub header_line: u64,
+    /// `(first line, bytes)` of each piece, in order.
+    pub parts: Vec<(u64, &'a [u8])>,
+}
+
+/// Cuts `bytes` into a [`PlainCsv`]; `None` when the input is not plain (quotes or bare CR
+/// line endings: read it with [`csv_visit`]) or has no header. A header that is not UTF-8 is
+/// an error naming its line.
+pub fn csv_plain_parts(bytes: &[u8], parts: usize) -> Result<Option<PlainCsv<'_>>, CsvRecordError> {
+    let body = bytes.strip_prefix(b"\xef\xbb\xbf").unwrap_or(bytes);
+    if !is_plain(body) {
+        return Ok(None);
+    }
+    // The header: the first line that is not blank.
+    let (mut pos, mut line) = (0usize, 1u64);
+    let header_raw = loop {
+        if pos >= body.len() {
+            return Ok(None);
+        }
+        let end = body[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(body.len(), |k| pos + k);
+        let raw = &body[pos..end];
+        let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
+        pos = (end + 1).min(body.len());
+        if !raw.iter().all(u8::is_ascii_whitespace) {
+            break raw;
+        }
+        line += 1;
+    };
+    let header_text = std::str::from_utf8(header_raw).map_err(|_| CsvRecordError {
+        line,
+        reason: crate::input::utf8_reason_of(header_raw),
+    })?;
+    let header = header_text.split(',').map(str::trim).collect();
+    let rest = &body[pos..];
+    let mut first = line + 1;
+    let mut out = Vec::new();
+    let step = rest.len() / parts.max(1) + 1;
+    let mut start = 0;
+    while start < rest.len() {
+        let cut = (start + step).min(rest.len());
+        let end = match rest[cut..].iter().position(|&b| b == b'\n') {
+            Some(k) => cut + k + 1,
+            None => rest.len(),
+        };
+        let piece = &rest[start..end];
+        out.push((first, piece));
+        first += piece.iter().filter(|&&b| b == b'\n').count() as u64;
+        start = end;
+    }
+    Ok(Some(PlainCsv {
+        header,
+        header_line: line,
+        parts: out,
+    }))
+}
+
+/// Calls `f(line, fields)` for every record of one plain piece whose first line is `first`
+/// (a piece of [`csv_plain_parts`], or a whole plain input from line 1): fields trimmed, blank
+/// lines skipped, UTF-8 checked per record.
+pub fn csv_visit_part<E: From<CsvRecordError>>(
+    first: u64,
+    body: &[u8],
+    mut f: impl FnMut(u64, &[&str]) -> Result<(), E>,
+) -> Result<(), E> {
     let mut fields: Vec<&str> = Vec::new();
     for (i, raw) in body.split(|&b| b == b'\n').enumerate() {
         let raw = raw.strip_suffix(b"\r").unwrap_or(raw);
         if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let line = i as u64 + 1;
+        let line = first + i as u64;
         let text = std::str::from_utf8(raw).map_err(|_| CsvRecordError {
             line,
             reason: crate::input::utf8_reason_of(raw),

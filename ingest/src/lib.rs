@@ -23,7 +23,9 @@ pub mod workload;
 
 pub use adapters::{parse, sniff, Format};
 pub use csv::StringRecord;
-pub use csv_input::{csv_records, csv_visit, CsvRecordError, CsvRecords};
+pub use csv_input::{
+    csv_plain_parts, csv_records, csv_visit, csv_visit_part, CsvRecordError, CsvRecords, PlainCsv,
+};
 pub use error::{IngestError, Result};
 pub use input::{expand_paths, read_inputs, InputFile, ReadOptions};
 pub use model::{

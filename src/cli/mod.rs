@@ -6,6 +6,7 @@ mod demo;
 mod fit_cmd;
 mod ingest;
 mod ingest_public;
+mod km_cmd;
 mod list;
 mod query_cmd;
 mod replay_cmd;
@@ -93,7 +94,7 @@ pub enum Command {
     /// parameters; --list describes them.
     Query(query_cmd::QueryArgs),
     /// Kaplan-Meier estimate of any CSV (durations, events, optional entry ages).
-    Km(fit_cmd::KmArgs),
+    Km(km_cmd::KmArgs),
     /// Fit pooled and per-node survival of a source's up-sessions, with the hazard-shape verdict.
     Fit(fit_cmd::FitArgs),
     /// Hazard priors for serving systems.
@@ -341,7 +342,7 @@ fn dispatch(globals: &Globals, command: Command) -> anyhow::Result<()> {
         Command::Completions(a) => shell_cmd::completions(a),
         Command::Man(a) => shell_cmd::man(a),
         Command::Store(c) => store_cmd::run(globals, c),
-        Command::Km(a) => fit_cmd::km(globals, a),
+        Command::Km(a) => km_cmd::km(globals, a),
         Command::Trigger(a) => analysis_cmd::trigger(globals, a),
         Command::Replay(a) => replay_cmd::replay(globals, a),
         Command::Compare(a) => replay_cmd::compare(globals, a),

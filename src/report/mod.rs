@@ -19,7 +19,9 @@ mod survival;
 mod sweep_map;
 
 pub use migration::TRIGGER_HEADER;
-pub use survival::{SHAPE_HEADER, VALIDATION_HEADER, VALIDATION_SPLIT};
+pub use survival::{
+    CAUSES_HEADER, SHAPE_HEADER, TICKS_HEADER, VALIDATION_HEADER, VALIDATION_SPLIT,
+};
 pub use sweep_map::{CELLS_HEADER, MAP_CALIBRATION_HEADER};
 
 use std::path::{Path, PathBuf};

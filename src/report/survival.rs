@@ -33,6 +33,9 @@ pub(super) fn survival_section(
     let mut plots = Vec::new();
     let mut empty = Vec::new();
     let mut timelines = Vec::new();
+    let mut cause_rows = Vec::new();
+    let mut tick_rows = Vec::new();
+    let mut cause_plots = Vec::new();
     for source in sources {
         let data = fit::load_sessions(store, source, None, false)?;
         let fits = fit::fit_groups(&data, None).map_err(|e| ReportError::Fit {
@@ -58,6 +61,13 @@ pub(super) fn survival_section(
             opt(g.lr_p_value),
         ]);
         validation_rows.push(validation_row(source, &data));
+        if let Some((rows, plot)) = cause_rows_of(source, &data)? {
+            cause_rows.extend(rows);
+            cause_plots.push(plot);
+        }
+        if let Some(row) = tick_row(source, &data, g)? {
+            tick_rows.push(row);
+        }
         timelines.push(timeline_plot(source, &data)?);
         let h = |t: f64| t / 3600.0;
         let steps: Vec<(f64, f64)> =
@@ -127,7 +137,34 @@ pub(super) fn survival_section(
         VALIDATION_HEADER.map(String::from).to_vec(),
         validation_rows,
     ));
+    if !cause_rows.is_empty() {
+        r.blocks.push(Block::Text(
+            "How sessions end (`hazardserve fit --by-cause`), for every source whose sessions \
+             end in more than one way: the Aalen-Johansen cumulative incidence of each end cause \
+             (censored sessions are never a cause), at 1 h, 6 h and 24 h and at the end of \
+             follow-up with its 95 % interval; the incidences and the survival sum to 1."
+                .into(),
+        ));
+        r.blocks.push(Block::Table(
+            CAUSES_HEADER.map(String::from).to_vec(),
+            cause_rows,
+        ));
+    }
+    if !tick_rows.is_empty() {
+        r.blocks.push(Block::Text(
+            "Sources observed by probes: a session of d seconds between probes r apart lasted \
+             between d - r and d + r. The median of the interval-censored NPMLE (Turnbull; what \
+             `hazardserve fit` reports for them) beside Kaplan-Meier's on the tick times \
+             (`fit --exact-times`):"
+                .into(),
+        ));
+        r.blocks.push(Block::Table(
+            TICKS_HEADER.map(String::from).to_vec(),
+            tick_rows,
+        ));
+    }
     r.blocks.extend(plots);
+    r.blocks.extend(cause_plots);
     if !timelines.is_empty() {
         r.blocks.push(Block::Heading("Node availability".into()));
         r.blocks.push(Block::Text(format!(
@@ -240,6 +277,164 @@ fn timeline_plot(source: &str, data: &SourceSessions) -> Result<Block, ReportErr
         svg,
         format!("Node availability of {source}"),
     ))
+}
+
+/// The header of the end-cause table (the README's `causes` table is this table).
+pub const CAUSES_HEADER: [&str; 8] = [
+    "source",
+    "cause",
+    "ends",
+    "share of ends",
+    "incidence by 1 h",
+    "by 6 h",
+    "by 24 h",
+    "by the end [95 % CI]",
+];
+
+/// The header of the tick-source table (the README's `ticks` table is this table).
+pub const TICKS_HEADER: [&str; 5] = [
+    "source",
+    "probe interval",
+    "median, ticks as exact (KM)",
+    "median, interval-censored (NPMLE)",
+    "NPMLE - KM",
+];
+
+/// A source's end-cause table rows and its stacked plot.
+type CauseRows = (Vec<Vec<String>>, Block);
+
+/// The end-cause rows of a source whose events have more than one cause, and its stacked
+/// cumulative-incidence plot; `None` for a single cause.
+fn cause_rows_of(source: &str, data: &SourceSessions) -> Result<Option<CauseRows>, ReportError> {
+    // Causes of less than 5 % of the ends (beyond the five largest) are shown as `other`.
+    let mut counts: std::collections::BTreeMap<&str, usize> = Default::default();
+    for (s, c) in data.sessions.iter().zip(&data.causes) {
+        if s.event && s.end > s.start {
+            *counts.entry(c.as_str()).or_default() += 1;
+        }
+    }
+    let total_ends: usize = counts.values().sum();
+    let mut ranked: Vec<(&str, usize)> = counts.into_iter().collect();
+    ranked.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(b.0)));
+    let minor: Vec<fit::causes::CauseGroup> = ranked
+        .iter()
+        .enumerate()
+        .filter(|(i, (_, n))| *i >= 5 || 20 * n < total_ends)
+        .map(|(_, (c, _))| fit::causes::CauseGroup {
+            pattern: c.to_string(),
+            name: "other".into(),
+        })
+        .collect();
+    let gc = fit::causes::group_causes(data, "all", &minor).map_err(|e| ReportError::Fit {
+        source_name: source.to_string(),
+        source: Box::new(e),
+    })?;
+    let f = &gc.fit;
+    if f.causes.len() < 2 {
+        return Ok(None);
+    }
+    let total: u32 = f.n_event_any.iter().sum();
+    let mut rows = Vec::new();
+    let at = |k: &crate::survival::competing::CauseIncidence, h: f64| {
+        f.index_at(h).map_or(0.0, |i| k.cif[i])
+    };
+    // Largest share first, `other` last.
+    let mut order: Vec<&crate::survival::competing::CauseIncidence> = f.causes.iter().collect();
+    order.sort_by_key(|k| {
+        (
+            gc.label(k.cause) == "other",
+            std::cmp::Reverse(k.n_event.iter().sum::<u32>()),
+        )
+    });
+    for k in order {
+        let ends: u32 = k.n_event.iter().sum();
+        let (lo, hi) = f.interval(k.cause).unwrap_or_default();
+        let last = k.cif.len() - 1;
+        let ci = lo
+            .get(last)
+            .zip(hi.get(last))
+            .map(|(&a, &b)| (a, b))
+            .filter(|(a, b)| a.is_finite() && b.is_finite());
+        rows.push(vec![
+            source.to_string(),
+            gc.label(k.cause).to_string(),
+            thousands(ends as usize),
+            format!("{:.1} %", 100.0 * f64::from(ends) / f64::from(total.max(1))),
+            opt3(Some(at(k, fit::HORIZONS_S[0]))),
+            opt3(Some(at(k, fit::HORIZONS_S[1]))),
+            opt3(Some(at(k, fit::HORIZONS_S[2]))),
+            match ci {
+                Some((a, b)) => format!("{:.3} [{a:.3}, {b:.3}]", k.cif[last]),
+                None => format!("{:.3}", k.cif[last]),
+            },
+        ]);
+    }
+    // Stacked: the first cause, the first two, ..., all of them (= 1 - S).
+    let h = |t: f64| t / 3600.0;
+    let mut stacked = vec![0.0; f.timeline.len()];
+    let mut series = Vec::new();
+    let mut names: Vec<String> = Vec::new();
+    for k in &f.causes {
+        for (s, c) in stacked.iter_mut().zip(&k.cif) {
+            *s += c;
+        }
+        names.push(gc.label(k.cause).to_string());
+        let mut pts = Vec::with_capacity(2 * f.timeline.len());
+        let mut prev = 0.0;
+        for (&t, &y) in f.timeline.iter().zip(&stacked) {
+            pts.push((h(t).max(0.0), prev));
+            pts.push((h(t).max(0.0), y));
+            prev = y;
+        }
+        series.push(plots::Line {
+            name: names.join(" + "),
+            pts,
+            dashed: false,
+        });
+    }
+    let svg = plots::lines(
+        &format!("{source}: cumulative incidence by end cause (stacked)"),
+        "time since the session started (h)",
+        "share of sessions ended",
+        &series,
+        true,
+        plotters::prelude::SeriesLabelPosition::UpperLeft,
+    )?;
+    Ok(Some((
+        rows,
+        Block::Plot(
+            format!("causes-{}.svg", file_safe(source)),
+            svg,
+            format!("Cumulative incidence by end cause of {source}"),
+        ),
+    )))
+}
+
+/// The tick-source row of a source observed by probes (`None` when its times are exact).
+fn tick_row(
+    source: &str,
+    data: &SourceSessions,
+    g: &fit::GroupFit,
+) -> Result<Option<Vec<String>>, ReportError> {
+    let tf = fit::ticks::group_ticks(data, "all").map_err(|e| ReportError::Fit {
+        source_name: source.to_string(),
+        source: Box::new(e),
+    })?;
+    let Some(tf) = tf else {
+        return Ok(None);
+    };
+    let (km, np) = (g.median_s, tf.median_s());
+    Ok(Some(vec![
+        source.to_string(),
+        duration_text(tf.resolution_s),
+        km.map_or("not reached".into(), duration_text),
+        np.map_or("not reached".into(), duration_text),
+        match (km, np) {
+            (Some(a), Some(b)) if (b - a).abs() < 0.5 => "0 s".into(),
+            (Some(a), Some(b)) => format!("{:+.0} s", b - a),
+            _ => "-".into(),
+        },
+    ]))
 }
 
 /// The header of the hazard-shape table (the README's hazard-shape table is this table).

@@ -28,8 +28,10 @@ use super::km::{f64_key, key_f64, KmFit};
 use super::nelson_aalen::{from_counts, NelsonAalen};
 use super::{SurvivalData, SurvivalError, Z_95};
 
-/// One cause's cumulative incidence (its interval by [`CauseIncidence::interval`], its
-/// hazard by [`CompetingRisks::cause_hazard`]).
+/// One cause's cumulative incidence (its variance and interval by
+/// [`CompetingRisks::variance`] and [`CompetingRisks::interval`], its hazard by
+/// [`CompetingRisks::cause_hazard`], each computed when asked, as Kaplan-Meier's Greenwood sums
+/// are).
 #[derive(Debug, Clone, PartialEq)]
 pub struct CauseIncidence {
     /// The cause's code (as given, never 0).
@@ -38,31 +40,6 @@ pub struct CauseIncidence {
     pub n_event: Vec<u32>,
     /// Cumulative incidence `F_k(t)`.
     pub cif: Vec<f64>,
-    /// Its variance (NaN where undefined; module docs).
-    pub variance: Vec<f64>,
-}
-
-impl CauseIncidence {
-    /// The 95 % interval of the incidence at every time, `(lower, upper)` (NaN where
-    /// undefined; module docs).
-    pub fn interval(&self) -> (Vec<f64>, Vec<f64>) {
-        self.cif
-            .iter()
-            .zip(&self.variance)
-            .map(|(&f, &v)| {
-                if f > 0.0 && !v.is_nan() {
-                    let se = v.sqrt() / (f * f.ln().abs());
-                    let lf = (-f.ln()).ln();
-                    (
-                        (-(lf + Z_95 * se).exp()).exp(),
-                        (-(lf - Z_95 * se).exp()).exp(),
-                    )
-                } else {
-                    (f64::NAN, f64::NAN)
-                }
-            })
-            .unzip()
-    }
 }
 
 /// An Aalen-Johansen fit: one row per time of the all-cause event table.
@@ -81,6 +58,44 @@ pub struct CompetingRisks {
 }
 
 impl CompetingRisks {
+    /// The variance of `cause`'s incidence at every time (module docs; NaN from the first row
+    /// where everyone at risk ends). `None` when the cause did not occur.
+    pub fn variance(&self, cause: u32) -> Option<Vec<f64>> {
+        let k = self.cause(cause)?;
+        Some(collett_variance(
+            &self.n_at_risk,
+            &self.n_event_any,
+            &self.overall_survival,
+            &k.n_event,
+            &k.cif,
+        ))
+    }
+
+    /// The 95 % interval of `cause`'s incidence at every time, `(lower, upper)` (module docs;
+    /// NaN where undefined). `None` when the cause did not occur.
+    pub fn interval(&self, cause: u32) -> Option<(Vec<f64>, Vec<f64>)> {
+        let k = self.cause(cause)?;
+        let v = self.variance(cause)?;
+        Some(
+            k.cif
+                .iter()
+                .zip(&v)
+                .map(|(&f, &v)| {
+                    if f > 0.0 && !v.is_nan() {
+                        let se = v.sqrt() / (f * f.ln().abs());
+                        let lf = (-f.ln()).ln();
+                        (
+                            (-(lf + Z_95 * se).exp()).exp(),
+                            (-(lf - Z_95 * se).exp()).exp(),
+                        )
+                    } else {
+                        (f64::NAN, f64::NAN)
+                    }
+                })
+                .unzip(),
+        )
+    }
+
     /// The cause-specific Nelson-Aalen cumulative hazard of `cause` on the all-cause risk set
     /// (`smoothed`: ties broken one at a time, as lifelines; else `d / n`, as R and
     /// scikit-survival). `None` when the cause did not occur.
@@ -125,62 +140,108 @@ pub fn aalen_johansen(
     if let Some(e) = entry {
         data = data.with_entry(e);
     }
-    let fit = KmFit::fit_data(&data)?;
-    let view = fit.view();
-    let rows = view.len();
-    // Cause codes present, ascending, and each row's events per cause.
-    let mut codes: Vec<u32> = causes.iter().copied().filter(|&c| c != 0).collect();
-    codes.sort_unstable();
-    codes.dedup();
-    let mut counts = vec![vec![0u32; rows]; codes.len()];
-    let timeline = view.timeline();
-    // Events sorted by time (order-preserving keys), then merged with the timeline: every
-    // duration is a timeline time (exact float equality).
-    let mut ends: Vec<(u64, u32)> = durations
+    // Cause codes present, ascending.
+    let mut codes: Vec<u32> = Vec::new();
+    let mut last = 0;
+    for &c in causes {
+        if c != 0 && c != last {
+            if let Err(i) = codes.binary_search(&c) {
+                codes.insert(i, c);
+            }
+            last = c;
+        }
+    }
+    // The all-cause table on this thread while another sorts the end times of every cause
+    // but the last (order-preserving keys); the last cause's counts are the rest.
+    let sorted_ends = |codes: &[u32]| -> Vec<Vec<u64>> {
+        let k = codes.len().saturating_sub(1);
+        let mut ends: Vec<Vec<u64>> = vec![Vec::new(); k];
+        for (&t, &c) in durations.iter().zip(causes) {
+            if c == 0 {
+                continue;
+            }
+            if let Ok(i) = codes[..k].binary_search(&c) {
+                ends[i].push(f64_key(t));
+            }
+        }
+        for e in &mut ends {
+            e.sort_unstable();
+        }
+        ends
+    };
+    let (fit, ends) = std::thread::scope(|sc| {
+        let other = sc.spawn(|| sorted_ends(&codes));
+        let fit = KmFit::fit_data(&data);
+        let ends = other
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        (fit, ends)
+    });
+    let (timeline, n_at_risk, n_any, surv) = fit?.into_columns();
+    // Each cause's ends per row: a merge of its sorted times with the timeline (every
+    // duration is a timeline time, by exact float equality).
+    let mut counts: Vec<Vec<u32>> = ends
         .iter()
-        .zip(causes)
-        .filter(|(_, &c)| c != 0)
-        .map(|(&t, &c)| {
-            (
-                f64_key(t),
-                codes.binary_search(&c).unwrap_or_default() as u32,
-            )
+        .map(|keys| {
+            let mut d = vec![0u32; timeline.len()];
+            let mut i = 0;
+            for &key in keys {
+                let t = key_f64(key);
+                while timeline[i] < t {
+                    i += 1;
+                }
+                d[i] += 1;
+            }
+            d
         })
         .collect();
-    ends.sort_unstable();
-    let mut i = 0;
-    for (key, k) in ends {
-        let t = key_f64(key);
-        while timeline[i] < t {
-            i += 1;
+    if !codes.is_empty() {
+        let mut last = n_any.clone();
+        for d in &counts {
+            for (x, &y) in last.iter_mut().zip(d) {
+                *x -= y;
+            }
         }
-        counts[k as usize][i] += 1;
+        counts.push(last);
     }
-    let (n_at_risk, n_any, surv) = (view.n_at_risk(), view.n_event(), view.survival_values());
-    let out_causes = codes
+    let out_causes: Vec<CauseIncidence> = codes
         .iter()
         .zip(counts)
-        .map(|(&cause, d_k)| incidence(cause, n_at_risk, n_any, surv, d_k))
+        .map(|(&cause, d_k)| {
+            let mut cif = Vec::with_capacity(d_k.len());
+            let (mut f, mut lag_s) = (0.0, 1.0);
+            for j in 0..d_k.len() {
+                if d_k[j] > 0 && n_at_risk[j] > 0 {
+                    f += lag_s * f64::from(d_k[j]) / f64::from(n_at_risk[j]);
+                }
+                cif.push(f);
+                lag_s = surv[j];
+            }
+            CauseIncidence {
+                cause,
+                n_event: d_k,
+                cif,
+            }
+        })
         .collect();
     Ok(CompetingRisks {
-        timeline: timeline.to_vec(),
-        n_at_risk: n_at_risk.to_vec(),
-        n_event_any: n_any.to_vec(),
-        overall_survival: surv.to_vec(),
+        timeline,
+        n_at_risk,
+        n_event_any: n_any,
+        overall_survival: surv,
         causes: out_causes,
     })
 }
 
-/// One cause's incidence and variance (module docs).
-fn incidence(
-    cause: u32,
+/// The Collett variance of one cause's incidence (module docs), by running sums.
+fn collett_variance(
     n_at_risk: &[u32],
     n_any: &[u32],
     surv: &[f64],
-    d_k: Vec<u32>,
-) -> CauseIncidence {
+    d_k: &[u32],
+    cif: &[f64],
+) -> Vec<f64> {
     let rows = d_k.len();
-    let mut cif = Vec::with_capacity(rows);
     let mut variance = Vec::with_capacity(rows);
     // Running sums (module docs): A = sum a_j, Q = sum a_j (F - F_j)^2, R = sum a_j (F - F_j),
     // C = sum c_j and T = sum c_j (F - F_j) with c_j = S_{j-1} d_kj / n_j^2, and the second term.
@@ -194,12 +255,12 @@ fn incidence(
             f64::from(n_any[j]),
             f64::from(d_k[j]),
         );
-        let delta = if n > 0.0 { lag_s * dk / n } else { 0.0 };
+        let delta = cif[j] - f;
         // Move every carried sum from F to F + delta (F_j of past rows unchanged).
         q += 2.0 * delta * r + delta * delta * a_sum;
         r += delta * a_sum;
         t3 += delta * c_sum;
-        f += delta;
+        f = cif[j];
         // This row's own terms (F - F_j = 0 for j = current row).
         if d > 0.0 {
             if n > d {
@@ -212,19 +273,12 @@ fn incidence(
             second += lag_s * lag_s * dk * (n - dk) / (n * n * n);
             c_sum += lag_s * dk / (n * n);
         }
-        let v = if undefined {
+        variance.push(if undefined {
             f64::NAN
         } else {
             q + second - 2.0 * t3
-        };
-        cif.push(f);
-        variance.push(v);
+        });
         lag_s = surv[j];
     }
-    CauseIncidence {
-        cause,
-        n_event: d_k,
-        cif,
-        variance,
-    }
+    variance
 }

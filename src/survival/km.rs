@@ -447,6 +447,12 @@ impl KmFit {
         Ok(KmFit { cols })
     }
 
+    /// The columns, moved out: timeline, at risk, events, survival.
+    pub(crate) fn into_columns(self) -> (Vec<f64>, Vec<Count>, Vec<Count>, Vec<f64>) {
+        let c = self.cols;
+        (c.time, c.n_at_risk, c.n_event, c.survival)
+    }
+
     /// Borrowed query view of the curve.
     pub fn view(&self) -> KmView<'_> {
         self.cols.view(0, self.cols.len())

@@ -30,10 +30,25 @@ pub struct NelsonAalen {
     pub cumulative_hazard: Vec<f64>,
     /// Its variance.
     pub variance: Vec<f64>,
-    /// Lower 95 % bound.
-    pub ci_lower: Vec<f64>,
-    /// Upper 95 % bound.
-    pub ci_upper: Vec<f64>,
+}
+
+impl NelsonAalen {
+    /// The 95 % interval at every time, `(lower, upper)` (module docs), computed when asked
+    /// (as Kaplan-Meier's).
+    pub fn interval(&self) -> (Vec<f64>, Vec<f64>) {
+        self.cumulative_hazard
+            .iter()
+            .zip(&self.variance)
+            .map(|(&h, &v)| {
+                if h > 0.0 {
+                    let f = (Z_95 * v.sqrt() / h).exp();
+                    (h / f, h * f)
+                } else {
+                    (0.0, 0.0)
+                }
+            })
+            .unzip()
+    }
 }
 
 /// The Nelson-Aalen estimate of `data` (module docs); `smoothed` chooses the tie rule.
@@ -66,8 +81,6 @@ pub fn from_counts(
         n_event: n_event.to_vec(),
         cumulative_hazard: Vec::with_capacity(rows),
         variance: Vec::with_capacity(rows),
-        ci_lower: Vec::with_capacity(rows),
-        ci_upper: Vec::with_capacity(rows),
     };
     for i in 0..rows {
         let (n, d) = (f64::from(n_at_risk[i]), f64::from(n_event[i]));
@@ -83,16 +96,8 @@ pub fn from_counts(
                 v += (n - d) * d / (n * n * n);
             }
         }
-        let (lo, hi) = if h > 0.0 {
-            let f = (Z_95 * v.sqrt() / h).exp();
-            (h / f, h * f)
-        } else {
-            (0.0, 0.0)
-        };
         out.cumulative_hazard.push(h);
         out.variance.push(v);
-        out.ci_lower.push(lo);
-        out.ci_upper.push(hi);
     }
     out
 }

@@ -169,6 +169,20 @@ pub struct SourceData {
     pub excluded_truncated: usize,
     /// Length of the node-id prefix shared by every node up to a `/` (elided on screen).
     pub id_prefix: usize,
+    /// How sessions end, when they end in more than one way (`fit --by-cause`): per cause,
+    /// its share of the ends and its cumulative incidence at the end of follow-up.
+    pub causes: Vec<CauseShare>,
+}
+
+/// One end cause of a source (competing risks, Aalen-Johansen).
+#[derive(Debug, Clone, PartialEq)]
+pub struct CauseShare {
+    /// The cause (`preempted`, `lifetime-cap`, ...).
+    pub cause: String,
+    /// Its share of the observed ends.
+    pub share: f64,
+    /// Its cumulative incidence at the end of follow-up.
+    pub incidence: f64,
 }
 
 impl SourceData {

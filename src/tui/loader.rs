@@ -15,10 +15,10 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context};
 
 use super::data::{
-    shared_prefix, split_display, CellOrigin, LoadJob, Loaded, Metric, NodeData, NodeShrinkage,
-    Overview, PolicyRow, ReplayData, RequestExplain, RequestKey, RequestList, RunRow, SourceData,
-    StoreState, SweepCell, SweepData, TriggerData, TriggerKey, VerdictView, POOLED, REQUEST_LIMIT,
-    STRIP_BINS, STRIP_FULL, STRIP_UNOBSERVED,
+    shared_prefix, split_display, CauseShare, CellOrigin, LoadJob, Loaded, Metric, NodeData,
+    NodeShrinkage, Overview, PolicyRow, ReplayData, RequestExplain, RequestKey, RequestList,
+    RunRow, SourceData, StoreState, SweepCell, SweepData, TriggerData, TriggerKey, VerdictView,
+    POOLED, REQUEST_LIMIT, STRIP_BINS, STRIP_FULL, STRIP_UNOBSERVED,
 };
 use crate::fit::{self, NodeFitOptions};
 use crate::policy::analysis::{trigger_rows, TriggerSettings, DEFAULT_UPTIMES_S};
@@ -500,6 +500,7 @@ pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
     nodes.sort_by(|a, b| a.id.cmp(&b.id));
     let id_prefix = shared_prefix(&data.node_ids);
     let hazard = pooled_hazard(&data);
+    let causes = cause_shares(&data);
     Ok(SourceData {
         source: source.to_string(),
         time_base: data.time_base.clone(),
@@ -513,5 +514,30 @@ pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
         priors_error: fits.priors_error,
         excluded_truncated: data.excluded_truncated,
         id_prefix,
+        causes,
     })
+}
+
+/// The end causes of a source's pooled sessions (empty with fewer than two causes, or when the
+/// fit fails: the screen then shows no cause line).
+fn cause_shares(data: &fit::SourceSessions) -> Vec<CauseShare> {
+    let Ok(gc) = fit::causes::group_causes(data, "all", &[]) else {
+        return Vec::new();
+    };
+    let f = &gc.fit;
+    if f.causes.len() < 2 {
+        return Vec::new();
+    }
+    let total: u32 = f.n_event_any.iter().sum();
+    let mut out: Vec<CauseShare> = f
+        .causes
+        .iter()
+        .map(|k| CauseShare {
+            cause: gc.label(k.cause).to_string(),
+            share: f64::from(k.n_event.iter().sum::<u32>()) / f64::from(total.max(1)),
+            incidence: k.cif.last().copied().unwrap_or(0.0),
+        })
+        .collect();
+    out.sort_by(|a, b| b.share.total_cmp(&a.share).then(a.cause.cmp(&b.cause)));
+    out
 }

@@ -101,13 +101,13 @@ fn aalen_johansen_equals_lifelines() {
                 assert_eq!(g.n_event, ints(&c["n_event"]), "{w} events");
                 close_all(&g.cif, &floats(&c["cif"]), 0.0, 1e-12, &format!("{w} cif"));
                 close_all(
-                    &g.variance,
+                    &got.variance(code).expect("a variance"),
                     &floats(&c["variance"]),
                     1e-10,
                     1e-300,
                     &format!("{w} variance"),
                 );
-                let (lo, hi) = g.interval();
+                let (lo, hi) = got.interval(code).expect("an interval");
                 let smoothed = got.cause_hazard(code, true).expect("a hazard");
                 let discrete = got.cause_hazard(code, false).expect("a hazard");
                 close_all(&lo, &floats(&c["ci_lower"]), 0.0, 1e-12, &format!("{w} lo"));

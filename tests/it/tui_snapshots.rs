@@ -295,3 +295,30 @@ fn the_readme_capture_of_the_sweep_screen_is_what_the_tui_draws() {
         "README's TUI capture differs from the screen; now it is:\n{capture}"
     );
 }
+
+/// A source whose sessions end in more than one way shows how they end on the Survival screen
+/// (competing risks: each cause's share of the ends and its cumulative incidence); a source
+/// with one cause shows no such line.
+#[test]
+fn tui_survival_shows_the_end_causes_of_a_multi_cause_source() {
+    let (mut app, mut loader) = demo_app();
+    press(&mut app, &mut loader, "1");
+    // Down the list, then up it, until the source is selected.
+    for k in "jjjjjjkkkkkkkkkkkk".chars() {
+        if app.sel_source.as_deref() == Some("sample-hpc") {
+            break;
+        }
+        press(&mut app, &mut loader, &k.to_string());
+    }
+    assert_eq!(app.sel_source.as_deref(), Some("sample-hpc"));
+    press(&mut app, &mut loader, "3");
+    let text = render(&app, 160, 48);
+    assert!(text.contains("ends (pooled):"), "{text}");
+    assert!(text.contains("failure:"), "{text}");
+    // Shares of the ends: whole percentages on screen, at most 4 causes listed.
+    let line = text
+        .lines()
+        .find(|l| l.contains("ends (pooled):"))
+        .expect("the cause line");
+    assert!(line.matches(" % (incidence ").count() >= 2, "{line}");
+}

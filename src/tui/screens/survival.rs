@@ -88,11 +88,12 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     } else {
         0
     };
+    let cause_rows = u16::from(!d.causes.is_empty());
     let [chart_area, hazard_area, risk_area, info_area] = Layout::vertical([
         Constraint::Min(8),
         Constraint::Length(hazard_rows),
         Constraint::Length(2),
-        Constraint::Length(3),
+        Constraint::Length(3 + cause_rows),
     ])
     .areas(area);
 
@@ -280,10 +281,28 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             dim(),
         ),
     ]);
-    f.render_widget(
-        Paragraph::new(vec![cond(3600.0, true), cond(6.0 * 3600.0, false), legend]),
-        info_area,
-    );
+    let mut info = vec![cond(3600.0, true), cond(6.0 * 3600.0, false), legend];
+    if !d.causes.is_empty() {
+        // Competing risks (`fit --by-cause`): how the pooled sessions end.
+        let mut spans = vec![Span::raw(" ends (pooled):")];
+        for (i, c) in d.causes.iter().take(4).enumerate() {
+            spans.push(Span::raw(format!(
+                "{} {} {:.0} % (incidence {:.2})",
+                if i == 0 { "" } else { " ·" },
+                c.cause,
+                100.0 * c.share,
+                c.incidence
+            )));
+        }
+        if d.causes.len() > 4 {
+            spans.push(Span::styled(
+                format!(" · {} more causes", d.causes.len() - 4),
+                dim(),
+            ));
+        }
+        info.push(Line::from(spans));
+    }
+    f.render_widget(Paragraph::new(info), info_area);
 }
 
 /// The pooled smoothed hazard (per hour) with its pointwise 95 % interval, on the survival
