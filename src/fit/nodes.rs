@@ -257,7 +257,16 @@ pub fn source_priors(
         },
         ..ShrinkageOptions::default()
     };
-    fit_priors(&data.sessions, &meta, &sopts, &popts).map(Some)
+    let mut priors = fit_priors(&data.sessions, &meta, &sopts, &popts)?;
+    // Cause-specific curves, when the sessions end in more than one way.
+    priors.causes = crate::survival::priors::cause_priors(
+        &data.sessions,
+        &data.causes,
+        cutoff,
+        crate::survival::priors::MIN_CAUSE_EVENTS,
+        max_points,
+    )?;
+    Ok(Some(priors))
 }
 
 /// The per-node statistics pass (module docs): every node's curve, median, current age,

@@ -20,7 +20,8 @@
 //!                            "weibull_scale_s", "verdict": "decreasing"|"roughly_constant"|"increasing" }
 //!   },
 //!   "nodes": [ { "node_id", "sessions", "events", "age_at_cutoff_s": a | null,
-//!                "steps": { "t", "s" }, "tail_rate_per_s", "frailty_z"? } ]
+//!                "steps": { "t", "s" }, "tail_rate_per_s", "frailty_z"? } ],
+//!   "causes"?: [ { "cause", "events", "steps": { "t", "s" } } ]   // [`cause_priors`]
 //! }
 //! ```
 //!
@@ -290,8 +291,27 @@ pub struct Priors {
     pub pooled: PooledPrior,
     /// Node curves.
     pub nodes: Vec<NodePrior>,
+    /// Cause-specific curves of the pooled sessions ([`cause_priors`]), when they end in more
+    /// than one way with enough events each; empty otherwise (and absent from the JSON).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<CausePrior>,
     #[serde(skip)]
     index: HashMap<String, usize>,
+}
+
+/// One end cause's curve of the pooled sessions: `S_k(t) = exp(-H_k(t))`, with `H_k` the
+/// cause-specific Nelson-Aalen cumulative hazard (discrete ties) on the all-cause risk set, i.e.
+/// the survival if only this cause ended sessions. The product over all causes is the
+/// all-cause curve (up to the Nelson-Aalen / product-limit difference), so a consumer can split
+/// a node's hazard into its announced and unannounced parts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CausePrior {
+    /// The store's `end_cause` (e.g. `preempted`, `lifetime-cap`).
+    pub cause: String,
+    /// Sessions that ended by this cause before the cutoff.
+    pub events: u64,
+    /// `S_k` at the cause's event ages (at most `max_points` knots, exact at each).
+    pub steps: Steps,
 }
 
 /// Metadata of an export.
@@ -526,6 +546,7 @@ pub fn build_priors(
             parametric: parametric.and_then(ParametricPrior::from_test),
         },
         nodes,
+        causes: Vec::new(),
         index: HashMap::new(),
     };
     p.check()?;
@@ -576,7 +597,95 @@ pub fn fit_priors(
     build_priors(&model, shape.as_ref(), meta, &ages, opts)
 }
 
+/// Fewest events a cause needs for its own curve in the priors.
+pub const MIN_CAUSE_EVENTS: usize = 10;
+
+/// The cause-specific curves ([`CausePrior`]) of `sessions` known at `cutoff` (sessions that
+/// ended before it keep their outcome and cause, sessions live at it are censored at it;
+/// entry ages honoured), one per cause with at least `min_events` ends, or none when fewer
+/// than two causes qualify. `causes[i]` is the end cause of `sessions[i]` (ignored for censored
+/// sessions). Curves longer than `max_points` keep every k-th knot and the last.
+pub fn cause_priors(
+    sessions: &[SurvivalSession],
+    causes: &[String],
+    cutoff: f64,
+    min_events: usize,
+    max_points: usize,
+) -> Result<Vec<CausePrior>, PriorsError> {
+    let mut labels: Vec<&str> = Vec::new();
+    let (mut exit, mut entry, mut codes) = (Vec::new(), Vec::new(), Vec::new());
+    for (s, c) in sessions.iter().zip(causes) {
+        if s.start >= cutoff || s.end <= s.start {
+            continue;
+        }
+        let ended = s.end <= cutoff;
+        let end = if ended { s.end } else { cutoff };
+        exit.push(s.entry + (end - s.start));
+        entry.push(s.entry);
+        codes.push(if ended && s.event {
+            match labels.iter().position(|l| *l == c.as_str()) {
+                Some(k) => k as u32 + 1,
+                None => {
+                    labels.push(c.as_str());
+                    labels.len() as u32
+                }
+            }
+        } else {
+            0
+        });
+    }
+    if exit.is_empty() {
+        return Ok(Vec::new());
+    }
+    let truncated = entry.iter().any(|&e| e > 0.0);
+    let fit =
+        crate::survival::competing::aalen_johansen(&exit, &codes, truncated.then_some(&entry[..]))?;
+    let mut out = Vec::new();
+    for k in &fit.causes {
+        let events: u64 = k.n_event.iter().map(|&d| u64::from(d)).sum();
+        if events < min_events as u64 {
+            continue;
+        }
+        let Some(h) = fit.cause_hazard(k.cause, false) else {
+            continue;
+        };
+        let knots: Vec<usize> = (0..h.timeline.len())
+            .filter(|&i| k.n_event[i] > 0 && h.timeline[i] >= 0.0)
+            .collect();
+        let every = knots.len().div_ceil(max_points.max(1)).max(1);
+        let mut keep: Vec<usize> = knots.iter().copied().step_by(every).collect();
+        if let (Some(&last), Some(&kept)) = (knots.last(), keep.last()) {
+            if kept != last {
+                if keep.len() >= max_points.max(1) {
+                    keep.pop();
+                }
+                keep.push(last);
+            }
+        }
+        out.push(CausePrior {
+            cause: labels[k.cause as usize - 1].to_string(),
+            events,
+            steps: Steps {
+                t: keep.iter().map(|&i| h.timeline[i]).collect(),
+                s: keep
+                    .iter()
+                    .map(|&i| (-h.cumulative_hazard[i]).exp())
+                    .collect(),
+            },
+        });
+    }
+    if out.len() < 2 {
+        out.clear();
+    }
+    Ok(out)
+}
+
 impl Priors {
+    /// The curve of end cause `cause`, when the priors carry one.
+    pub fn cause_curve(&self, cause: &str) -> Option<&CausePrior> {
+        self.causes.iter().find(|c| c.cause == cause)
+    }
+
     /// Checks the schema constraints (module docs).
     pub fn check(&self) -> Result<(), PriorsError> {
         if self.schema_version != SCHEMA_VERSION {
@@ -625,6 +734,9 @@ impl Priors {
             for v in p.weibull_shape_ci.iter().flatten() {
                 finite("parametric.weibull_shape_ci", *v)?;
             }
+        }
+        for c in &self.causes {
+            c.steps.check(&format!("causes.{}", c.cause))?;
         }
         let mut seen = HashMap::with_capacity(self.nodes.len());
         for n in &self.nodes {

@@ -314,3 +314,62 @@ fn small_fleet_and_none_estimator() {
     );
     assert!(bad_time_base.is_err());
 }
+
+/// `priors export` of GCE (real trace) carries one curve per end cause: the unannounced
+/// preemptions fall from the first hour on, the 24-hour cap ends nothing before 24 hours and
+/// then almost everything; the product of the cause curves is the all-cause curve (up to the
+/// Nelson-Aalen / product-limit difference); the document validates against the schema. A
+/// source whose ends have one cause carries none.
+#[test]
+fn gce_priors_carry_preemption_and_lifetime_cap_curves() {
+    use crate::common::{hs, ok, public_store};
+    let Some(store) = public_store() else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let export = |source: &str| -> (Priors, Value) {
+        let out = tmp.path().join(format!("{source}.json"));
+        let mut c = hs(store);
+        c.args(["priors", "export", "--source", source, "--out"])
+            .arg(&out);
+        ok(c);
+        let text = std::fs::read_to_string(&out).unwrap();
+        (
+            Priors::from_json(&text).unwrap(),
+            serde_json::from_str(&text).unwrap(),
+        )
+    };
+    let (p, doc) = export("gce-preemptible");
+    assert!(schema_errors(&doc).is_empty(), "{:#?}", schema_errors(&doc));
+    let names: Vec<&str> = p.causes.iter().map(|c| c.cause.as_str()).collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let pre = p.cause_curve("preempted").expect("a preemption curve");
+    let cap = p.cause_curve("lifetime-cap").expect("a cap curve");
+    assert!(pre.steps.at(3600.0) < 0.9, "preemptions start early");
+    assert_eq!(
+        cap.steps.at(80_000.0),
+        1.0,
+        "the cap ends nothing before 24 h"
+    );
+    assert!(
+        cap.steps.at(90_000.0) < 0.2,
+        "the cap ends most sessions alive at 24 h"
+    );
+    // Every end is one of the two (sessions that ended the instant they were seen aside).
+    let ends = pre.events + cap.events;
+    assert!(
+        ends <= p.pooled.counts.events && ends * 100 >= p.pooled.counts.events * 99,
+        "{ends} of {}",
+        p.pooled.counts.events
+    );
+    // S = S_preempted * S_cap (Nelson-Aalen vs product-limit: close, not equal).
+    for t in [600.0, 3600.0, 21_600.0, 80_000.0] {
+        let (all, prod) = (p.pooled.steps.at(t), pre.steps.at(t) * cap.steps.at(t));
+        assert!(
+            (all - prod).abs() < 0.02,
+            "t {t}: S {all} vs product {prod}"
+        );
+    }
+    let (spot, _) = export("cbl-preemption-4node");
+    assert!(spot.causes.is_empty(), "one cause: {:?}", spot.causes);
+}
