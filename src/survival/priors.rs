@@ -1,6 +1,9 @@
 //! Hazard-prior export: the per-node survival curves a serving system (and the replay engine)
 //! loads, as a versioned JSON document. JSON Schema: `docs/priors.schema.json` (draft 2020-12).
 //!
+//! Size: one concept, the priors document: its types, how each part (pooled, node and cause
+//! curves) is built, capped and checked, and its JSON and flat forms, which change together.
+//!
 //! # Schema, version 1
 //!
 //! ```text
