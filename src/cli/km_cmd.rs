@@ -197,9 +197,13 @@ fn read_km_csv(args: &KmArgs) -> anyhow::Result<KmColumns> {
     let name = args.input.display().to_string();
     let bytes = std::fs::read(&args.input).with_context(|| format!("{name}: cannot read"))?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    let csv_error =
-        |c: hazardserve_ingest::CsvRecordError| anyhow::anyhow!("{name}:{}: {}", c.line, c.reason);
-    let out = match hazardserve_ingest::csv_plain_parts(&bytes, cores).map_err(csv_error)? {
+    // A record error (not UTF-8) with the file's name; the visitors' own errors already have it.
+    let named = |e: anyhow::Error| match e.downcast_ref::<hazardserve_ingest::CsvRecordError>() {
+        Some(c) => anyhow::anyhow!("{name}:{}: {}", c.line, c.reason),
+        None => e,
+    };
+    let plain = hazardserve_ingest::csv_plain_parts(&bytes, cores).map_err(|c| named(c.into()))?;
+    let out = match plain {
         Some(plain) => {
             let ix = km_indices(&name, args, &plain.header)?;
             let pieces: Vec<anyhow::Result<KmColumns>> = std::thread::scope(|sc| {
@@ -228,12 +232,7 @@ fn read_km_csv(args: &KmArgs) -> anyhow::Result<KmColumns> {
             let mut out = KmColumns::default();
             let mut index = Default::default();
             for piece in pieces {
-                let piece = piece.map_err(|e| {
-                    match e.downcast_ref::<hazardserve_ingest::CsvRecordError>() {
-                        Some(c) => anyhow::anyhow!("{name}:{}: {}", c.line, c.reason),
-                        None => e,
-                    }
-                })?;
+                let piece = piece.map_err(named)?;
                 out.append(piece, ix.cause.is_some(), &mut index);
             }
             out
@@ -251,12 +250,7 @@ fn read_km_csv(args: &KmArgs) -> anyhow::Result<KmColumns> {
                     }
                     Some(ix) => km_record(&name, ix, line, f, &mut out, &mut index),
                 });
-            visited.map_err(
-                |e| match e.downcast_ref::<hazardserve_ingest::CsvRecordError>() {
-                    Some(c) => anyhow::anyhow!("{name}:{}: {}", c.line, c.reason),
-                    None => e,
-                },
-            )?;
+            visited.map_err(named)?;
             if ix.is_none() {
                 bail!("{name}: empty input");
             }
