@@ -9,7 +9,7 @@ use clap::Args;
 use super::{Globals, OutputArgs};
 use crate::output::{self, Col};
 use crate::survival::competing::aalen_johansen;
-use crate::survival::groups::{logrank, rmst, Weighting};
+use crate::survival::groups::{logrank, logrank_stratified, rmst, Weighting};
 use crate::survival::interval::{turnbull, Bounds, TurnbullOptions};
 use crate::survival::km::KmFit;
 use crate::survival::nelson_aalen::nelson_aalen;
@@ -18,7 +18,7 @@ use crate::survival::{SurvivalData, Z_95};
 /// `km` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --entry entry_s --format json\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --group node_id --test logrank\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --group node_id --rmst 3600\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --nelson-aalen\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --cause end_cause\n  hazardserve sql --format csv > ticks.csv \\\n      \"SELECT duration_s - resolution_s AS lower_s, CASE WHEN event \\\n      THEN duration_s + resolution_s END AS upper_s FROM sessions \\\n      WHERE source = 'cbl-preemption-4node'\"\n  hazardserve km --input ticks.csv --lower lower_s --upper upper_s --open-lower"
+    after_help = "Examples:\n  hazardserve km --input sessions.csv --duration duration_s --event event\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --entry entry_s --format json\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --group node_id --test logrank\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --group node_id --test logrank --strata left_truncated\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --group node_id --rmst 3600\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --nelson-aalen\n  hazardserve km --input sessions.csv --duration duration_s --event event \\\n      --cause end_cause\n  hazardserve sql --format csv > ticks.csv \\\n      \"SELECT duration_s - resolution_s AS lower_s, CASE WHEN event \\\n      THEN duration_s + resolution_s END AS upper_s FROM sessions \\\n      WHERE source = 'cbl-preemption-4node'\"\n  hazardserve km --input ticks.csv --lower lower_s --upper upper_s --open-lower"
 )]
 pub struct KmArgs {
     /// A CSV file with a header row.
@@ -43,6 +43,12 @@ pub struct KmArgs {
     /// peto by the Peto-Peto survival). Right-censored data only (no --entry).
     #[arg(long, value_enum, requires = "group", conflicts_with_all = ["entry", "rmst"])]
     pub test: Option<GroupTest>,
+    /// With --test: a column of strata. The test compares the groups within each stratum
+    /// (risk sets never mix strata) and sums observed, expected and covariance over them, as
+    /// R's survdiff(... + strata(s)): a difference that only reflects how the groups spread
+    /// over the strata is not counted.
+    #[arg(long, value_name = "COL", requires = "test")]
+    pub strata: Option<String>,
     /// Instead of the curve, the restricted mean survival time to this horizon (the area
     /// under the Kaplan-Meier curve up to it) with a 95 % interval from its Greenwood
     /// variance, per --group group (or overall), and for two groups their difference.
@@ -137,6 +143,8 @@ struct KmColumns {
     /// (for causes: 0 = censored, k = labels[k - 1]).
     labels: Vec<String>,
     grp: Vec<usize>,
+    /// Each row's stratum label (`--strata` only).
+    strata: Vec<String>,
     lower: Vec<f64>,
     upper: Vec<f64>,
 }
@@ -147,6 +155,7 @@ struct KmIndices {
     event: Option<usize>,
     entry: Option<usize>,
     group: Option<usize>,
+    strata: Option<usize>,
     cause: Option<usize>,
     bounds: Option<(usize, usize)>,
 }
@@ -178,6 +187,7 @@ fn km_indices(name: &str, args: &KmArgs, cols: &[&str]) -> anyhow::Result<KmIndi
         },
         entry: opt("entry", &args.entry)?,
         group: opt("group", &args.group)?,
+        strata: opt("strata", &args.strata)?,
         cause: opt("cause", &args.cause)?,
         bounds: match (opt("lower", &args.lower)?, opt("upper", &args.upper)?) {
             (Some(l), Some(u)) => Some((l, u)),
@@ -282,6 +292,7 @@ impl KmColumns {
         self.ent.extend(other.ent);
         self.lower.extend(other.lower);
         self.upper.extend(other.upper);
+        self.strata.extend(other.strata);
         self.grp
             .extend(other.grp.into_iter().map(|g| match (cause, g) {
                 (true, 0) => 0,
@@ -339,6 +350,9 @@ fn km_record(
         }
         out.grp.push(intern(l, &mut out.labels, index));
     }
+    if let Some(k) = ix.strata {
+        out.strata.push(get(k).to_string());
+    }
     if let Some(k) = ix.cause {
         let l = get(k);
         let censored = !e || l.is_empty() || l == "0" || l.eq_ignore_ascii_case("censored");
@@ -374,7 +388,26 @@ pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
         return args.output.emit(globals, &[b]);
     }
     if let Some(test) = args.test {
-        let b = group_test(&name, &c.dur, &c.ev, &c.grp, &c.labels, test)?;
+        let b = if args.strata.is_some() {
+            let mut index = std::collections::HashMap::new();
+            let mut names = Vec::new();
+            let strata: Vec<usize> = c
+                .strata
+                .iter()
+                .map(|l| intern(l, &mut names, &mut index))
+                .collect();
+            group_test_stratified(
+                &name,
+                &c.dur,
+                &c.ev,
+                &c.grp,
+                &c.labels,
+                test,
+                Some((&strata, names.len())),
+            )?
+        } else {
+            group_test(&name, &c.dur, &c.ev, &c.grp, &c.labels, test)?
+        };
         return args.output.emit(globals, &[b]);
     }
     if let Some(h) = args.rmst {
@@ -553,14 +586,31 @@ pub(super) fn group_test(
     labels: &[String],
     test: GroupTest,
 ) -> anyhow::Result<arrow::record_batch::RecordBatch> {
+    group_test_stratified(name, dur, ev, grp, labels, test, None)
+}
+
+/// [`group_test`] within strata (`strata`: each row's stratum and the stratum count), with a
+/// `strata` column; unstratified without.
+fn group_test_stratified(
+    name: &str,
+    dur: &[f64],
+    ev: &[bool],
+    grp: &[usize],
+    labels: &[String],
+    test: GroupTest,
+    strata: Option<(&[usize], usize)>,
+) -> anyhow::Result<arrow::record_batch::RecordBatch> {
     if labels.len() < 2 {
         bail!(
             "{name}: a group test needs at least two groups (found {})",
             labels.len()
         );
     }
-    let r = logrank(dur, ev, grp, labels.len(), test.weighting())
-        .with_context(|| format!("{name}: cannot test"))?;
+    let r = match strata {
+        Some((s, _)) => logrank_stratified(dur, ev, grp, labels.len(), s, test.weighting()),
+        None => logrank(dur, ev, grp, labels.len(), test.weighting()),
+    }
+    .with_context(|| format!("{name}: cannot test"))?;
     let per_group = |v: &[f64]| {
         labels
             .iter()
@@ -569,7 +619,7 @@ pub(super) fn group_test(
             .collect::<Vec<_>>()
             .join("; ")
     };
-    Ok(output::batch(vec![
+    let mut cols = vec![
         ("test", Col::Str(vec![Some(test.name().to_string())])),
         ("groups", Col::I64(vec![Some(labels.len() as i64)])),
         ("statistic", Col::F64(vec![Some(r.statistic)])),
@@ -580,7 +630,11 @@ pub(super) fn group_test(
         ("p_value", Col::F64(vec![Some(r.p_value)])),
         ("observed", Col::Str(vec![Some(per_group(&r.observed))])),
         ("expected", Col::Str(vec![Some(per_group(&r.expected))])),
-    ])?)
+    ];
+    if let Some((_, n)) = strata {
+        cols.insert(2, ("strata", Col::I64(vec![Some(n as i64)])));
+    }
+    Ok(output::batch(cols)?)
 }
 
 /// `km --rmst H`: a row per group (or one overall), and for two groups their difference.

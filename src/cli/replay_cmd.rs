@@ -25,8 +25,13 @@ use crate::store::Store;
       --hardware phone --model llama-3.2-1b --load 0.6
   hazardserve replay --source cbl-preemption-1node --workload azure-conv \\
       --policies hazard,fastest,oracle --format json
+  hazardserve replay --source gce-preemptible --workload azure-conv \\
+      --announced lifetime-cap --windows 2 --rate-scale 0.05 \\
+      --policies hazard,least-loaded
 
 Policies see survival curves fitted only on what was observed before the first window.
+--announced CAUSE declares an end cause planned (known in advance): the curves count only
+the other causes, every policy sees those ends coming and the replay drains nodes before them.
 hazard-truth runs only where [policy] truth lists the fleet's laws.")]
 pub struct ReplayArgs {
     /// Scenario file (TOML); flags override it.
@@ -79,6 +84,10 @@ pub struct ReplayArgs {
     /// Sample this many nodes of the source.
     #[arg(long)]
     pub sample: Option<usize>,
+    /// An end cause announced in advance ([nodes] announced_causes; a literal or a prefix
+    /// ending in `*`; repeat or comma-separate): a planned end, drained, not a failure.
+    #[arg(long, value_name = "CAUSE", value_delimiter = ',')]
+    pub announced: Vec<String>,
     /// The metric "gap closed" is measured on (a metric key; default unplanned_interruptions,
     /// the metric on which the oracle is a tested reference).
     #[arg(long, value_name = "METRIC")]
@@ -147,6 +156,9 @@ impl ReplayArgs {
         }
         if let Some(n) = self.sample {
             cfg.nodes.sample = n;
+        }
+        if !self.announced.is_empty() {
+            cfg.nodes.announced_causes = self.announced.clone();
         }
         if let Some(m) = &self.gap_metric {
             cfg.replay.gap_metric = m.clone();

@@ -48,7 +48,9 @@ impl std::str::FromStr for CauseGroup {
 }
 
 impl CauseGroup {
-    fn matches(&self, cause: &str) -> bool {
+    /// True when `cause` matches the pattern (equal to it, or starting with its prefix before
+    /// a trailing `*`).
+    pub fn matches(&self, cause: &str) -> bool {
         match self.pattern.strip_suffix('*') {
             Some(prefix) => cause.starts_with(prefix),
             None => cause == self.pattern,

@@ -242,20 +242,42 @@ pub fn node_loss_lower_bound(
         return 0.0;
     }
     let age = node.age_s + nonneg(extra_age);
-    let fail = match model {
-        RiskModel::Hazard => 1.0 - node.survival.conditional(age, horizon),
+    let announced = remaining_up.map(|r| nonneg(r - nonneg(extra_age)));
+    let exp;
+    let curve: &dyn ConditionalSurvival = match model {
+        RiskModel::Hazard => node.survival,
         RiskModel::Memoryless => {
-            1.0 - Exponential::from_rate(node.exp_rate_per_s).conditional(age, horizon)
+            exp = Exponential::from_rate(node.exp_rate_per_s);
+            &exp
         }
-        RiskModel::Oracle => {
-            return oracle_loss(remaining_up.map(|r| r - nonneg(extra_age)), horizon, u)
-        }
+        RiskModel::Oracle => return oracle_loss(announced, horizon, u),
     };
-    if fail > 0.0 {
+    let (span, planned) = split_at_announced_end(curve, age, announced, horizon, u);
+    let fail = 1.0 - curve.conditional(age, span);
+    let unplanned = if fail > 0.0 && span > 0.0 {
         // A hair below the bound, so that rounding never lets it exceed the 16-cell sum.
         fail * u.at(0.0) * (1.0 - 1e-12)
     } else {
         0.0
+    };
+    unplanned + planned
+}
+
+/// The announced-end split of `L` ([`node_loss`] with a known remaining session `R`):
+/// returns the span `min(T, R)` over which the curve prices unplanned loss, and the planned
+/// term `S(R | a) * hop(R)` when the node's announced end `R` comes before `T` (0 otherwise).
+/// `R = None` (no announced end) gives `(T, 0)`.
+#[inline]
+fn split_at_announced_end<C: ConditionalSurvival + ?Sized>(
+    curve: &C,
+    age: f64,
+    announced: Option<f64>,
+    horizon: f64,
+    u: &UnplannedLoss,
+) -> (f64, f64) {
+    match announced {
+        Some(r) if r < horizon => (r, curve.conditional(age, r) * u.hop_at(r)),
+        _ => (horizon, 0.0),
     }
 }
 
@@ -294,22 +316,51 @@ pub fn node_loss(
     u: &UnplannedLoss,
 ) -> f64 {
     let age = node.age_s + nonneg(extra_age);
+    let announced = remaining_up.map(|r| nonneg(r - nonneg(extra_age)));
     match model {
-        RiskModel::Hazard => expected_loss(node.survival, age, horizon, u),
-        RiskModel::Memoryless => expected_loss(
+        RiskModel::Hazard => announced_loss(node.survival, age, announced, horizon, u),
+        RiskModel::Memoryless => announced_loss(
             &Exponential::from_rate(node.exp_rate_per_s),
             age,
+            announced,
             horizon,
             u,
         ),
-        RiskModel::Oracle => oracle_loss(remaining_up.map(|r| r - nonneg(extra_age)), horizon, u),
+        RiskModel::Oracle => oracle_loss(announced, horizon, u),
     }
+}
+
+/// `L` of a curve that knows the node's announced end `R` (a planned end: a lifetime cap,
+/// a scheduled maintenance, a notice), design rule "only unannounced causes are risk":
+///
+/// `L = sum_16 over [0, min(T, R)] of U against S(t | a)  +  [R < T] S(R | a) hop(R)`,
+///
+/// the unplanned loss priced by the curve of the unannounced causes up to the end, and, when
+/// the end comes before the request would finish, the planned hop the replay makes just before
+/// it ([`UnplannedLoss::hop_at`]: the cheaper of a recompute and a KV transfer that fits,
+/// without the stall) in the event that the node is still up then. Without an announced end
+/// (`None`) it is [`expected_loss`].
+#[inline]
+pub fn announced_loss<C: ConditionalSurvival + ?Sized>(
+    curve: &C,
+    age: f64,
+    announced: Option<f64>,
+    horizon: f64,
+    u: &UnplannedLoss,
+) -> f64 {
+    if !(horizon > 0.0) {
+        return 0.0;
+    }
+    let (span, planned) = split_at_announced_end(curve, age, announced, horizon, u);
+    expected_loss(curve, age, span, u) + planned
 }
 
 /// The predicted probability that `node` fails before a request placed on it now completes,
 /// `1 - S(T | a)` with `T = horizon` and `a` the node's age, under `model` (the oracle's: 1 when
-/// the known remaining session is shorter than `T`, else 0). 0 for a non-positive horizon, 1
-/// for an infinite one. The forecast calibration compares it with what happened.
+/// the known remaining session is shorter than `T`, else 0). With an announced end `R`
+/// (`remaining_up` for the other models) the curve is read up to `min(T, R)`: a planned end
+/// is drained, not an interruption. 0 for a non-positive horizon, 1 for an infinite one. The
+/// forecast calibration compares it with what happened.
 pub fn interruption_probability(
     node: &NodeView<'_>,
     model: RiskModel,
@@ -322,10 +373,16 @@ pub fn interruption_probability(
     if !horizon.is_finite() {
         return 1.0;
     }
+    // An announced end `R` is not an interruption (the replay drains the node before it):
+    // the curve of the unannounced causes is read up to `min(T, R)`.
+    let span = match (model, remaining_up) {
+        (RiskModel::Oracle, _) | (_, None) => horizon,
+        (_, Some(r)) => horizon.min(nonneg(r)),
+    };
     match model {
-        RiskModel::Hazard => 1.0 - node.survival.conditional(node.age_s, horizon),
+        RiskModel::Hazard => 1.0 - node.survival.conditional(node.age_s, span),
         RiskModel::Memoryless => {
-            1.0 - Exponential::from_rate(node.exp_rate_per_s).conditional(node.age_s, horizon)
+            1.0 - Exponential::from_rate(node.exp_rate_per_s).conditional(node.age_s, span)
         }
         RiskModel::Oracle => match remaining_up {
             Some(r) if r < horizon => 1.0,

@@ -110,10 +110,14 @@ impl std::fmt::Debug for NodeView<'_> {
     }
 }
 
-/// Ground truth the replay can reveal to the `oracle` policy (and to no other).
+/// What the replay reveals of each node's future: to the `oracle`, every true session end; to
+/// every other policy, only the ends that are *announced* (the session's end cause is declared
+/// planned in the scenario, e.g. GCE's 24-hour `lifetime-cap`), which a real scheduler knows in
+/// advance.
 pub trait Foresight {
-    /// The true remaining length `R_i` of node `node`'s current up-session, seconds; `None`
-    /// when unknown (the oracle then treats the node as never failing).
+    /// The remaining length `R_i` of node `node`'s current up-session when it is known, seconds;
+    /// `None` when unknown (the oracle then treats the node as never failing; the other models
+    /// price it with their curve alone).
     fn remaining_up(&self, node: NodeIdx) -> Option<f64>;
 }
 
@@ -122,7 +126,7 @@ pub trait Foresight {
 pub struct ClusterView<'a> {
     /// Per-node state, indexed by [`NodeIdx`].
     pub nodes: &'a [NodeView<'a>],
-    /// True remaining sessions, for the oracle only.
+    /// Known remaining sessions: all of them for the oracle, the announced ones for the rest.
     pub foresight: Option<&'a dyn Foresight>,
     /// The service-time model's forecast over the nodes' live state (the replay supplies it;
     /// without it `T_i` falls back to [`super::cost::service_time`] on the view's fields).
@@ -176,7 +180,7 @@ impl<'a> ClusterView<'a> {
         }
     }
 
-    /// The same view with foresight for the oracle.
+    /// The same view with foresight (every end for the oracle, announced ends otherwise).
     pub fn with_foresight(self, foresight: &'a dyn Foresight) -> ClusterView<'a> {
         ClusterView {
             foresight: Some(foresight),

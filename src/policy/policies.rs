@@ -32,6 +32,11 @@
 //! | `random` | no | no | no | no | no |
 //! | `uptime` | no | yes (queue wait only) | yes | no | no |
 //! | `oracle` | yes | yes | — | — | yes: true output lengths, every node's true timeline |
+//!
+//! Announced ends (the scenario's `nodes.announced_causes`, e.g. a lifetime cap) are not
+//! "the future" in this sense: every policy's view carries them, the `E`-based policies price
+//! them as a planned hop ([`super::cost::announced_loss`]) over the curve of the unannounced
+//! causes, and the replay drains them for every policy.
 //! | `bound` | fastest rates | none (unloaded) | — | — | yes: when any node is up |
 //!
 //! The `oracle` is a *clairvoyant greedy* heuristic, an upper reference, not a proven optimum
@@ -469,11 +474,11 @@ fn price_source(
     source
 }
 
-fn remaining_up(view: &ClusterView<'_>, model: RiskModel, idx: NodeIdx) -> Option<f64> {
-    match (model, view.foresight) {
-        (RiskModel::Oracle, Some(f)) => f.remaining_up(idx),
-        _ => None,
-    }
+/// What the view's [`super::model::Foresight`] tells of node `idx`'s remaining
+/// session: every known end for the oracle, the announced ends (a lifetime cap, a notice)
+/// for the other risk models, which price them as planned ends ([`super::cost::announced_loss`]).
+fn remaining_up(view: &ClusterView<'_>, idx: NodeIdx) -> Option<f64> {
+    view.foresight.and_then(|f| f.remaining_up(idx))
 }
 
 #[inline]
@@ -645,7 +650,7 @@ impl StandardPolicy {
             fb.for_node(idx, node.prefill_tok_s),
             &self.params,
             model,
-            remaining_up(view, model, idx),
+            remaining_up(view, idx),
         )
         .0;
         (cost, d)
@@ -704,7 +709,7 @@ impl StandardPolicy {
                 params.kv_bytes_per_token,
                 node.bandwidth_bytes_s,
             );
-            let r = remaining_up(view, model, i);
+            let r = remaining_up(view, i);
             if searching
                 && !(st.total_s + d + node_loss_lower_bound(node, model, r, 0.0, st.total_s, &u)
                     < best_e)
@@ -843,7 +848,7 @@ impl StandardPolicy {
         let params = self.params;
         let h = params.hysteresis_s;
         out.hysteresis_s = h;
-        let r_src = remaining_up(view, model, from);
+        let r_src = remaining_up(view, from);
         let source = price_source(view, req, from, src, fb, &params, model, r_src, out);
         if let Err(b) = check_guards(req.planned_hops, source.cost.t, &params) {
             out.outcome = match b {
@@ -871,7 +876,7 @@ impl StandardPolicy {
                 &params,
                 model,
                 r_src,
-                remaining_up(view, model, j),
+                remaining_up(view, j),
                 if exhaustive {
                     None
                 } else {
@@ -953,7 +958,7 @@ impl StandardPolicy {
         };
         out.hysteresis_s = 0.0;
         let model = RiskModel::Oracle;
-        let r_src = remaining_up(view, model, from);
+        let r_src = remaining_up(view, from);
         let source = price_source(view, req, from, src, fb, &params, model, r_src, out);
         let r = match r_src {
             Some(r) if r < source.cost.t => r,
@@ -997,7 +1002,7 @@ impl StandardPolicy {
                 &params,
                 model,
                 r_src,
-                remaining_up(view, model, j),
+                remaining_up(view, j),
                 None,
                 mv,
                 Some(&forecast as DestinationForecast<'_>),
@@ -1133,7 +1138,7 @@ impl Policy for StandardPolicy {
             out.imposed_s = d;
         }
         out.p_interrupt =
-            interruption_probability(&view.nodes[i], model, remaining_up(view, model, i), cost.t);
+            interruption_probability(&view.nodes[i], model, remaining_up(view, i), cost.t);
         out.chosen = Some(i);
         out.outcome = Outcome::Placed;
         Some(i)

@@ -56,8 +56,9 @@
 //!   window; a left-truncated session (up when observation began) thus counts from the trace
 //!   start, a lower bound. Policies are told the estimate's noise `sigma`
 //!   ([`RequestView::est_sigma`]) so that a request past its estimate keeps a positive
-//!   expected remainder. Only the `oracle` gets a [`Foresight`], answering the true remaining
-//!   time of each node's current session (censored ends: never).
+//!   expected remainder. The `oracle`'s [`Foresight`] answers the true remaining time of each
+//!   node's current session (censored ends: never); every other policy's answers only
+//!   announced ends (below).
 //! * **The policies' forecast** ([`NodeLoads`]) replays a node with the service-time model
 //!   ([`crate::policy::service`]), every request at its expected length. With estimated lengths
 //!   and `length_draws = n > 1` ([`Params::length_draws`]) it is the mean over `n` draws of the
@@ -77,6 +78,16 @@
 //!   before the end restarts elsewhere at once. When no node can take it (capacity), the loss
 //!   is counted in [`RunStats::oracle_forced`]. It is a greedy heuristic, an upper reference,
 //!   not a proven optimum.
+//! * **Announced ends** ([`UpSession::announced`], the scenario's `nodes.announced_causes`:
+//!   a lifetime cap, a maintenance notice). Every policy's view carries the announced end of
+//!   each node's current session as its [`Foresight`] (the cost-based policies price it as a
+//!   planned hop, [`crate::policy::cost::announced_loss`]; the others ignore it), and the
+//!   replay drains such a node for every policy as the oracle's checks do: a prefill that
+//!   cannot finish before the end restarts elsewhere at once; a decoding request expected
+//!   (by its estimate) to outlast the end is re-placed by the policy with the node hidden
+//!   at `end - C_t - epsilon` and moved by the cheaper of a KV transfer that fits and a
+//!   recompute, and any request still there at `end - epsilon` by a recompute
+//!   ([`RunStats::drained`]); with no room it is lost at the end ([`RunStats::drain_missed`]).
 //! * **`bound`** is not simulated: [`crate::replay::bound`] computes it.
 //!
 //! Time is integer microseconds; the queue is ordered by `(time, seq)`; all randomness comes
@@ -336,7 +347,13 @@ struct Sim<'a> {
     tick_us: i64,
     views: Vec<NodeView<'a>>,
     scratch_views: Vec<NodeView<'a>>,
-    ends: Vec<i64>,
+    /// Each up node's current session end as far as the policy may know it
+    /// ([`Sim::known_end`]); `i64::MIN` for a down node.
+    known_ends: Vec<i64>,
+    /// The run checks requests before known ends (the oracle, or any announced end in the
+    /// cluster): views carry the known ends as [`Foresight`], and a request that would not
+    /// finish before its node's known end is moved off it first.
+    drains: bool,
     nodes: Vec<NodeState>,
     reqs: Vec<Req>,
     jobs: Vec<ReplayJob>,
@@ -375,13 +392,17 @@ struct Sim<'a> {
 /// estimate's noise `sigma` (one token past the estimate when `sigma = 0`), as
 /// [`RequestView::remaining_expected`] prices a request.
 fn expected_target(q: &Req, sigma: f64) -> f64 {
-    let est = q.est as f64;
+    expected_total(q.est as f64, q.done, sigma)
+}
+
+/// [`expected_target`] of a request with estimate `est` that has generated `done` tokens.
+fn expected_total(est: f64, done: f64, sigma: f64) -> f64 {
     if sigma > 0.0 && est > 0.0 {
-        q.done + conditional_excess(est, sigma, q.done).max(1.0)
-    } else if q.done < est {
+        done + conditional_excess(est, sigma, done).max(1.0)
+    } else if done < est {
         est
     } else {
-        q.done + 1.0
+        done + 1.0
     }
 }
 
@@ -714,10 +735,12 @@ fn entry_of(s: &UpSession) -> f64 {
     }
 }
 
-/// The end the replay plays for a session: its end, or [`UpSession::OPEN_END`] when censored
-/// (the node stays up; the oracle's foresight then answers "never fails").
-fn effective_end(s: &UpSession) -> i64 {
-    if s.end_censored() {
+/// The end of a session as a policy may know it: for the oracle the end the replay plays
+/// (its end, or [`UpSession::OPEN_END`] when censored: the node stays up, "never fails"); for
+/// every other policy only an announced end ([`UpSession::end_announced`]), else
+/// [`UpSession::OPEN_END`] (unknown).
+fn known_end_of(s: &UpSession, oracle: bool) -> i64 {
+    if s.end_censored() || !(oracle || s.announced) {
         UpSession::OPEN_END
     } else {
         s.end_us
@@ -800,7 +823,7 @@ impl<'a> Sim<'a> {
         let n = cluster.nodes.len();
         let mut queue = EventQueue::with_capacity(2 * n + 64 + reqs.len().min(1 << 16));
         let mut nodes = Vec::with_capacity(n);
-        let mut ends = Vec::with_capacity(n);
+        let mut known_ends = Vec::with_capacity(n);
         let mut views = Vec::with_capacity(n);
         for (i, node) in cluster.nodes.iter().enumerate() {
             let excluded =
@@ -831,8 +854,8 @@ impl<'a> Sim<'a> {
                 queued_work_s: 0.0,
                 version: 0,
             });
-            ends.push(match s {
-                Some(s) if up => effective_end(s),
+            known_ends.push(match s {
+                Some(s) if up => known_end_of(s, oracle),
                 _ => i64::MIN,
             });
             if let Some(s) = s {
@@ -912,7 +935,12 @@ impl<'a> Sim<'a> {
             tick_us,
             scratch_views: views.clone(),
             views,
-            ends,
+            known_ends,
+            drains: oracle
+                || cluster
+                    .nodes
+                    .iter()
+                    .any(|n| n.sessions.iter().any(UpSession::end_announced)),
             nodes,
             reqs,
             jobs,
@@ -1014,9 +1042,9 @@ impl<'a> Sim<'a> {
                 Event::NodeDown(n) => self.on_node_down(policy, n)?,
                 Event::NodeUp(n) => self.on_node_up(policy, n)?,
                 Event::Tick => self.on_tick(policy)?,
-                Event::OracleCheck { req, epoch } => {
+                Event::EndCheck { req, epoch } => {
                     if self.reqs[req as usize].chk_epoch == epoch {
-                        self.on_oracle_check(policy, req);
+                        self.on_end_check(policy, req);
                     } else {
                         self.stats.stale_events += 1;
                     }
@@ -1219,14 +1247,14 @@ impl<'a> Sim<'a> {
                 &self.views
             };
             let fs = TraceForesight {
-                ends: &self.ends,
+                ends: &self.known_ends,
                 now: self.now,
             };
             let loads = live_loads!(self);
             let mut view = ClusterView::new(nodes)
                 .with_loads(&loads)
                 .with_active(&self.up_list);
-            if self.oracle {
+            if self.drains {
                 view = view.with_foresight(&fs);
             }
             policy.place(&view, &rv, &mut self.expl)
@@ -1258,14 +1286,14 @@ impl<'a> Sim<'a> {
         }
         let choice = {
             let fs = TraceForesight {
-                ends: &self.ends,
+                ends: &self.known_ends,
                 now: self.now,
             };
             let loads = live_loads!(self);
             let mut view = ClusterView::new(&self.scratch_views)
                 .with_loads(&loads)
                 .with_active(&self.up_list);
-            if self.oracle {
+            if self.drains {
                 view = view.with_foresight(&fs);
             }
             policy.place(&view, &rv, &mut self.expl)
@@ -1444,8 +1472,8 @@ impl<'a> Sim<'a> {
         q.phase_end = now.saturating_add(secs_to_us(dur));
         let (t, epoch) = (q.phase_end, q.epoch);
         self.schedule(t, Event::PhaseEnd { req: r, epoch });
-        if self.oracle {
-            self.schedule_oracle_check(r);
+        if self.drains {
+            self.schedule_end_check(r);
         }
     }
 
@@ -1513,8 +1541,8 @@ impl<'a> Sim<'a> {
         self.schedule_decode_end(r);
         self.rerate(i);
         self.views_dirty = true;
-        if self.oracle {
-            self.schedule_oracle_check(r);
+        if self.drains {
+            self.schedule_end_check(r);
         }
     }
 
@@ -1637,7 +1665,7 @@ impl<'a> Sim<'a> {
         }
         self.stale_down.push(i);
         self.touch(i);
-        self.ends[i] = i64::MIN;
+        self.known_ends[i] = i64::MIN;
         self.views_dirty = true;
         let mut lost = std::mem::take(&mut self.lost);
         let mut requeue = std::mem::take(&mut self.requeue);
@@ -1715,7 +1743,7 @@ impl<'a> Sim<'a> {
         st.up = true;
         st.session_start = s.start_us;
         st.entry_s = entry_of(s);
-        self.ends[i] = effective_end(s);
+        self.known_ends[i] = known_end_of(s, self.oracle);
         self.views_dirty = true;
         if !s.end_censored() {
             self.schedule(s.end_us, Event::NodeDown(n));
@@ -1754,16 +1782,18 @@ impl<'a> Sim<'a> {
         Ok(())
     }
 
-    // ----- the clairvoyant oracle's event-driven checks ---------------------------------
+    // ----- event-driven checks before known ends (the oracle's, announced ends' drains) ---
 
-    /// Schedules the oracle's check of request `r` (prefilling or decoding on node `i`) if its
-    /// true finish is after `i`'s known end `end_i`: a decoding request is checked at
-    /// `end_i - C_t - epsilon`, `C_t = O_t + ctx(end_i) kv / B_i` the shortest KV transfer it
-    /// could need (so a transfer chosen then completes before `end_i`; otherwise the move is a
-    /// recompute, which needs no source); a prefilling request whose prefill would not finish
-    /// before `end_i` is checked at once (its decode start schedules its own check
-    /// otherwise). Any earlier pending check of `r` becomes stale.
-    fn schedule_oracle_check(&mut self, r: u32) {
+    /// Schedules the check of request `r` (prefilling or decoding on node `i`) before `i`'s
+    /// known end `end_i` (every end for the oracle, announced ends for the other policies): a
+    /// decoding request is checked at `end_i - C_t - epsilon`, `C_t = O_t + ctx(end_i) kv / B_i`
+    /// the shortest KV transfer it could need (so a transfer chosen then completes before
+    /// `end_i`; otherwise the move is a recompute, which needs no source); a prefilling request
+    /// whose prefill would not finish before `end_i` is checked at once (its decode start
+    /// schedules its own check otherwise). The oracle skips requests whose true finish comes
+    /// first; the other policies do not know it and decide at the check, by the estimate.
+    /// Any earlier pending check of `r` becomes stale.
+    fn schedule_end_check(&mut self, r: u32) {
         let now = self.now;
         let q = &mut self.reqs[r as usize];
         q.chk_epoch = q.chk_epoch.wrapping_add(1);
@@ -1773,17 +1803,18 @@ impl<'a> Sim<'a> {
             return;
         }
         let i = q.node as usize;
-        let end_i = self.ends[i];
+        let end_i = self.known_ends[i];
         if end_i == UpSession::OPEN_END || end_i >= self.end || end_i <= now {
             return;
         }
         let t = match q.phase {
             Phase::Decode => {
-                if q.phase_end < end_i {
+                if self.oracle && q.phase_end < end_i {
                     return;
                 }
                 let until_end = (end_i - now) as f64 / US_PER_S;
-                let done_end = (q.done + q.rate * until_end).min(q.output as f64);
+                // The oracle's `est` is the true length; the others' the estimate.
+                let done_end = (q.done + q.rate * until_end).min((q.est as f64).max(q.done));
                 let ctx_end = q.prompt as f64 + done_end;
                 let spec = &self.cluster.nodes[i].spec;
                 let c_t = self.params.transfer_overhead_s
@@ -1804,20 +1835,21 @@ impl<'a> Sim<'a> {
             _ => return,
         };
         let t = t.max(now);
-        self.schedule(t, Event::OracleCheck { req: r, epoch });
+        self.schedule(t, Event::EndCheck { req: r, epoch });
     }
 
-    fn on_oracle_check(&mut self, policy: &mut dyn Policy, r: u32) {
+    fn on_end_check(&mut self, policy: &mut dyn Policy, r: u32) {
         let q = &self.reqs[r as usize];
         if q.node == NONE || q.aux_kind != Aux::None {
             return;
         }
         let i = q.node as usize;
-        let end_i = self.ends[i];
+        let end_i = self.known_ends[i];
         if !self.nodes[i].up || end_i == UpSession::OPEN_END || end_i <= self.now {
             return;
         }
         match q.phase {
+            Phase::Decode if !self.oracle => self.drain_check(policy, r, i, end_i),
             Phase::Decode => {
                 if q.phase_end < end_i {
                     return;
@@ -1832,7 +1864,7 @@ impl<'a> Sim<'a> {
                         let q = &mut self.reqs[r as usize];
                         q.chk_epoch = q.chk_epoch.wrapping_add(1);
                         let epoch = q.chk_epoch;
-                        self.schedule(last, Event::OracleCheck { req: r, epoch });
+                        self.schedule(last, Event::EndCheck { req: r, epoch });
                     } else {
                         self.stats.oracle_forced += 1;
                     }
@@ -1842,16 +1874,36 @@ impl<'a> Sim<'a> {
                 if q.phase_end < end_i.saturating_sub(ORACLE_EPSILON_US) {
                     return;
                 }
-                self.oracle_replace_prefill(policy, r, i);
+                self.replace_prefill(policy, r, i);
             }
             _ => {}
         }
     }
 
-    /// A prefill that would not finish before its node's known end restarts on the node the
-    /// oracle picks with that node hidden, if the prefill fits before the new node's own end
-    /// (so the check cannot ping-pong); it counts as a planned move (recompute).
-    fn oracle_replace_prefill(&mut self, policy: &mut dyn Policy, r: u32, i: usize) {
+    /// The drain of a decoding request `r` on node `i` before its announced end `end_i` (every
+    /// policy but the oracle): when the request is expected to finish first (its estimate's
+    /// remaining tokens at its current rate, never its true length) it stays; otherwise it moves
+    /// to the node the policy places it on with `i` hidden, by the cheaper of a KV transfer
+    /// that completes before `end_i` and a recompute. A request that stayed is checked again
+    /// at `end_i - epsilon`, when only a recompute fits. A request that cannot move (no room)
+    /// is lost at the end and counted in [`RunStats::drain_missed`].
+    fn drain_check(&mut self, policy: &mut dyn Policy, r: u32, i: usize, end_i: i64) {
+        let now = self.now;
+        let left_s = (end_i - now) as f64 / US_PER_S;
+        let last = end_i.saturating_sub(ORACLE_EPSILON_US);
+        let expected_s = {
+            let q = &self.reqs[r as usize];
+            let done =
+                (q.done + q.rate * (now - q.phase_start) as f64 / US_PER_S).min(q.output as f64);
+            (expected_total(q.est as f64, done, self.est_sigma) - done).max(0.0) / q.rate
+        };
+        if expected_s < left_s && now < last {
+            let q = &mut self.reqs[r as usize];
+            q.chk_epoch = q.chk_epoch.wrapping_add(1);
+            let epoch = q.chk_epoch;
+            self.schedule(last, Event::EndCheck { req: r, epoch });
+            return;
+        }
         self.refresh_views();
         let rv = self.place_view_request(r);
         let need = self.reqs[r as usize].need;
@@ -1867,7 +1919,64 @@ impl<'a> Sim<'a> {
         self.stats.migration_checks += 1;
         let choice = {
             let fs = TraceForesight {
-                ends: &self.ends,
+                ends: &self.known_ends,
+                now,
+            };
+            let loads = live_loads!(self);
+            let view = ClusterView::new(&self.scratch_views)
+                .with_foresight(&fs)
+                .with_loads(&loads)
+                .with_active(&self.up_list);
+            policy.place(&view, &rv, &mut self.expl)
+        };
+        self.log_decision(false);
+        let ctx = {
+            let q = &self.reqs[r as usize];
+            q.prompt.saturating_add(q.done_tokens())
+        };
+        match choice {
+            Some(j) if j != i && j < self.nodes.len() && self.can_start(r, j) => {
+                let mut mv = self.move_cost(ctx, i, j);
+                if mv.method == MoveMethod::Transfer && !(mv.transfer_s < left_s) {
+                    mv.cost_s = mv.recompute_s;
+                    mv.method = MoveMethod::Recompute;
+                }
+                self.expl.c_planned = mv.cost_s;
+                self.expl.method = Some(mv.method);
+                self.expl.window_s = 0.0;
+                self.stats.drained += 1;
+                self.execute_move(r, i, j);
+            }
+            _ if now < last => {
+                let q = &mut self.reqs[r as usize];
+                q.chk_epoch = q.chk_epoch.wrapping_add(1);
+                let epoch = q.chk_epoch;
+                self.schedule(last, Event::EndCheck { req: r, epoch });
+            }
+            _ => self.stats.drain_missed += 1,
+        }
+    }
+
+    /// A prefill that would not finish before its node's known end restarts on the node the
+    /// policy picks with that node hidden, if the prefill fits before the new node's own end
+    /// (so the check cannot ping-pong); it counts as a planned move (recompute).
+    fn replace_prefill(&mut self, policy: &mut dyn Policy, r: u32, i: usize) {
+        self.refresh_views();
+        let rv = self.place_view_request(r);
+        let need = self.reqs[r as usize].need;
+        self.scratch_views.clear();
+        self.scratch_views.extend(self.views.iter().map(|v| {
+            let mut v = *v;
+            if v.kv_capacity_tokens < need {
+                v.kv_capacity_tokens = 0;
+            }
+            v
+        }));
+        self.scratch_views[i].up = false;
+        self.stats.migration_checks += 1;
+        let choice = {
+            let fs = TraceForesight {
+                ends: &self.known_ends,
                 now: self.now,
             };
             let loads = live_loads!(self);
@@ -1884,7 +1993,7 @@ impl<'a> Sim<'a> {
         };
         let fits = |s: &Self, j: usize| {
             let dur = secs_to_us(secs(ctx as f64, s.cluster.nodes[j].spec.prefill_tok_s));
-            let end_j = s.ends[j];
+            let end_j = s.known_ends[j];
             end_j == UpSession::OPEN_END
                 || end_j > s.now.saturating_add(dur).saturating_add(ORACLE_EPSILON_US)
         };
@@ -1900,8 +2009,12 @@ impl<'a> Sim<'a> {
                 }
                 self.start_on(r, j);
                 self.drain_fifo(i);
+                if !self.oracle {
+                    self.stats.drained += 1;
+                }
             }
-            _ => self.stats.oracle_forced += 1,
+            _ if self.oracle => self.stats.oracle_forced += 1,
+            _ => self.stats.drain_missed += 1,
         }
     }
 
@@ -1930,14 +2043,14 @@ impl<'a> Sim<'a> {
         self.stats.migration_checks += 1;
         let choice = {
             let fs = TraceForesight {
-                ends: &self.ends,
+                ends: &self.known_ends,
                 now,
             };
             let loads = live_loads!(self);
             let mut view = ClusterView::new(&self.views)
                 .with_loads(&loads)
                 .with_active(&self.up_list);
-            if self.oracle {
+            if self.drains {
                 view = view.with_foresight(&fs);
             }
             policy.check_migration(&view, &rv, from, &mut self.expl)

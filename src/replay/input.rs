@@ -117,6 +117,12 @@ pub struct UpSession {
     /// entry age). A node's age at `t` is `(t - start_us) / 1e6 + entry_s`.
     #[serde(default)]
     pub entry_s: f64,
+    /// The end is *announced*: its cause is a planned end known in advance (a lifetime cap, a
+    /// maintenance notice; the scenario's `nodes.announced_causes`). Every policy's view then
+    /// carries the end ([`crate::policy::Foresight`]), the cost-based policies price it as a
+    /// planned end, and the replay drains the node before it. Ignored when the end is censored.
+    #[serde(default)]
+    pub announced: bool,
 }
 
 fn empty_cause() -> Arc<str> {
@@ -154,6 +160,7 @@ impl UpSession {
             end_cause: empty_cause(),
             left_truncated: false,
             entry_s: 0.0,
+            announced: false,
         }
     }
 
@@ -162,6 +169,18 @@ impl UpSession {
         self.censored = censored;
         self.end_cause = Arc::from(cause);
         self
+    }
+
+    /// The same session with its end announced (or not): [`UpSession::announced`].
+    pub fn with_announced(mut self, announced: bool) -> UpSession {
+        self.announced = announced;
+        self
+    }
+
+    /// True when the session ends by an announced (planned) end: announced and not censored.
+    #[inline]
+    pub fn end_announced(&self) -> bool {
+        self.announced && !self.end_censored()
     }
 
     /// The same session with its left-truncation flag and known age at `start_us`, seconds

@@ -78,6 +78,12 @@ pub struct RunStats {
     /// before it finishes) and did not move it: no destination had room (capacity forced it
     /// onto a doomed node) or, rarely, the loss was the cheaper option.
     pub oracle_forced: u64,
+    /// Every policy but the oracle: requests moved off a node before its announced end
+    /// ([`crate::replay::UpSession::announced`]).
+    pub drained: u64,
+    /// Every policy but the oracle: requests still on a node at its announced end that no
+    /// node had room for (lost there as an interruption of that cause).
+    pub drain_missed: u64,
 }
 
 /// One logged policy decision ([`ReplayConfig::decision_log`]).

@@ -31,9 +31,9 @@ pub enum Event {
     },
     /// Migration check of every running request.
     Tick,
-    /// The clairvoyant oracle's check of one request just before its node's known end, if
-    /// the request's check epoch still equals the one given.
-    OracleCheck {
+    /// The check of one request just before its node's known end (the oracle's move, or the
+    /// drain before an announced end), if the request's check epoch still equals the one given.
+    EndCheck {
         /// Request index.
         req: u32,
         /// Check epoch when scheduled.

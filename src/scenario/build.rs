@@ -11,8 +11,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::config::{HardwareOverrides, NodeAttribute, ScenarioConfig};
+use super::config::{HardwareOverrides, NodeAttribute, NodesConfig, ScenarioConfig};
 use super::error::ScenarioError;
+use crate::fit::causes::CauseGroup;
 use crate::fit::{load_sessions, parse_time, SourceSessions};
 use crate::policy::presets;
 use crate::policy::PolicyKind;
@@ -266,7 +267,10 @@ pub fn fit_node_priors(
         time_base: data.time_base.clone(),
         node_ids: data.node_ids.clone(),
     };
-    let fit_data = load_sessions(store, source, None, false)?;
+    let fit_data = censor_announced(
+        load_sessions(store, source, None, false)?,
+        &cfg.nodes.announced()?,
+    );
     let any_event = fit_data.sessions.iter().any(|s| s.event && s.end <= cutoff);
     if !any_event {
         notes.push(format!(
@@ -293,6 +297,53 @@ pub fn fit_node_priors(
             cause,
         }),
     }
+}
+
+/// The sessions with every announced end (`nodes.announced_causes`) censored: the policies'
+/// curves are then the survival of the unannounced causes, `exp(-sum of their cumulative
+/// hazards)`, the cause-specific reading in which a planned end is "not a failure" (it is
+/// priced as a planned hop instead, [`crate::policy::cost::announced_loss`]).
+pub fn censor_announced(mut data: SourceSessions, announced: &[CauseGroup]) -> SourceSessions {
+    if announced.is_empty() {
+        return data;
+    }
+    for (s, c) in data.sessions.iter_mut().zip(&data.causes) {
+        if s.event && NodesConfig::is_announced(announced, c) {
+            s.event = false;
+        }
+    }
+    data
+}
+
+/// Checks that each `nodes.announced_causes` pattern matches an end cause of the source, so
+/// that a misspelt cause is an error rather than a silent no-op.
+fn check_announced(data: &SourceSessions, announced: &[CauseGroup]) -> Result<(), ScenarioError> {
+    for g in announced {
+        if !data.causes.iter().any(|c| g.matches(c)) {
+            let mut known: Vec<&str> = data
+                .causes
+                .iter()
+                .map(String::as_str)
+                .filter(|c| !c.is_empty())
+                .collect();
+            known.sort_unstable();
+            known.dedup();
+            return Err(ScenarioError::invalid(
+                "nodes.announced_causes",
+                format!(
+                    "{:?} matches no end cause of source {}; its causes: {}",
+                    g.pattern,
+                    data.source,
+                    if known.is_empty() {
+                        "none recorded".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Step 5: the `memoryless` baseline's per-node exponential rates, from sessions that ended
@@ -376,7 +427,12 @@ fn apply(spec: &mut NodeSpec, o: &HardwareOverrides) {
 /// in hand-made inputs) merged. Each keeps whether its end was observed (`event`) or censored,
 /// its end cause, and its left truncation, so the engine can treat censored ends as "not
 /// observed" and give truncated sessions their age.
-fn timeline(data: &SourceSessions, causes: &SessionCauses, i: usize) -> Vec<replay::UpSession> {
+fn timeline(
+    data: &SourceSessions,
+    causes: &SessionCauses,
+    announced: &[CauseGroup],
+    i: usize,
+) -> Vec<replay::UpSession> {
     let mut sessions: Vec<replay::UpSession> = data
         .sessions
         .iter()
@@ -386,6 +442,7 @@ fn timeline(data: &SourceSessions, causes: &SessionCauses, i: usize) -> Vec<repl
             replay::UpSession::new(us(s.start), us(s.end))
                 .with_end(!s.event, &c.cause)
                 .with_truncation(c.left_truncated, s.entry)
+                .with_announced(NodesConfig::is_announced(announced, &c.cause))
         })
         .collect();
     sessions.sort_by_key(|s| s.start_us);
@@ -691,7 +748,8 @@ pub fn steady_state_margins(
 /// What scenarios built from one store share, so a sweep's cells that share a source,
 /// selection and training cut read the store and fit the priors once: the selected nodes and
 /// their sessions (by source, filter, sample and seed), the workload's requests (by source),
-/// the sessions' end causes (by source) and the fitted priors (by source and cutoff). Safe to
+/// the sessions' end causes (by source) and the fitted priors (by source, announced causes
+/// and cutoff). Safe to
 /// share between threads; a value two threads ask for at once may be computed twice, never
 /// stored twice. Only for one store whose inputs do not change while it lives.
 #[derive(Default)]
@@ -753,9 +811,18 @@ pub fn build_with(
         .collect();
     let cutoff = starts[0];
     let data = &nodes.data;
+    let announced = cfg.nodes.announced()?;
+    check_announced(data, &announced)?;
     let fitted = cached(
         &cache.priors,
-        (cfg.nodes.source.clone(), cutoff.to_bits()),
+        (
+            format!(
+                "{}\u{1f}{}",
+                cfg.nodes.source,
+                cfg.nodes.announced_causes.join("\u{1f}")
+            ),
+            cutoff.to_bits(),
+        ),
         || {
             let mut fit_notes = Vec::new();
             let p = fit_node_priors(store, cfg, data, cutoff, &mut fit_notes)?;
@@ -764,7 +831,11 @@ pub fn build_with(
     )?;
     let (priors, fit_notes) = (&fitted.0, &fitted.1);
     notes.extend(fit_notes.iter().cloned());
-    let rates = memoryless_rates(data, cutoff, length);
+    let rates = if announced.is_empty() {
+        memoryless_rates(data, cutoff, length)
+    } else {
+        memoryless_rates(&censor_announced(data.clone(), &announced), cutoff, length)
+    };
     let causes = cached(&cache.causes, cfg.nodes.source.clone(), || {
         session_causes(store, &cfg.nodes.source, data.sessions.len())
     })?;
@@ -813,7 +884,7 @@ pub fn build_with(
         cluster_nodes.push(Node {
             name: id.clone(),
             spec: node_hardware(cfg, &row, link.bandwidth_bytes_s)?,
-            sessions: timeline(data, &causes, i),
+            sessions: timeline(data, &causes, &announced, i),
             survival: curve,
             exp_rate_per_s: rates[i],
             truth: laws.as_ref().and_then(|l| l.get(id)).map(|l| l.curve()),

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::error::{ConfigError, ScenarioError};
+use crate::fit::causes::CauseGroup;
 use crate::fit::parse_time;
 use crate::policy::presets;
 use crate::policy::{ForecastKind, Params, PolicyKind};
@@ -20,6 +21,11 @@ source = "sample-spot"
 # filter_value = "aws-04-22-2023"
 # Take a seeded random sample of this many nodes (0 = all).
 sample = 0
+# End causes known in advance (planned ends, e.g. GCE's 24-hour cap): a literal or a prefix
+# ending in `*`. The policies' survival curves count only the other causes as failures, every
+# policy sees these ends coming, the cost-based ones price them as a planned hop, and the
+# replay drains the node before them. Default: none (every end is unannounced).
+# announced_causes = ["lifetime-cap"]
 
 [hardware]
 # Preset of every node: rtx4090, m1-max, a100, h100, wan-peer, phone (figures and sources:
@@ -144,6 +150,11 @@ pub struct NodesConfig {
     pub filter_value: Option<String>,
     /// Random sample size (0 = all nodes).
     pub sample: usize,
+    /// End causes that are announced in advance (planned ends): a literal cause or a prefix
+    /// ending in `*`. Sessions ending by one are censored in the policies' survival fits (the
+    /// curves are the unannounced causes' survival), their ends are shown to every policy and
+    /// drained by the replay ([`crate::replay::UpSession::announced`]). Default: none.
+    pub announced_causes: Vec<String>,
 }
 
 impl Default for NodesConfig {
@@ -153,7 +164,26 @@ impl Default for NodesConfig {
             filter_attribute: None,
             filter_value: None,
             sample: 0,
+            announced_causes: Vec::new(),
         }
+    }
+}
+
+impl NodesConfig {
+    /// The announced-cause patterns, parsed (an error names the key and the pattern).
+    pub fn announced(&self) -> Result<Vec<CauseGroup>, ScenarioError> {
+        self.announced_causes
+            .iter()
+            .map(|p| {
+                p.parse::<CauseGroup>()
+                    .map_err(|e| ScenarioError::invalid("nodes.announced_causes", e))
+            })
+            .collect()
+    }
+
+    /// True when `cause` is announced under `patterns` ([`NodesConfig::announced`]).
+    pub fn is_announced(patterns: &[CauseGroup], cause: &str) -> bool {
+        patterns.iter().any(|g| g.matches(cause))
     }
 }
 
@@ -494,6 +524,7 @@ impl ScenarioConfig {
                 ))
             }
         };
+        self.nodes.announced()?;
         positive("workload.rate_scale", self.workload.rate_scale)?;
         if let Some(load) = self.workload.load {
             if !(load.is_finite() && load > 0.0 && load <= 100.0) {

@@ -120,86 +120,170 @@ pub fn logrank(
     }
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| durations[a].total_cmp(&durations[b]));
-    let mut at_risk = vec![0u64; k];
-    for &g in groups {
-        at_risk[g] += 1;
+    let mut acc = Accumulated::new(k);
+    acc.add_stratum(durations, events, groups, &order, weighting);
+    Ok(acc.test())
+}
+
+/// The stratified log-rank test: [`logrank`]'s observed, expected and covariance computed
+/// within each stratum (`strata`: a stratum index per session; the risk sets, and the Peto
+/// weights, never mix strata) and summed before the statistic, as R's `survdiff(... +
+/// strata(s))` does. A group difference that only reflects how the groups spread over the
+/// strata (zones of different instance types, say) is then not counted. One stratum gives
+/// [`logrank`]. Errors as [`logrank`], and on a strata length that differs.
+pub fn logrank_stratified(
+    durations: &[f64],
+    events: &[bool],
+    groups: &[usize],
+    k: usize,
+    strata: &[usize],
+    weighting: Weighting,
+) -> Result<LogRank, SurvivalError> {
+    if strata.len() != durations.len() {
+        return Err(SurvivalError::LengthMismatch {
+            what: "strata",
+            expected: durations.len(),
+            got: strata.len(),
+        });
     }
-    let mut observed = vec![0.0; k];
-    let mut expected = vec![0.0; k];
-    let mut variance = vec![vec![0.0; k]; k];
-    let mut d_j = vec![0u64; k];
-    let mut peto = 1.0;
-    let mut n_event_times = 0;
-    let mut i = 0;
-    while i < n {
-        let t = durations[order[i]];
-        let mut j = i;
-        d_j.iter_mut().for_each(|x| *x = 0);
-        while j < n && durations[order[j]] == t {
-            if events[order[j]] {
-                d_j[groups[order[j]]] += 1;
-            }
-            j += 1;
+    // Validation of the rest, on the whole input.
+    logrank(durations, events, groups, k, weighting)?;
+    let mut order: Vec<usize> = (0..durations.len()).collect();
+    order.sort_by(|&a, &b| {
+        strata[a]
+            .cmp(&strata[b])
+            .then(durations[a].total_cmp(&durations[b]))
+    });
+    let mut acc = Accumulated::new(k);
+    for part in order.chunk_by(|&a, &b| strata[a] == strata[b]) {
+        acc.add_stratum(durations, events, groups, part, weighting);
+    }
+    Ok(acc.test())
+}
+
+/// Observed, expected and covariance summed over strata.
+struct Accumulated {
+    k: usize,
+    observed: Vec<f64>,
+    expected: Vec<f64>,
+    variance: Vec<Vec<f64>>,
+    n_event_times: usize,
+}
+
+impl Accumulated {
+    fn new(k: usize) -> Accumulated {
+        Accumulated {
+            k,
+            observed: vec![0.0; k],
+            expected: vec![0.0; k],
+            variance: vec![vec![0.0; k]; k],
+            n_event_times: 0,
         }
-        let d: u64 = d_j.iter().sum();
-        if d > 0 {
-            n_event_times += 1;
-            let n_t: u64 = at_risk.iter().sum();
-            let (nf, df) = (n_t as f64, d as f64);
-            let w = match weighting {
-                Weighting::LogRank => 1.0,
-                Weighting::Wilcoxon => nf,
-                Weighting::TaroneWare => nf.sqrt(),
-                Weighting::Peto => {
-                    peto *= 1.0 - df / (nf + 1.0);
-                    peto
+    }
+
+    /// Adds the sessions `order` (one stratum, sorted by duration).
+    fn add_stratum(
+        &mut self,
+        durations: &[f64],
+        events: &[bool],
+        groups: &[usize],
+        order: &[usize],
+        weighting: Weighting,
+    ) {
+        let k = self.k;
+        let (observed, expected, variance) =
+            (&mut self.observed, &mut self.expected, &mut self.variance);
+        let mut n_event_times = 0;
+        let n = order.len();
+        let mut at_risk = vec![0u64; k];
+        for &s in order {
+            at_risk[groups[s]] += 1;
+        }
+        let mut d_j = vec![0u64; k];
+        let mut peto = 1.0;
+        let mut i = 0;
+        while i < n {
+            let t = durations[order[i]];
+            let mut j = i;
+            d_j.iter_mut().for_each(|x| *x = 0);
+            while j < n && durations[order[j]] == t {
+                if events[order[j]] {
+                    d_j[groups[order[j]]] += 1;
                 }
-            };
-            for g in 0..k {
-                observed[g] += w * d_j[g] as f64;
-                expected[g] += w * at_risk[g] as f64 * df / nf;
+                j += 1;
             }
-            if n_t > 1 {
-                let f = w * w * df * (nf - df) / (nf - 1.0) / nf;
-                for a in 0..k {
-                    let na = at_risk[a] as f64;
-                    for b in 0..k {
-                        let nb = at_risk[b] as f64;
-                        let delta = if a == b { na } else { 0.0 };
-                        variance[a][b] += f * (delta - na * nb / nf);
+            let d: u64 = d_j.iter().sum();
+            if d > 0 {
+                n_event_times += 1;
+                let n_t: u64 = at_risk.iter().sum();
+                let (nf, df) = (n_t as f64, d as f64);
+                let w = match weighting {
+                    Weighting::LogRank => 1.0,
+                    Weighting::Wilcoxon => nf,
+                    Weighting::TaroneWare => nf.sqrt(),
+                    Weighting::Peto => {
+                        peto *= 1.0 - df / (nf + 1.0);
+                        peto
+                    }
+                };
+                for g in 0..k {
+                    observed[g] += w * d_j[g] as f64;
+                    expected[g] += w * at_risk[g] as f64 * df / nf;
+                }
+                if n_t > 1 {
+                    let f = w * w * df * (nf - df) / (nf - 1.0) / nf;
+                    for a in 0..k {
+                        let na = at_risk[a] as f64;
+                        for b in 0..k {
+                            let nb = at_risk[b] as f64;
+                            let delta = if a == b { na } else { 0.0 };
+                            variance[a][b] += f * (delta - na * nb / nf);
+                        }
                     }
                 }
             }
+            for &s in &order[i..j] {
+                at_risk[groups[s]] -= 1;
+            }
+            i = j;
         }
-        for &s in &order[i..j] {
-            at_risk[groups[s]] -= 1;
-        }
-        i = j;
+        self.n_event_times += n_event_times;
     }
-    let z: Vec<f64> = (0..k - 1).map(|g| observed[g] - expected[g]).collect();
-    let reduced: Vec<Vec<f64>> = variance[..k - 1]
-        .iter()
-        .map(|row| row[..k - 1].to_vec())
-        .collect();
-    let statistic = match solve(reduced, z.clone()) {
-        Some(x) => z.iter().zip(&x).map(|(a, b)| a * b).sum::<f64>(),
-        None => f64::NAN,
-    };
-    let dof = k - 1;
-    let p_value = if statistic.is_nan() {
-        f64::NAN
-    } else {
-        gamma_q(dof as f64 / 2.0, statistic.max(0.0) / 2.0)
-    };
-    Ok(LogRank {
-        statistic,
-        p_value,
-        degrees_of_freedom: dof,
-        observed,
-        expected,
-        variance,
-        n_event_times,
-    })
+
+    /// `chi2 = Z' V^-1 Z` over the first `k - 1` groups, with its p-value.
+    fn test(self) -> LogRank {
+        let Accumulated {
+            k,
+            observed,
+            expected,
+            variance,
+            n_event_times,
+        } = self;
+        let z: Vec<f64> = (0..k - 1).map(|g| observed[g] - expected[g]).collect();
+        let reduced: Vec<Vec<f64>> = variance[..k - 1]
+            .iter()
+            .map(|row| row[..k - 1].to_vec())
+            .collect();
+        let statistic = match solve(reduced, z.clone()) {
+            Some(x) => z.iter().zip(&x).map(|(a, b)| a * b).sum::<f64>(),
+            None => f64::NAN,
+        };
+        let dof = k - 1;
+        let p_value = if statistic.is_nan() {
+            f64::NAN
+        } else {
+            gamma_q(dof as f64 / 2.0, statistic.max(0.0) / 2.0)
+        };
+        LogRank {
+            statistic,
+            p_value,
+            degrees_of_freedom: dof,
+            observed,
+            expected,
+            variance,
+            n_event_times,
+        }
+    }
 }
 
 /// Solves `a x = b` by Gaussian elimination with partial pivoting; `None` when `a` is

@@ -157,7 +157,8 @@ impl Foresight for Truth {
 
 #[test]
 fn oracle_places_away_from_a_known_failure_and_moves_before_it() {
-    // Identical nodes, identical curves: only the oracle knows node 0 dies in 5 s.
+    // Identical nodes, identical curves: only the oracle knows node 0 dies in 5 s (unless the
+    // end is announced).
     let c = Exponential { mean: 3600.0 };
     let nodes = [node(&c, 20.0, 2000.0), node(&c, 20.0, 2000.0)];
     let truth = Truth(vec![Some(5.0), Some(1e6)]);
@@ -169,10 +170,13 @@ fn oracle_places_away_from_a_known_failure_and_moves_before_it() {
     assert!(out.l == 0.0);
     let mut hazard = build(PolicyKind::Hazard, Params::default(), 0);
     assert_eq!(
-        hazard.place(&view, &req, &mut out),
+        hazard.place(&ClusterView::new(&nodes), &req, &mut out),
         Some(0),
         "tie: the index decides"
     );
+    // Given the same end as an announced one (the replay shows other policies only those),
+    // hazard prices the hop it forces and places away from it too.
+    assert_eq!(hazard.place(&view, &req, &mut out), Some(1));
     // Running on node 0 with 20 s left: move now (recompute 2000/2000 + O_r) beats losing it.
     let running = RequestView {
         node: Some(0),

@@ -8,7 +8,7 @@ use std::path::Path;
 use proptest::prelude::*;
 use serde_json::Value;
 
-use hazardserve::survival::groups::{logrank, rmst, Weighting};
+use hazardserve::survival::groups::{logrank, logrank_stratified, rmst, Weighting};
 
 use crate::common::shared;
 
@@ -313,6 +313,102 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 100, ..ProptestConfig::default() })]
+
+    /// The stratified log-rank test sums each stratum's observed, expected and covariance (as
+    /// the golden-tested unstratified test computes them on the stratum alone); one stratum
+    /// is the unstratified test.
+    #[test]
+    fn stratified_logrank_sums_its_strata(
+        s in prop::collection::vec(
+            ((1u32..30).prop_map(f64::from), prop::bool::weighted(0.7), 0usize..3, 0usize..3),
+            2..80,
+        ),
+    ) {
+        let d: Vec<f64> = s.iter().map(|x| x.0).collect();
+        let e: Vec<bool> = s.iter().map(|x| x.1).collect();
+        let g: Vec<usize> = s.iter().map(|x| x.2).collect();
+        let st: Vec<usize> = s.iter().map(|x| x.3).collect();
+        for w in [Weighting::LogRank, Weighting::Wilcoxon, Weighting::Peto] {
+            let whole = logrank(&d, &e, &g, 3, w).unwrap();
+            let one = logrank_stratified(&d, &e, &g, 3, &vec![7; d.len()], w).unwrap();
+            prop_assert_eq!(&one.observed, &whole.observed);
+            prop_assert_eq!(&one.expected, &whole.expected);
+            prop_assert_eq!(&one.variance, &whole.variance);
+            let r = logrank_stratified(&d, &e, &g, 3, &st, w).unwrap();
+            // Each stratum alone, flattened: observed, expected, then the covariance rows.
+            let flat = |l: &hazardserve::survival::groups::LogRank| -> Vec<f64> {
+                l.observed
+                    .iter()
+                    .chain(&l.expected)
+                    .chain(l.variance.iter().flatten())
+                    .copied()
+                    .collect()
+            };
+            let mut sum = vec![0.0; 15];
+            for k in 0..3 {
+                let rows: Vec<usize> = (0..d.len()).filter(|&i| st[i] == k).collect();
+                if rows.is_empty() {
+                    continue;
+                }
+                let dd: Vec<f64> = rows.iter().map(|&i| d[i]).collect();
+                let ee: Vec<bool> = rows.iter().map(|&i| e[i]).collect();
+                let gg: Vec<usize> = rows.iter().map(|&i| g[i]).collect();
+                let part = logrank(&dd, &ee, &gg, 3, w).unwrap();
+                for (acc, x) in sum.iter_mut().zip(flat(&part)) {
+                    *acc += x;
+                }
+            }
+            for (got, want) in flat(&r).iter().zip(&sum) {
+                prop_assert!((got - want).abs() < 1e-9, "{} vs {}", got, want);
+            }
+            prop_assert_eq!(r.degrees_of_freedom, 2);
+        }
+    }
+}
+
+/// Two strata of very different lengths (short and long sessions), each holding both groups
+/// with the same durations, but group a mostly in the short stratum: the pooled test finds a
+/// difference that is only the strata's; the stratified test does not. Two identical copies
+/// of the data double the stratified statistic (Z and V both double).
+#[test]
+fn stratified_logrank_removes_a_difference_that_is_only_the_strata() {
+    let (mut d, mut e, mut g, mut st) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    for (stratum, scale) in [(0usize, 1.0), (1, 20.0)] {
+        for i in 0..100u32 {
+            d.push(f64::from(1 + i % 50) * scale);
+            e.push(i % 7 != 0);
+            // A tenth of each stratum, spread over its durations, is the minority group:
+            // group b in the short stratum, group a in the long one.
+            let minority = i < 50 && i % 5 == 0;
+            g.push(usize::from(minority != (stratum == 1)));
+            st.push(stratum);
+        }
+    }
+    let pooled = logrank(&d, &e, &g, 2, Weighting::LogRank).unwrap();
+    let strat = logrank_stratified(&d, &e, &g, 2, &st, Weighting::LogRank).unwrap();
+    assert!(pooled.p_value < 1e-6, "pooled p {}", pooled.p_value);
+    assert!(
+        strat.p_value > 0.05,
+        "stratified p {} (chi2 {})",
+        strat.p_value,
+        strat.statistic
+    );
+    let twice = |v: &[usize]| -> Vec<usize> { v.iter().chain(v).copied().collect() };
+    let (d2, e2): (Vec<f64>, Vec<bool>) = (
+        d.iter().chain(&d).copied().collect(),
+        e.iter().chain(&e).copied().collect(),
+    );
+    // The copy in strata of its own.
+    let st2: Vec<usize> = st.iter().copied().chain(st.iter().map(|s| s + 2)).collect();
+    let r2 = logrank_stratified(&d2, &e2, &twice(&g), 2, &st2, Weighting::LogRank).unwrap();
+    assert!((r2.statistic - 2.0 * strat.statistic).abs() < 1e-9 * (1.0 + strat.statistic));
+    // A strata column of the wrong length is refused.
+    let err = logrank_stratified(&d, &e, &g, 2, &st[1..], Weighting::LogRank).unwrap_err();
+    assert!(err.to_string().contains("strata"), "{err}");
+}
+
 /// Bad input names the problem.
 #[test]
 fn group_tests_refuse_bad_input() {
@@ -385,6 +481,29 @@ fn km_tests_groups_and_restricted_means_on_a_csv() {
         "p",
     );
     assert_eq!(got[0]["degrees_of_freedom"], 1);
+    // Within strata (every third row one stratum): the library's stratified statistic, and the
+    // number of strata.
+    let st: Vec<usize> = (0..rows.len()).map(|i| usize::from(i % 3 == 0)).collect();
+    let strata_csv = tmp.path().join("strata.csv");
+    let mut text = String::from("duration,event,zone,site\n");
+    for (i, (d, e, g)) in rows.iter().enumerate() {
+        text.push_str(&format!("{d},{},{g},s{}\n", u8::from(*e), st[i]));
+    }
+    std::fs::write(&strata_csv, text).unwrap();
+    let mut c = crate::common::hs(tmp.path());
+    c.arg("km").arg("--input").arg(&strata_csv).args([
+        "--group", "zone", "--test", "logrank", "--strata", "site", "--format", "json",
+    ]);
+    let got: Value = serde_json::from_str(&crate::common::ok(c)).unwrap();
+    let want = logrank_stratified(&d, &e, &g, 2, &st, Weighting::LogRank).unwrap();
+    assert_eq!(got[0]["strata"], 2);
+    close(
+        got[0]["statistic"].as_f64().unwrap(),
+        want.statistic,
+        1e-12,
+        0.0,
+        "stratified statistic",
+    );
     let got = run(&["--rmst", "30"]);
     let rows = got.as_array().unwrap();
     assert_eq!(rows.len(), 3, "two groups and their difference: {got}");
