@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 
-use super::km_cmd::{group_test, rmst_table, GroupTest};
+use super::km_cmd::{group_test, group_test_in_strata, rmst_table, GroupTest};
 use super::{Globals, OutputArgs};
 use crate::fit::{self, ByColumn};
 use crate::output::{self, Col, OutputFormat};
@@ -43,7 +43,7 @@ impl ShrinkageArg {
 /// `fit` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Columns:\n  verdict   hazard shape: decreasing, increasing, constant, bathtub or capped, chosen by AIC\n            over seven maximum-likelihood models; \"too few events (n)\" below --min-events\n  model     the model that decided; aic_gap: its AIC lead over the next model\n  ibs_model the model with the best held-out integrated Brier score (fitted on alternate\n            sessions, scored on the others): a second opinion on the fit\n  evidence  that model's parameters with 95 % intervals, and the rule that fired\n  median    Kaplan-Meier median, or \"> t (not reached)\" when S stays above 0.5; for tick\n            sources the interval-censored NPMLE's (see times)\n  times     exact, or the probe interval whose NPMLE gave median and s_* (--exact-times:\n            Kaplan-Meier on the tick times)\n  m         beta-process prior strength: how many of a node's own sessions the pooled curve\n            is worth (small: nodes follow their own data; large: the pooled curve)\n  theta     gamma-frailty variance: how much node hazards differ (0: not at all)\n  notes     estimates at the edge of their search range, and what that means\n\nExamples:\n  hazardserve fit --source gce-preemptible\n  hazardserve fit --source gce-preemptible --by zone --format json\n  hazardserve fit --source gce-preemptible --hazard\n  hazardserve fit --source cbl-preemption-1node --validate --split 0.7\n  hazardserve fit --source gce-preemptible --by-cause\n  hazardserve fit --source fta-lanl05 --by-cause \\\n      --cause-group 'failure:*=failure'\n  hazardserve fit --source cbl-availability-1node --exact-times\n  hazardserve fit --source gce-preemptible --by zone --test logrank\n  hazardserve fit --source gce-preemptible --by zone --rmst 7200\n  hazardserve fit --source spotserve --nelson-aalen"
+    after_help = "Columns:\n  verdict   hazard shape: decreasing, increasing, constant, bathtub or capped, chosen by AIC\n            over seven maximum-likelihood models; \"too few events (n)\" below --min-events\n  model     the model that decided; aic_gap: its AIC lead over the next model\n  ibs_model the model with the best held-out integrated Brier score (fitted on alternate\n            sessions, scored on the others): a second opinion on the fit\n  evidence  that model's parameters with 95 % intervals, and the rule that fired\n  median    Kaplan-Meier median, or \"> t (not reached)\" when S stays above 0.5; for tick\n            sources the interval-censored NPMLE's (see times)\n  times     exact, or the probe interval whose NPMLE gave median and s_* (--exact-times:\n            Kaplan-Meier on the tick times)\n  m         beta-process prior strength: how many of a node's own sessions the pooled curve\n            is worth (small: nodes follow their own data; large: the pooled curve)\n  theta     gamma-frailty variance: how much node hazards differ (0: not at all)\n  notes     estimates at the edge of their search range, and what that means\n\nExamples:\n  hazardserve fit --source gce-preemptible\n  hazardserve fit --source gce-preemptible --by zone --format json\n  hazardserve fit --source gce-preemptible --hazard\n  hazardserve fit --source cbl-preemption-1node --validate --split 0.7\n  hazardserve fit --source gce-preemptible --by-cause\n  hazardserve fit --source fta-lanl05 --by-cause \\\n      --cause-group 'failure:*=failure'\n  hazardserve fit --source cbl-availability-1node --exact-times\n  hazardserve fit --source gce-preemptible --by zone --test logrank\n  hazardserve fit --source gce-preemptible --by zone --test logrank \\\n      --strata instance-type\n  hazardserve fit --source gce-preemptible --by zone --rmst 7200\n  hazardserve fit --source spotserve --nelson-aalen"
 )]
 pub struct FitArgs {
     /// The source to fit.
@@ -97,6 +97,11 @@ pub struct FitArgs {
     /// degrees of freedom) or a weighted variant. Right-censored sessions only.
     #[arg(long, value_enum, requires = "by", conflicts_with_all = ["validate", "hazard", "curve", "by_cause"])]
     pub test: Option<GroupTest>,
+    /// With --test: stratify by this node attribute. The groups are compared within each
+    /// stratum (risk sets never mix strata) and the strata summed, as R's
+    /// survdiff(... + strata(s)): zones compared within instance types, say.
+    #[arg(long, value_enum, value_name = "ATTRIBUTE", requires = "test")]
+    pub strata: Option<ByColumn>,
     /// The restricted mean survival time to this horizon in seconds per group, with its 95 %
     /// interval (Greenwood), and for two groups their difference. Right-censored sessions only.
     #[arg(long, value_name = "SECONDS", conflicts_with_all = ["validate", "hazard", "curve", "by_cause", "test"])]
@@ -247,6 +252,7 @@ fn print_group_estimates(
     globals: &Globals,
     data: &fit::SourceSessions,
     args: &FitArgs,
+    node_strata: Option<&[String]>,
 ) -> anyhow::Result<()> {
     let groups = data.groups();
     let cols: Vec<(Vec<f64>, Vec<bool>, Vec<f64>)> =
@@ -302,7 +308,24 @@ fn print_group_estimates(
     }
     let name = format!("source {}", args.source);
     if let Some(test) = args.test {
-        let b = group_test(&name, &dur, &ev, &grp, &groups, test)?;
+        let b = match node_strata {
+            // The strata of the sessions in the order group_columns lists them.
+            Some(labels) => {
+                let strata: Vec<&str> = groups
+                    .iter()
+                    .flat_map(|g| {
+                        data.sessions
+                            .iter()
+                            .filter(move |s| {
+                                data.node_groups.get(s.node as usize) == Some(g) && s.end > s.start
+                            })
+                            .map(|s| labels.get(s.node as usize).map_or("(none)", String::as_str))
+                    })
+                    .collect();
+                group_test_in_strata(&name, &dur, &ev, &grp, &groups, test, &strata)?
+            }
+            None => group_test(&name, &dur, &ev, &grp, &groups, test)?,
+        };
         return args.output.emit(globals, &[b]);
     }
     let h = args.rmst.unwrap_or_default();
@@ -483,7 +506,12 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
         return print_causes(globals, &data, &args);
     }
     if args.test.is_some() || args.rmst.is_some() || args.nelson_aalen {
-        return print_group_estimates(globals, &data, &args);
+        // Each node's stratum label (node indices are the same in every load of a source).
+        let strata = match args.strata {
+            Some(by) => Some(fit::load_sessions(&store, &args.source, Some(by), true)?.node_groups),
+            None => None,
+        };
+        return print_group_estimates(globals, &data, &args, strata.as_deref());
     }
     let mut fits = fit::fit_groups_with(&data, args.shrinkage.choice(), args.min_events)
         .with_context(|| format!("fitting source {}", args.source))?;

@@ -389,22 +389,8 @@ pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
     }
     if let Some(test) = args.test {
         let b = if args.strata.is_some() {
-            let mut index = std::collections::HashMap::new();
-            let mut names = Vec::new();
-            let strata: Vec<usize> = c
-                .strata
-                .iter()
-                .map(|l| intern(l, &mut names, &mut index))
-                .collect();
-            group_test_stratified(
-                &name,
-                &c.dur,
-                &c.ev,
-                &c.grp,
-                &c.labels,
-                test,
-                Some((&strata, names.len())),
-            )?
+            let strata: Vec<&str> = c.strata.iter().map(String::as_str).collect();
+            group_test_in_strata(&name, &c.dur, &c.ev, &c.grp, &c.labels, test, &strata)?
         } else {
             group_test(&name, &c.dur, &c.ev, &c.grp, &c.labels, test)?
         };
@@ -587,6 +573,26 @@ pub(super) fn group_test(
     test: GroupTest,
 ) -> anyhow::Result<arrow::record_batch::RecordBatch> {
     group_test_stratified(name, dur, ev, grp, labels, test, None)
+}
+
+/// [`group_test`] within the strata named by `strata` (a label per row), with a `strata`
+/// column giving how many there were.
+pub(super) fn group_test_in_strata(
+    name: &str,
+    dur: &[f64],
+    ev: &[bool],
+    grp: &[usize],
+    labels: &[String],
+    test: GroupTest,
+    strata: &[&str],
+) -> anyhow::Result<arrow::record_batch::RecordBatch> {
+    let mut index = std::collections::HashMap::new();
+    let mut names = Vec::new();
+    let idx: Vec<usize> = strata
+        .iter()
+        .map(|l| intern(l, &mut names, &mut index))
+        .collect();
+    group_test_stratified(name, dur, ev, grp, labels, test, Some((&idx, names.len())))
 }
 
 /// [`group_test`] within strata (`strata`: each row's stratum and the stratum count), with a

@@ -36,6 +36,7 @@ pub(super) fn survival_section(
     let mut cause_rows = Vec::new();
     let mut tick_rows = Vec::new();
     let mut cause_plots = Vec::new();
+    let mut group_rows = Vec::new();
     for source in sources {
         let data = fit::load_sessions(store, source, None, false)?;
         let fits = fit::fit_groups(&data, None).map_err(|e| ReportError::Fit {
@@ -82,13 +83,15 @@ pub(super) fn survival_section(
                 .zip(p.lo.iter().zip(&p.hi))
                 .map(|(&t, (&lo, &hi))| (h(t), lo, hi))
                 .collect();
+        let (curves, test) = group_curves(store, source)?;
+        group_rows.extend(test);
         let title = format!("{source}: {} sessions, {}", g.sessions, g.verdict);
         let svg = plots::survival(&SurvivalPlot {
             title: &title,
             steps,
             band,
             weibull: g.weibull_shape.zip(g.weibull_scale_s.map(h)),
-            groups: group_curves(store, source)?
+            groups: curves
                 .into_iter()
                 .map(|(name, steps)| (name, steps.into_iter().map(|(t, s)| (h(t), s)).collect()))
                 .collect(),
@@ -163,6 +166,22 @@ pub(super) fn survival_section(
             tick_rows,
         ));
     }
+    if !group_rows.is_empty() {
+        r.blocks.push(Block::Text(format!(
+            "Do the groups drawn in the plots below differ? Per source, the groups of the first \
+             attribute with 2 to 50 values (every group, not only the drawn ones): the k-group \
+             log-rank test (`hazardserve fit --by ATTR --test logrank`) and the groups with the \
+             shortest and longest restricted mean survival to {} (`fit --by ATTR --rmst {}`) \
+             with their sizes and 95 % intervals. Sources whose sessions carry entry ages are left out \
+             (the test takes right-censored sessions only).",
+            duration_text(GROUP_RMST_HORIZON_S),
+            GROUP_RMST_HORIZON_S
+        )));
+        r.blocks.push(Block::Table(
+            GROUPS_HEADER.map(String::from).to_vec(),
+            group_rows,
+        ));
+    }
     r.blocks.extend(plots);
     r.blocks.extend(cause_plots);
     if !timelines.is_empty() {
@@ -186,13 +205,21 @@ pub const MAX_GROUPS: usize = 7;
 /// The Kaplan-Meier steps of each group of `source` (by node group, else zone, else instance
 /// type: the first attribute with 2 to 50 values), at most [`MAX_GROUPS`] of them, the
 /// largest first; empty when no attribute splits the source.
-fn group_curves(store: &Store, source: &str) -> Result<Vec<GroupSteps>, ReportError> {
-    for by in [ByColumn::NodeGroup, ByColumn::Zone, ByColumn::InstanceType] {
+fn group_curves(
+    store: &Store,
+    source: &str,
+) -> Result<(Vec<GroupSteps>, Option<Vec<String>>), ReportError> {
+    for (by, name) in [
+        (ByColumn::NodeGroup, "node_group"),
+        (ByColumn::Zone, "zone"),
+        (ByColumn::InstanceType, "instance_type"),
+    ] {
         let data = fit::load_sessions(store, source, Some(by), false)?;
         let groups = data.groups();
         if !(2..=50).contains(&groups.len()) {
             continue;
         }
+        let test = group_test_row(source, name, &data, &groups)?;
         let mut sized: Vec<(usize, String)> = groups
             .into_iter()
             .map(|g| {
@@ -216,9 +243,85 @@ fn group_curves(store: &Store, source: &str) -> Result<Vec<GroupSteps>, ReportEr
             let steps = c.km.t.iter().copied().zip(c.km.s.iter().copied()).collect();
             out.push((format!("{g} ({n} sessions)"), steps));
         }
-        return Ok(out);
+        return Ok((out, test));
     }
-    Ok(Vec::new())
+    Ok((Vec::new(), None))
+}
+
+/// The horizon of the group table's restricted means, seconds (6 h).
+pub const GROUP_RMST_HORIZON_S: f64 = 6.0 * 3600.0;
+
+/// The header of the group-comparison table (the README's `groups` table is this table).
+pub const GROUPS_HEADER: [&str; 7] = [
+    "source",
+    "groups by",
+    "groups",
+    "log-rank chi2 (df)",
+    "p",
+    "RMST to 6 h: shortest group",
+    "longest group",
+];
+
+/// `fit --by ATTR --test logrank` and `fit --by ATTR --rmst 21600` of the groups the plot
+/// draws (every group with sessions, not only the drawn ones): the k-group log-rank statistic
+/// with its degrees of freedom and p-value, and the groups with the smallest and largest
+/// restricted mean to 6 h with their 95 % intervals. `None` when a group has sessions with
+/// entry ages (the test takes right-censored sessions only) or fewer than two groups have
+/// sessions.
+fn group_test_row(
+    source: &str,
+    by: &str,
+    data: &SourceSessions,
+    groups: &[String],
+) -> Result<Option<Vec<String>>, ReportError> {
+    use crate::survival::groups::{logrank, rmst, Weighting};
+    let fail = |e: crate::survival::SurvivalError| ReportError::Fit {
+        source_name: source.to_string(),
+        source: Box::new(e),
+    };
+    let (mut dur, mut ev, mut grp) = (Vec::new(), Vec::new(), Vec::new());
+    let mut means: Vec<(f64, f64, &str, usize)> = Vec::new();
+    for g in groups {
+        let (exit, event, entry) = fit::group_columns(data, g);
+        if entry.iter().any(|&e| e > 0.0) {
+            return Ok(None);
+        }
+        if exit.is_empty() {
+            continue;
+        }
+        let r = rmst(&exit, &event, &[GROUP_RMST_HORIZON_S]).map_err(fail)?[0];
+        means.push((r.rmst, r.variance_greenwood.sqrt(), g, exit.len()));
+        grp.extend(std::iter::repeat_n(means.len() - 1, exit.len()));
+        dur.extend(exit);
+        ev.extend(event);
+    }
+    if means.len() < 2 {
+        return Ok(None);
+    }
+    let t = logrank(&dur, &ev, &grp, means.len(), Weighting::LogRank).map_err(fail)?;
+    means.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mean_text = |(m, se, g, n): (f64, f64, &str, usize)| {
+        let z = 1.959963984540054;
+        format!(
+            "{g} ({n} sessions): {} [{}, {}]",
+            duration_text(m),
+            duration_text((m - z * se).max(0.0)),
+            duration_text((m + z * se).min(GROUP_RMST_HORIZON_S))
+        )
+    };
+    Ok(Some(vec![
+        source.to_string(),
+        by.to_string(),
+        means.len().to_string(),
+        format!("{} ({})", human_float(t.statistic), t.degrees_of_freedom),
+        if t.p_value < 1e-4 {
+            "< 1e-4".to_string()
+        } else {
+            format!("{:.4}", t.p_value)
+        },
+        mean_text(means[0]),
+        mean_text(means[means.len() - 1]),
+    ]))
 }
 
 /// Nodes per availability timeline at most.

@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hazardserve::report::{
-    CALIBRATION_HEADER, CAUSES_HEADER, CELLS_HEADER, COMPARISON_HEADER, MAP_CALIBRATION_HEADER,
-    SHAPE_HEADER, TICKS_HEADER, VALIDATION_HEADER,
+    CALIBRATION_HEADER, CAUSES_HEADER, CELLS_HEADER, COMPARISON_HEADER, GROUPS_HEADER,
+    MAP_CALIBRATION_HEADER, SHAPE_HEADER, TICKS_HEADER, VALIDATION_HEADER,
 };
 
 use crate::common::{hs, ok, shared};
@@ -93,6 +93,7 @@ fn readme_result_tables_are_what_report_prints_now() {
         ("validation", &VALIDATION_HEADER[..]),
         ("causes", &CAUSES_HEADER[..]),
         ("ticks", &TICKS_HEADER[..]),
+        ("groups", &GROUPS_HEADER[..]),
     ] {
         let t = table(&public, header).unwrap_or_else(|| panic!("no {key} table:\n{public}"));
         fresh.insert(key.into(), t);

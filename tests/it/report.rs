@@ -28,11 +28,13 @@ fn make_report(dir: &Path) {
     ok(c);
 }
 
-/// A row of the end-cause or tick-source table (they follow the validation table when a
-/// source has rows in them).
+/// A row of the end-cause, tick-source or group-comparison table (they follow the validation
+/// table when a source has rows in them).
 fn cause_or_tick(l: &str) -> bool {
     let cells: Vec<&str> = l.split(" | ").collect();
-    cells.len() == 8 && cells[3].ends_with('%') || cells.len() == 5 && l.ends_with(" s |")
+    cells.len() == 8 && cells[3].ends_with('%')
+        || cells.len() == 5 && l.ends_with(" s |")
+        || cells.len() == 7 && cells[5].contains(" sessions): ")
 }
 
 #[test]

@@ -619,3 +619,81 @@ fn nelson_aalen_equals_lifelines() {
     }
     assert!(fits >= 4, "only {fits} fits");
 }
+
+/// `fit --by zone --test logrank --strata instance-type` on GCE equals `km --strata` on the
+/// same sessions exported with their nodes' zone and instance type: the store's stratified
+/// test is the library's, whatever order the sessions come in.
+#[test]
+fn fit_stratifies_by_a_node_attribute_as_km_does_on_the_export() {
+    use crate::common::{hs, ok, public_store};
+    let Some(store) = public_store() else {
+        return;
+    };
+    let fit = |strata: Option<&str>| -> Value {
+        let mut c = hs(store);
+        c.args([
+            "fit",
+            "--source",
+            "gce-preemptible",
+            "--by",
+            "zone",
+            "--test",
+            "logrank",
+        ]);
+        if let Some(s) = strata {
+            c.args(["--strata", s]);
+        }
+        c.args(["--format", "json"]);
+        serde_json::from_str(&ok(c)).unwrap()
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let csv = tmp.path().join("gce.csv");
+    let mut c = hs(store);
+    c.args([
+        "sql",
+        "--format",
+        "csv",
+        "SELECT s.duration_s, s.event, coalesce(n.zone, '(none)') AS zone, \
+         coalesce(n.instance_type, '(none)') AS it FROM sessions s JOIN nodes n \
+         USING (source, node_id) WHERE s.source = 'gce-preemptible' AND s.duration_s > 0 \
+         AND NOT (s.left_truncated AND s.entry_s = 0) ORDER BY random()",
+    ]);
+    std::fs::write(&csv, ok(c)).unwrap();
+    let mut c = hs(store);
+    c.arg("km").arg("--input").arg(&csv).args([
+        "--duration",
+        "duration_s",
+        "--event",
+        "event",
+        "--group",
+        "zone",
+        "--test",
+        "logrank",
+        "--strata",
+        "it",
+        "--format",
+        "json",
+    ]);
+    let km: Value = serde_json::from_str(&ok(c)).unwrap();
+    let stratified = fit(Some("instance-type"));
+    assert_eq!(stratified[0]["strata"], km[0]["strata"]);
+    assert!(
+        stratified[0]["strata"].as_i64().unwrap() >= 2,
+        "{stratified}"
+    );
+    close(
+        stratified[0]["statistic"].as_f64().unwrap(),
+        km[0]["statistic"].as_f64().unwrap(),
+        1e-9,
+        0.0,
+        "statistic",
+    );
+    assert_eq!(
+        stratified[0]["degrees_of_freedom"],
+        km[0]["degrees_of_freedom"]
+    );
+    // Without --strata there is no strata column, and the pooled statistic differs.
+    let pooled = fit(None);
+    assert!(pooled[0].get("strata").is_none(), "{pooled}");
+    assert_ne!(pooled[0]["statistic"], stratified[0]["statistic"]);
+}
