@@ -178,50 +178,49 @@ pub fn aalen_johansen(
         (fit, ends)
     });
     let (timeline, n_at_risk, n_any, surv) = fit?.into_columns();
-    // Each cause's ends per row: a merge of its sorted times with the timeline (every
-    // duration is a timeline time, by exact float equality).
-    let mut counts: Vec<Vec<u32>> = ends
-        .iter()
-        .map(|keys| {
-            let mut d = vec![0u32; timeline.len()];
-            let mut i = 0;
-            for &key in keys {
-                let t = key_f64(key);
-                while timeline[i] < t {
-                    i += 1;
-                }
-                d[i] += 1;
+    // Each cause's ends per row (a merge of its sorted times with the timeline: every duration
+    // is a timeline time, by exact float equality) and its incidence, the sorted causes split
+    // between this thread and another; the last cause's counts are the rest.
+    let merged = |keys: &Vec<u64>| {
+        let mut d = vec![0u32; timeline.len()];
+        let mut i = 0;
+        for &key in keys {
+            let t = key_f64(key);
+            while timeline[i] < t {
+                i += 1;
             }
-            d
-        })
-        .collect();
+            d[i] += 1;
+        }
+        let cif = incidence(&d, &n_at_risk, &surv);
+        (d, cif)
+    };
+    let half = ends.len() / 2;
+    let mut per_cause: Vec<(Vec<u32>, Vec<f64>)> = std::thread::scope(|sc| {
+        let other = sc.spawn(|| ends[..half].iter().map(merged).collect::<Vec<_>>());
+        let mine: Vec<_> = ends[half..].iter().map(merged).collect();
+        let mut all = other
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic));
+        all.extend(mine);
+        all
+    });
     if !codes.is_empty() {
         let mut last = n_any.clone();
-        for d in &counts {
+        for (d, _) in &per_cause {
             for (x, &y) in last.iter_mut().zip(d) {
                 *x -= y;
             }
         }
-        counts.push(last);
+        let cif = incidence(&last, &n_at_risk, &surv);
+        per_cause.push((last, cif));
     }
     let out_causes: Vec<CauseIncidence> = codes
         .iter()
-        .zip(counts)
-        .map(|(&cause, d_k)| {
-            let mut cif = Vec::with_capacity(d_k.len());
-            let (mut f, mut lag_s) = (0.0, 1.0);
-            for j in 0..d_k.len() {
-                if d_k[j] > 0 && n_at_risk[j] > 0 {
-                    f += lag_s * f64::from(d_k[j]) / f64::from(n_at_risk[j]);
-                }
-                cif.push(f);
-                lag_s = surv[j];
-            }
-            CauseIncidence {
-                cause,
-                n_event: d_k,
-                cif,
-            }
+        .zip(per_cause)
+        .map(|(&cause, (n_event, cif))| CauseIncidence {
+            cause,
+            n_event,
+            cif,
         })
         .collect();
     Ok(CompetingRisks {
@@ -231,6 +230,21 @@ pub fn aalen_johansen(
         overall_survival: surv,
         causes: out_causes,
     })
+}
+
+/// One cause's Aalen-Johansen incidence from its ends per row `d_k`:
+/// `F_k(t_j) = sum_{i <= j} S(t_{i-1}) d_ki / n_i`.
+fn incidence(d_k: &[u32], n_at_risk: &[u32], surv: &[f64]) -> Vec<f64> {
+    let mut cif = Vec::with_capacity(d_k.len());
+    let (mut f, mut lag_s) = (0.0, 1.0);
+    for j in 0..d_k.len() {
+        if d_k[j] > 0 && n_at_risk[j] > 0 {
+            f += lag_s * f64::from(d_k[j]) / f64::from(n_at_risk[j]);
+        }
+        cif.push(f);
+        lag_s = surv[j];
+    }
+    cif
 }
 
 /// The Collett variance of one cause's incidence (module docs), by running sums.

@@ -111,6 +111,10 @@ pub fn run(store: &Path, run: Option<String>) -> anyhow::Result<()> {
     stop.store(true, Ordering::SeqCst);
     drop(guard);
     let _ = input.join();
+    // The loader may be inside a job: let it finish (its result has nowhere to go, so it
+    // starts nothing else) before the process exits and tears down the database it uses.
+    drop(rx);
+    worker.finish();
     result
 }
 

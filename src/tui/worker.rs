@@ -20,20 +20,35 @@ use super::loader::Loader;
 /// Runs a [`Loader`] on a background thread.
 pub struct Worker {
     tx: Sender<LoadJob>,
+    handle: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Worker {
     /// Starts the thread; results come back on `out` as [`Msg::Loaded`] (or [`Msg::Dropped`]
-    /// for superseded jobs). The thread ends when the worker is dropped and its current job
-    /// finishes.
+    /// for superseded jobs). The thread ends when the worker is dropped, or when `out`'s
+    /// receiver is gone, once its current job finishes ([`Worker::finish`] waits for that).
     pub fn spawn(root: &Path, out: Sender<Msg>) -> anyhow::Result<Worker> {
         let (tx, rx) = std::sync::mpsc::channel::<LoadJob>();
         let loader = Loader::new(root);
-        std::thread::Builder::new()
+        let handle = std::thread::Builder::new()
             .name(super::terminal::LOADER_THREAD.into())
             .spawn(move || worker_loop(loader, rx, out))
             .context("starting the loader thread")?;
-        Ok(Worker { tx })
+        Ok(Worker {
+            tx,
+            handle: Some(handle),
+        })
+    }
+
+    /// Stops the thread and waits for it: its current job (if any) finishes, queued ones are
+    /// not started. Call it after dropping the receiver of `out`, before the process exits,
+    /// so that no job is still inside the store's database while the process tears it down.
+    pub fn finish(mut self) {
+        let handle = self.handle.take();
+        drop(self);
+        if let Some(h) = handle {
+            let _ = h.join();
+        }
     }
 
     /// Queues a job (ignored once the thread has stopped).
