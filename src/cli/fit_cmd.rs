@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 
-use super::km_cmd::{group_test, group_test_in_strata, rmst_table, GroupTest};
+use super::km_cmd::{group_test, rmst_table, GroupTest};
 use super::{Globals, OutputArgs};
 use crate::fit::{self, ByColumn};
 use crate::output::{self, Col, OutputFormat};
@@ -308,24 +308,21 @@ fn print_group_estimates(
     }
     let name = format!("source {}", args.source);
     if let Some(test) = args.test {
-        let b = match node_strata {
-            // The strata of the sessions in the order group_columns lists them.
-            Some(labels) => {
-                let strata: Vec<&str> = groups
-                    .iter()
-                    .flat_map(|g| {
-                        data.sessions
-                            .iter()
-                            .filter(move |s| {
-                                data.node_groups.get(s.node as usize) == Some(g) && s.end > s.start
-                            })
-                            .map(|s| labels.get(s.node as usize).map_or("(none)", String::as_str))
-                    })
-                    .collect();
-                group_test_in_strata(&name, &dur, &ev, &grp, &groups, test, &strata)?
-            }
-            None => group_test(&name, &dur, &ev, &grp, &groups, test)?,
-        };
+        // The strata of the sessions in the order group_columns lists them.
+        let strata: Option<Vec<&str>> = node_strata.map(|labels| {
+            groups
+                .iter()
+                .flat_map(|g| {
+                    data.sessions
+                        .iter()
+                        .filter(move |s| {
+                            data.node_groups.get(s.node as usize) == Some(g) && s.end > s.start
+                        })
+                        .map(|s| labels.get(s.node as usize).map_or("(none)", String::as_str))
+                })
+                .collect()
+        });
+        let b = group_test(&name, &dur, &ev, &grp, &groups, test, strata.as_deref())?;
         return args.output.emit(globals, &[b]);
     }
     let h = args.rmst.unwrap_or_default();

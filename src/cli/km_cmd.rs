@@ -388,12 +388,19 @@ pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
         return args.output.emit(globals, &[b]);
     }
     if let Some(test) = args.test {
-        let b = if args.strata.is_some() {
-            let strata: Vec<&str> = c.strata.iter().map(String::as_str).collect();
-            group_test_in_strata(&name, &c.dur, &c.ev, &c.grp, &c.labels, test, &strata)?
-        } else {
-            group_test(&name, &c.dur, &c.ev, &c.grp, &c.labels, test)?
-        };
+        let strata: Option<Vec<&str>> = args
+            .strata
+            .is_some()
+            .then(|| c.strata.iter().map(String::as_str).collect());
+        let b = group_test(
+            &name,
+            &c.dur,
+            &c.ev,
+            &c.grp,
+            &c.labels,
+            test,
+            strata.as_deref(),
+        )?;
         return args.output.emit(globals, &[b]);
     }
     if let Some(h) = args.rmst {
@@ -563,7 +570,8 @@ fn interval_table(
     ])?)
 }
 
-/// `km --test`: one row, the test of every group against the others.
+/// `km --test`: one row, the test of every group against the others; with `strata` (a label
+/// per row) within strata, and a `strata` column giving how many there were.
 pub(super) fn group_test(
     name: &str,
     dur: &[f64],
@@ -571,40 +579,7 @@ pub(super) fn group_test(
     grp: &[usize],
     labels: &[String],
     test: GroupTest,
-) -> anyhow::Result<arrow::record_batch::RecordBatch> {
-    group_test_stratified(name, dur, ev, grp, labels, test, None)
-}
-
-/// [`group_test`] within the strata named by `strata` (a label per row), with a `strata`
-/// column giving how many there were.
-pub(super) fn group_test_in_strata(
-    name: &str,
-    dur: &[f64],
-    ev: &[bool],
-    grp: &[usize],
-    labels: &[String],
-    test: GroupTest,
-    strata: &[&str],
-) -> anyhow::Result<arrow::record_batch::RecordBatch> {
-    let mut index = std::collections::HashMap::new();
-    let mut names = Vec::new();
-    let idx: Vec<usize> = strata
-        .iter()
-        .map(|l| intern(l, &mut names, &mut index))
-        .collect();
-    group_test_stratified(name, dur, ev, grp, labels, test, Some((&idx, names.len())))
-}
-
-/// [`group_test`] within strata (`strata`: each row's stratum and the stratum count), with a
-/// `strata` column; unstratified without.
-fn group_test_stratified(
-    name: &str,
-    dur: &[f64],
-    ev: &[bool],
-    grp: &[usize],
-    labels: &[String],
-    test: GroupTest,
-    strata: Option<(&[usize], usize)>,
+    strata: Option<&[&str]>,
 ) -> anyhow::Result<arrow::record_batch::RecordBatch> {
     if labels.len() < 2 {
         bail!(
@@ -612,7 +587,15 @@ fn group_test_stratified(
             labels.len()
         );
     }
-    let r = match strata {
+    let strata = strata.map(|rows| {
+        let (mut index, mut names) = (std::collections::HashMap::new(), Vec::new());
+        let idx: Vec<usize> = rows
+            .iter()
+            .map(|l| intern(l, &mut names, &mut index))
+            .collect();
+        (idx, names.len())
+    });
+    let r = match &strata {
         Some((s, _)) => logrank_stratified(dur, ev, grp, labels.len(), s, test.weighting()),
         None => logrank(dur, ev, grp, labels.len(), test.weighting()),
     }

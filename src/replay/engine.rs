@@ -1861,10 +1861,7 @@ impl<'a> Sim<'a> {
                     if self.now < last {
                         // Stayed at the early check (staying was cheaper then, or no room):
                         // a last check just before the end, when only a recompute fits.
-                        let q = &mut self.reqs[r as usize];
-                        q.chk_epoch = q.chk_epoch.wrapping_add(1);
-                        let epoch = q.chk_epoch;
-                        self.schedule(last, Event::EndCheck { req: r, epoch });
+                        self.recheck_at(r, last);
                     } else {
                         self.stats.oracle_forced += 1;
                     }
@@ -1898,38 +1895,10 @@ impl<'a> Sim<'a> {
             (expected_total(q.est as f64, done, self.est_sigma) - done).max(0.0) / q.rate
         };
         if expected_s < left_s && now < last {
-            let q = &mut self.reqs[r as usize];
-            q.chk_epoch = q.chk_epoch.wrapping_add(1);
-            let epoch = q.chk_epoch;
-            self.schedule(last, Event::EndCheck { req: r, epoch });
+            self.recheck_at(r, last);
             return;
         }
-        self.refresh_views();
-        let rv = self.place_view_request(r);
-        let need = self.reqs[r as usize].need;
-        self.scratch_views.clear();
-        self.scratch_views.extend(self.views.iter().map(|v| {
-            let mut v = *v;
-            if v.kv_capacity_tokens < need {
-                v.kv_capacity_tokens = 0;
-            }
-            v
-        }));
-        self.scratch_views[i].up = false;
-        self.stats.migration_checks += 1;
-        let choice = {
-            let fs = TraceForesight {
-                ends: &self.known_ends,
-                now,
-            };
-            let loads = live_loads!(self);
-            let view = ClusterView::new(&self.scratch_views)
-                .with_foresight(&fs)
-                .with_loads(&loads)
-                .with_active(&self.up_list);
-            policy.place(&view, &rv, &mut self.expl)
-        };
-        self.log_decision(false);
+        let choice = self.place_elsewhere(policy, r, i);
         let ctx = {
             let q = &self.reqs[r as usize];
             q.prompt.saturating_add(q.done_tokens())
@@ -1947,20 +1916,15 @@ impl<'a> Sim<'a> {
                 self.stats.drained += 1;
                 self.execute_move(r, i, j);
             }
-            _ if now < last => {
-                let q = &mut self.reqs[r as usize];
-                q.chk_epoch = q.chk_epoch.wrapping_add(1);
-                let epoch = q.chk_epoch;
-                self.schedule(last, Event::EndCheck { req: r, epoch });
-            }
+            _ if now < last => self.recheck_at(r, last),
             _ => self.stats.drain_missed += 1,
         }
     }
 
-    /// A prefill that would not finish before its node's known end restarts on the node the
-    /// policy picks with that node hidden, if the prefill fits before the new node's own end
-    /// (so the check cannot ping-pong); it counts as a planned move (recompute).
-    fn replace_prefill(&mut self, policy: &mut dyn Policy, r: u32, i: usize) {
+    /// The node the policy places request `r` on with node `i` hidden (and nodes too small for
+    /// its true need masked), the views carrying the known ends: where a request leaves a node
+    /// before its known end. Counts as a migration check; the decision is logged.
+    fn place_elsewhere(&mut self, policy: &mut dyn Policy, r: u32, i: usize) -> Option<NodeIdx> {
         self.refresh_views();
         let rv = self.place_view_request(r);
         let need = self.reqs[r as usize].need;
@@ -1987,6 +1951,22 @@ impl<'a> Sim<'a> {
             policy.place(&view, &rv, &mut self.expl)
         };
         self.log_decision(false);
+        choice
+    }
+
+    /// Schedules request `r`'s end check at `t`, superseding any pending one.
+    fn recheck_at(&mut self, r: u32, t: i64) {
+        let q = &mut self.reqs[r as usize];
+        q.chk_epoch = q.chk_epoch.wrapping_add(1);
+        let epoch = q.chk_epoch;
+        self.schedule(t, Event::EndCheck { req: r, epoch });
+    }
+
+    /// A prefill that would not finish before its node's known end restarts on the node the
+    /// policy picks with that node hidden, if the prefill fits before the new node's own end
+    /// (so the check cannot ping-pong); it counts as a planned move (recompute).
+    fn replace_prefill(&mut self, policy: &mut dyn Policy, r: u32, i: usize) {
+        let choice = self.place_elsewhere(policy, r, i);
         let ctx = {
             let q = &self.reqs[r as usize];
             q.prompt.saturating_add(q.done_tokens())
