@@ -6,7 +6,9 @@
 //! * [`say`]: summaries, notes and progress. Not with `-q`.
 //! * [`detail`]: timings and per-item detail. Only with `-v`.
 //!
-//! Results go to standard output and never depend on the verbosity.
+//! Results go to standard output and never depend on the verbosity. Error messages share two
+//! helpers: [`error_chain`] (an error and its causes on one line) and [`similar_names`] /
+//! [`did_you_mean`] (suggestions for a mistyped name).
 
 use std::sync::atomic::{AtomicU8, Ordering};
 
@@ -53,5 +55,60 @@ pub fn say(msg: impl AsRef<str>) {
 pub fn detail(msg: impl AsRef<str>) {
     if verbosity() >= Verbosity::Verbose {
         eprintln!("{}", msg.as_ref());
+    }
+}
+
+/// An error and its causes on one line, `outer: cause: cause`, each message once.
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+    let mut msg = e.to_string();
+    let mut cause = e.source();
+    while let Some(c) = cause {
+        msg.push_str(": ");
+        msg.push_str(&c.to_string());
+        cause = c.source();
+    }
+    msg
+}
+
+/// Up to three of `candidates` close to `name`: names that start with it (or that it starts
+/// with), or within two edits of it (case-insensitive), closest first.
+pub fn similar_names<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
+    let lower = name.to_lowercase();
+    let mut near: Vec<(usize, String)> = candidates
+        .into_iter()
+        .filter_map(|n| {
+            let l = n.to_lowercase();
+            let d = edit_distance(&lower, &l);
+            let prefix = !lower.is_empty() && (l.starts_with(&lower) || lower.starts_with(&l));
+            (prefix || d <= 2).then(|| (if prefix { 0 } else { d }, n.to_string()))
+        })
+        .collect();
+    near.sort();
+    near.dedup();
+    near.into_iter().take(3).map(|(_, n)| n).collect()
+}
+
+/// Levenshtein distance between two strings (by characters).
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1; b.len() + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            cur[j + 1] = (prev[j] + usize::from(ca != cb))
+                .min(prev[j + 1] + 1)
+                .min(cur[j] + 1);
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// `"; did you mean a, b?"` for similar names, or nothing.
+pub fn did_you_mean(names: &[String]) -> String {
+    if names.is_empty() {
+        String::new()
+    } else {
+        format!("; did you mean {}?", names.join(", "))
     }
 }

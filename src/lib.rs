@@ -50,15 +50,3 @@ pub use hazardserve_ingest as ingest;
 pub fn cli_main() -> std::process::ExitCode {
     cli::main()
 }
-
-/// An error and its causes on one line, `outer: cause: cause`, each message once.
-pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut msg = e.to_string();
-    let mut cause = e.source();
-    while let Some(c) = cause {
-        msg.push_str(": ");
-        msg.push_str(&c.to_string());
-        cause = c.source();
-    }
-    msg
-}

@@ -4,7 +4,7 @@
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::{Globals, OutputArgs};
+use super::args::{Globals, OutputArgs};
 use crate::output::{self, Col};
 use crate::policy::analysis::{
     crossover_rows, default_prefill_rates, trigger_rows, TriggerSettings, DEFAULT_HYSTERESIS_S,

@@ -6,10 +6,11 @@ use anyhow::Context;
 use clap::Args;
 use hazardserve_ingest::{Options, Polarity};
 
+use super::args::{Globals, ListArgs, OutputArgs};
 use super::ingest::{
     ingest_parsed, parse_inputs, read_inputs, report_parse, source_record, FormatArg,
 };
-use super::{list, Globals, ListArgs, OutputArgs};
+use super::list;
 use crate::output::OutputFormat;
 use crate::store::IngestOutcome;
 use crate::synth;

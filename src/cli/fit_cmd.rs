@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::{Args, Subcommand};
 
+use super::args::{Globals, OutputArgs};
 use super::km_cmd::{group_test, rmst_table, GroupTest};
-use super::{Globals, OutputArgs};
 use crate::fit::{self, ByColumn};
 use crate::output::{self, Col, OutputFormat};
 use crate::store::Store;

@@ -9,7 +9,7 @@ use hazardserve_ingest::workload::{self, Workload, WorkloadFormat, WorkloadOptio
 use hazardserve_ingest::{self as ingest, Format, InputFile, Options, Polarity, Trace};
 use sha2::{Digest, Sha256};
 
-use super::Globals;
+use super::args::Globals;
 use crate::store::{self, IngestOutcome, InputRecord, SourceRecord, Store, WriteLock};
 
 /// Adapter names accepted by `--format`.
@@ -225,7 +225,7 @@ pub fn read_inputs_with(
 ) -> anyhow::Result<Vec<InputFile>> {
     let found = ingest::expand_paths(paths)?;
     let bar = if std::io::stderr().is_terminal()
-        && globals.verbosity() != super::Verbosity::Quiet
+        && globals.verbosity() != super::args::Verbosity::Quiet
         && found.len() > 20
     {
         let b = indicatif::ProgressBar::new(found.len() as u64);

@@ -5,10 +5,10 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
+use super::args::Globals;
 use super::ingest::{
     ingest_parsed, parse_inputs, read_inputs, report_parse, source_record, FormatArg, Parsed,
 };
-use super::Globals;
 use crate::public::PUBLIC_SOURCES;
 use crate::store::IngestOutcome;
 
@@ -50,10 +50,10 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
     for name in &args.only {
         if !PUBLIC_SOURCES.iter().any(|s| s.source == name) {
             let names: Vec<&str> = PUBLIC_SOURCES.iter().map(|s| s.source).collect();
-            let near = crate::store::similar_names(name, names.iter().copied());
+            let near = crate::diag::similar_names(name, names.iter().copied());
             anyhow::bail!(
                 "unknown public source {name:?}{}; known: {}",
-                crate::store::did_you_mean(&near),
+                crate::diag::did_you_mean(&near),
                 names.join(", ")
             );
         }

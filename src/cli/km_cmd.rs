@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::{Globals, OutputArgs};
+use super::args::{Globals, OutputArgs};
 use crate::output::{self, Col};
 use crate::survival::competing::aalen_johansen;
 use crate::survival::groups::{logrank, logrank_stratified, rmst, Weighting};

@@ -3,7 +3,7 @@
 use anyhow::{bail, Context};
 use arrow::record_batch::RecordBatch;
 
-use super::{Globals, ListArgs, SessionsArgs, SourceListArgs, SqlArgs};
+use super::args::{Globals, ListArgs, SessionsArgs, SourceListArgs, SqlArgs};
 use crate::named_queries;
 use crate::store::Store;
 
@@ -252,10 +252,10 @@ pub fn sql(globals: &Globals, args: SqlArgs) -> anyhow::Result<()> {
 /// "no query named X" with the names there are.
 pub fn unknown_query(name: &str) -> String {
     let names: Vec<&str> = named_queries::QUERIES.iter().map(|q| q.name).collect();
-    let near = crate::store::similar_names(name, names.iter().copied());
+    let near = crate::diag::similar_names(name, names.iter().copied());
     format!(
         "no query named {name:?}{}; named queries: {} (`hazardserve query --list` describes them)",
-        crate::store::did_you_mean(&near),
+        crate::diag::did_you_mean(&near),
         names.join(", ")
     )
 }
@@ -266,7 +266,7 @@ pub fn run_sql(
     store: &Store,
     sql: &str,
     values: &[&str],
-    output: &super::OutputArgs,
+    output: &super::args::OutputArgs,
 ) -> anyhow::Result<()> {
     let started = std::time::Instant::now();
     crate::store::is_read_only_statement(sql).map_err(anyhow::Error::msg)?;

@@ -2,6 +2,7 @@
 //! to one module per command.
 
 mod analysis_cmd;
+mod args;
 mod demo;
 mod fit_cmd;
 mod ingest;
@@ -19,9 +20,9 @@ mod synth_cmd;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Args, Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
-use crate::output::OutputFormat;
+use args::{Globals, ListArgs, SessionsArgs, SourceListArgs, SqlArgs, Verbosity};
 
 /// Hazard-aware LLM serving on unreliable nodes: ingest availability traces, fit survival,
 /// replay scheduling policies.
@@ -141,137 +142,6 @@ pub enum Command {
     Tui(crate::tui::TuiArgs),
 }
 
-/// Where and how a command writes its result table: `--format` and `--out`.
-#[derive(Debug, Clone, Args)]
-pub struct OutputArgs {
-    /// Output format: table, csv, json (an array of objects keyed by column name) or parquet.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
-    /// Write the result to this file (atomically) instead of standard output.
-    #[arg(long, value_name = "FILE")]
-    pub out: Option<PathBuf>,
-    /// Print every row of a table (a table of more than 40 rows shows its first and last 20
-    /// and how many are between; csv, json and parquet always have every row).
-    #[arg(long)]
-    pub all: bool,
-}
-
-impl OutputArgs {
-    /// A table on standard output.
-    pub fn table() -> OutputArgs {
-        OutputArgs {
-            format: OutputFormat::Table,
-            out: None,
-            all: false,
-        }
-    }
-
-    /// Writes `batches` (one table) where and how the flags say.
-    pub fn emit(
-        &self,
-        globals: &Globals,
-        batches: &[arrow::record_batch::RecordBatch],
-    ) -> anyhow::Result<()> {
-        let rows = if self.all {
-            crate::output::TableRows::All
-        } else {
-            crate::output::TableRows::Elided
-        };
-        crate::output::emit_rows(batches, self.format, self.out.as_deref(), rows)?;
-        if let Some(path) = &self.out {
-            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-            globals.say(format!("wrote {} ({rows} rows)", path.display()));
-        }
-        Ok(())
-    }
-}
-
-/// `--format` and `--out` of listing commands.
-#[derive(Debug, Args)]
-pub struct ListArgs {
-    /// Every column in the table (csv, json and parquet always have every column).
-    #[arg(long)]
-    pub wide: bool,
-    /// Output.
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// A listing of one source.
-#[derive(Debug, Args)]
-pub struct SourceListArgs {
-    /// The source name (see `hazardserve sources`).
-    #[arg(long)]
-    pub source: String,
-    /// Output.
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// `sessions` arguments.
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  hazardserve sessions --source gce-preemptible --format json\n  hazardserve sessions --source gce-preemptible --format parquet \\\n      --out gce-sessions.parquet"
-)]
-pub struct SessionsArgs {
-    /// The source name (see `hazardserve sources`).
-    #[arg(long)]
-    pub source: String,
-    /// Output.
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-/// `sql` arguments.
-#[derive(Debug, Args)]
-#[command(
-    after_help = "Examples:\n  hazardserve sql \"SELECT source, count(*) FROM sessions GROUP BY ALL\"\n  hazardserve sql --query nodes --param source=gce-preemptible"
-)]
-pub struct SqlArgs {
-    /// The SQL text (omit when using --query).
-    pub sql: Option<String>,
-    /// Run a named query from queries/ instead (`hazardserve query --list` lists them).
-    #[arg(long, conflicts_with = "sql")]
-    pub query: Option<String>,
-    /// Parameters: KEY=VALUE, or values in the named query's declared order.
-    #[arg(long = "param")]
-    pub params: Vec<String>,
-    /// Output.
-    #[command(flatten)]
-    pub output: OutputArgs,
-}
-
-pub use crate::diag::Verbosity;
-
-/// Settings shared by every command.
-#[derive(Debug, Clone)]
-pub struct Globals {
-    /// The store directory.
-    pub store: PathBuf,
-}
-
-impl Globals {
-    /// The process's verbosity ([`crate::diag::verbosity`], set once from `-q`/`-v`).
-    pub fn verbosity(&self) -> Verbosity {
-        crate::diag::verbosity()
-    }
-
-    /// Prints a progress or summary line on stderr unless quiet ([`crate::diag::say`]).
-    pub fn say(&self, msg: impl AsRef<str>) {
-        crate::diag::say(msg);
-    }
-
-    /// Prints a detail line on stderr when verbose ([`crate::diag::detail`]).
-    pub fn detail(&self, msg: impl AsRef<str>) {
-        crate::diag::detail(msg);
-    }
-
-    /// Prints a warning on stderr, even when quiet ([`crate::diag::warn`]).
-    pub fn warn(&self, msg: impl AsRef<str>) {
-        crate::diag::warn(msg);
-    }
-}
-
 /// Runs a parsed command line.
 pub fn run(cli: Cli) -> anyhow::Result<()> {
     crate::diag::set_verbosity(if cli.quiet {
@@ -339,8 +209,8 @@ fn dispatch(globals: &Globals, command: Command) -> anyhow::Result<()> {
         Command::Sql(a) => list::sql(globals, a),
         Command::Query(a) => query_cmd::run(globals, a),
         Command::Report(a) => report_cmd::run(globals, a),
-        Command::Completions(a) => shell_cmd::completions(a),
-        Command::Man(a) => shell_cmd::man(a),
+        Command::Completions(a) => shell_cmd::completions(a, Cli::command()),
+        Command::Man(a) => shell_cmd::man(a, Cli::command()),
         Command::Store(c) => store_cmd::run(globals, c),
         Command::Km(a) => km_cmd::km(globals, a),
         Command::Trigger(a) => analysis_cmd::trigger(globals, a),

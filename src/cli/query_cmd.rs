@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
+use super::args::{Globals, OutputArgs};
 use super::list::{run_sql, unknown_query};
-use super::{Globals, OutputArgs};
 use crate::named_queries::{self, Param};
 use crate::output::{self, Col};
 use crate::store::Store;

@@ -7,7 +7,7 @@ use std::io::Write;
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::Globals;
+use super::args::Globals;
 use crate::output::{self, render, Col, OutputFormat};
 use crate::replay::{ForecastCalibration, Metric, PolicySummary, METRICS};
 use crate::scenario::config::DEFAULT_CONFIG;

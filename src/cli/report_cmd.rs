@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::Globals;
+use super::args::Globals;
 use crate::report::{self, ReportOptions};
 use crate::store::Store;
 use crate::sweep::AxisFilter;

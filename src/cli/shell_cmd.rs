@@ -4,9 +4,7 @@
 use std::path::PathBuf;
 
 use anyhow::Context;
-use clap::{Args, CommandFactory};
-
-use super::Cli;
+use clap::Args;
 
 /// `completions` arguments.
 #[derive(Debug, Args)]
@@ -35,16 +33,14 @@ pub struct ManArgs {
     pub out_dir: Option<PathBuf>,
 }
 
-/// Prints the completion script.
-pub fn completions(args: CompletionsArgs) -> anyhow::Result<()> {
-    let mut cmd = Cli::command();
+/// Prints the completion script of `cmd` (the whole command line).
+pub fn completions(args: CompletionsArgs, mut cmd: clap::Command) -> anyhow::Result<()> {
     clap_complete::generate(args.shell, &mut cmd, "hazardserve", &mut std::io::stdout());
     Ok(())
 }
 
-/// Prints the manual page, or writes every page.
-pub fn man(args: ManArgs) -> anyhow::Result<()> {
-    let cmd = Cli::command();
+/// Prints the manual page of `cmd` (the whole command line), or writes every page.
+pub fn man(args: ManArgs, cmd: clap::Command) -> anyhow::Result<()> {
     match args.out_dir {
         None => {
             clap_mangen::Man::new(cmd)

@@ -3,7 +3,7 @@
 use anyhow::bail;
 use clap::Subcommand;
 
-use super::Globals;
+use super::args::Globals;
 use crate::store::{self, Catalog, Store, WriteLock};
 
 /// Store maintenance commands.

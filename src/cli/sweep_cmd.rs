@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::{Globals, Verbosity};
+use super::args::{Globals, Verbosity};
 use crate::output::{self, human_float, render, Col, OutputFormat};
 use crate::replay::Metric;
 use crate::store::{Store, WriteLock};

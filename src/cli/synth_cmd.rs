@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use super::Globals;
+use super::args::Globals;
 use crate::synth;
 
 /// `synth` arguments.

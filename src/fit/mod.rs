@@ -11,13 +11,13 @@ pub mod ticks;
 
 pub use load::{load_sessions, ByColumn, SourceSessions};
 pub use nodes::{
-    fit_nodes, median_interval, pooled_curve, source_priors, AgeSpan, KmSteps, NodeFit,
-    NodeFitOptions, PooledCurve, SourceNodeFits,
+    fit_nodes, pooled_curve, source_priors, AgeSpan, KmSteps, NodeFit, NodeFitOptions, PooledCurve,
+    SourceNodeFits,
 };
 pub use priors::{priors_as_of, PriorsExportError};
 pub use summary::{
-    evidence_parameters, fit_groups, fit_groups_with, group_columns, GroupFit, DEFAULT_MIN_EVENTS,
-    HORIZONS_S,
+    evidence_parameters, fit_groups, fit_groups_with, group_columns, median_interval, GroupFit,
+    DEFAULT_MIN_EVENTS, HORIZONS_S,
 };
 
 /// A time argument that is neither a number of seconds nor an RFC 3339 timestamp.

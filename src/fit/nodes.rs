@@ -20,7 +20,8 @@
 //!   estimator the posterior mean frailty `z = E[Z | data]` (above 1: riskier than the fleet).
 //!   The estimator is the one `hazardserve priors export --shrinkage auto` selects.
 
-use super::{fit_groups, GroupFit, SourceSessions};
+use super::load::SourceSessions;
+use super::summary::{fit_groups, median_interval, GroupFit};
 use crate::survival::km::KmFit;
 use crate::survival::parametric::hazard_shape_test;
 use crate::survival::priors::{
@@ -175,19 +176,6 @@ fn span_columns<'a>(spans: impl Iterator<Item = &'a AgeSpan>) -> (Vec<f64>, Vec<
         out.2.push(s.entry);
     }
     out
-}
-
-/// The 95 % interval of a Kaplan-Meier median from the curve's pointwise band at step times `t`:
-/// the first times the lower and the upper bound reach 0.5 (the median of each band edge, as
-/// lifelines' `median_survival_times` of the confidence interval); `None` where that edge stays
-/// above 0.5.
-pub fn median_interval(t: &[f64], lo: &[f64], hi: &[f64]) -> (Option<f64>, Option<f64>) {
-    let first = |v: &[f64]| {
-        v.iter()
-            .position(|&x| x <= 0.5)
-            .and_then(|i| t.get(i).copied())
-    };
-    (first(lo), first(hi))
 }
 
 /// The pooled Kaplan-Meier curve of every session of `data` (ages, with left truncation) and

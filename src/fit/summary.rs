@@ -8,7 +8,7 @@
 
 use serde::Serialize;
 
-use super::SourceSessions;
+use super::load::SourceSessions;
 use crate::survival::km::KmFit;
 use crate::survival::parametric::hazard_shape_test;
 pub use crate::survival::shapes::DEFAULT_MIN_EVENTS;
@@ -32,7 +32,7 @@ pub struct GroupFit {
     pub events: usize,
     /// Pooled Kaplan-Meier median up-time (seconds; null when S never reaches 0.5).
     pub median_s: Option<f64>,
-    /// 95 % interval of the median, low end (seconds; [`super::median_interval`] of the
+    /// 95 % interval of the median, low end (seconds; [`median_interval`] of the
     /// pooled curve's band).
     pub median_ci_low_s: Option<f64>,
     /// 95 % interval of the median, high end (seconds; null when the band's upper edge stays
@@ -91,6 +91,19 @@ pub struct GroupFit {
     /// The pooled curve: (time, survival) steps.
     #[serde(skip)]
     pub curve: Vec<(f64, f64)>,
+}
+
+/// The 95 % interval of a Kaplan-Meier median from the curve's pointwise band at step times `t`:
+/// the first times the lower and the upper bound reach 0.5 (the median of each band edge, as
+/// lifelines' `median_survival_times` of the confidence interval); `None` where that edge stays
+/// above 0.5.
+pub fn median_interval(t: &[f64], lo: &[f64], hi: &[f64]) -> (Option<f64>, Option<f64>) {
+    let first = |v: &[f64]| {
+        v.iter()
+            .position(|&x| x <= 0.5)
+            .and_then(|i| t.get(i).copied())
+    };
+    (first(lo), first(hi))
 }
 
 /// Ages at exit, events and ages at entry of a set of sessions (survival-module input).
@@ -225,7 +238,7 @@ pub fn fit_groups_with(
         fit.median_s = km.median();
         let (band_lo, band_hi) = km.view().confidence_interval(Z_95);
         (fit.median_ci_low_s, fit.median_ci_high_s) =
-            super::median_interval(km.timeline(), &band_lo, &band_hi);
+            median_interval(km.timeline(), &band_lo, &band_hi);
         fit.median = match fit.median_s {
             Some(m) => format!("{m:.0} s"),
             None => format!(

@@ -333,7 +333,7 @@ impl std::fmt::Display for PresetKind {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
     "unknown {kind} {name:?}{}; known: {}",
-    crate::store::did_you_mean(&crate::store::similar_names(name, known.iter().copied())),
+    crate::diag::did_you_mean(&crate::diag::similar_names(name, known.iter().copied())),
     known.join(", ")
 )]
 pub struct UnknownPreset {

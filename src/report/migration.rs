@@ -4,8 +4,9 @@
 
 use plotters::prelude::SeriesLabelPosition;
 
+use super::document::{Block, Report};
+use super::error::ReportError;
 use super::plots::{self, Line};
-use super::{Block, Report, ReportError};
 use crate::output::human_float;
 use crate::policy::analysis::{
     crossover_rows, default_prefill_rates, trigger_rows, TriggerSettings, DEFAULT_HYSTERESIS_S,

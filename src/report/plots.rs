@@ -5,7 +5,7 @@
 
 use plotters::prelude::*;
 
-use super::ReportError;
+use super::error::ReportError;
 
 /// Plot size, pixels.
 const SIZE: (u32, u32) = (760, 440);

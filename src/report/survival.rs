@@ -3,8 +3,9 @@
 //! likelihood-ratio test; the out-of-time validation of `fit --validate`; and node
 //! availability timelines.
 
+use super::document::{file_safe, Block, Report};
+use super::error::ReportError;
 use super::plots::{self, SurvivalPlot, TimelineRow};
-use super::{file_safe, Block, Report, ReportError};
 use crate::fit::{self, ByColumn, SourceSessions};
 use crate::output::{duration_text, human_float, interval_text};
 use crate::store::Store;

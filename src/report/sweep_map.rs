@@ -2,8 +2,9 @@
 //! heatmap of `hazard` minus the declared reference, and as a table of `hazard`'s paired
 //! differences with their q-values (the numbers of `sweep summary --format json`).
 
+use super::document::{Block, Report};
+use super::error::ReportError;
 use super::plots::{self, Sign};
-use super::{Block, Report, ReportError};
 use crate::output::{human_float, signed_interval_text};
 use crate::policy::PolicyKind;
 use crate::replay::{Metric, PolicyLabel, Versus};

@@ -10,8 +10,10 @@ use arrow::datatypes::{DataType, TimeUnit};
 use arrow::record_batch::RecordBatch;
 use duckdb::Connection;
 
+use super::dir::Store;
+use super::error::Result;
+use super::files::{fault_point, replace_file};
 use super::tables::TABLES;
-use super::{Result, Store};
 
 /// A DuckDB connection with the store's views.
 pub struct Catalog {
@@ -228,7 +230,7 @@ impl Catalog {
     /// Recreates `catalog.duckdb` from the manifests: written to a temporary file, then renamed.
     pub fn rebuild_file(store: &Store) -> Result<()> {
         let (statements, _) = view_statements(store)?;
-        super::replace_file(&store.catalog_path(), |tmp| {
+        replace_file(&store.catalog_path(), |tmp| {
             let conn = Connection::open(tmp)?;
             conn.execute_batch("BEGIN TRANSACTION")?;
             for stmt in &statements {
@@ -256,5 +258,24 @@ impl Catalog {
     /// The underlying connection, for callers that need rows rather than batches.
     pub fn connection(&self) -> &Connection {
         &self.conn
+    }
+}
+
+/// Rebuilds `catalog.duckdb`, turning a failure into a warning: the Parquet files and manifests
+/// are the truth, the catalog file only a convenience for people who open it with DuckDB.
+pub(super) fn rebuild_catalog_or_warn(store: &Store, what: &str) {
+    fault_point("rebuild the catalog");
+    if let Err(e) = Catalog::rebuild_file(store) {
+        crate::diag::warn(format!(
+            "warning: {what}, but catalog.duckdb could not be rebuilt ({}); run `hazardserve store rebuild`",
+            crate::diag::error_chain(&e)
+        ));
+    }
+}
+
+impl Store {
+    /// An in-memory DuckDB connection with one view per table over the committed files.
+    pub fn query(&self) -> Result<Catalog> {
+        Catalog::in_memory(self)
     }
 }

@@ -3,7 +3,9 @@
 use std::fs::File;
 use std::io::Write;
 
-use super::{io_err, Result, Store, StoreError};
+use super::dir::Store;
+use super::error::{io_err, Result, StoreError};
+use super::journal::recover;
 
 /// Held while a process writes to the store; released on drop (and by the OS if it dies).
 #[derive(Debug)]
@@ -58,7 +60,7 @@ impl WriteLock {
         }
         file.set_len(0).map_err(io_err(&path))?;
         let _ = write!(file, "pid {}", std::process::id());
-        super::commit::recover(store)?;
+        recover(store)?;
         Ok(WriteLock { _file: file })
     }
 }

@@ -4,7 +4,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use super::{io_err, Result, StoreError};
+use super::error::{io_err, Result, StoreError};
+use super::tables::TABLES;
 
 /// One table's file of a source.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -65,7 +66,7 @@ impl Manifest {
                     f.table, f.path, want
                 ));
             }
-            if !super::TABLES.iter().any(|t| t.name == f.table) {
+            if !TABLES.iter().any(|t| t.name == f.table) {
                 return Err(format!("unknown table {:?}", f.table));
             }
         }

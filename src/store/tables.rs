@@ -1,12 +1,11 @@
 //! The store's tables and their canonical schemas, in one place: what ingest writes (sources,
 //! nodes, sessions, rejects, requests) and what replay runs write (runs, replay_requests,
-//! replay_summary) and what sweeps write (sweeps, sweep_cells). The store knows these schemas; it knows nothing of what produces the rows.
+//! replay_summary) and what sweeps write (sweeps, sweep_cells). The store knows these
+//! schemas; it knows nothing of what produces the rows.
 
 use std::sync::Arc;
 
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
-
-use super::commit::sources_schema;
+use arrow::datatypes::{DataType, Field, Schema, SchemaRef, TimeUnit};
 
 /// A table of the store with its canonical schema (without the `source` partition column).
 #[derive(Debug, Clone, Copy)]
@@ -143,5 +142,33 @@ pub fn sweep_cells_schema() -> SchemaRef {
         Field::new("config", DataType::Utf8, false),
         Field::new("requests", DataType::UInt64, false),
         Field::new("result", DataType::Utf8, false),
+    ]))
+}
+
+/// Schema of the `sources` table (the `source` column comes from the partition path).
+pub fn sources_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("adapter", DataType::Utf8, false),
+        Field::new("kind", DataType::Utf8, false),
+        Field::new("time_base", DataType::Utf8, false),
+        Field::new("nodes", DataType::Int64, false),
+        Field::new("sessions", DataType::Int64, false),
+        Field::new("events", DataType::Int64, false),
+        Field::new("censored", DataType::Int64, false),
+        Field::new("left_truncated", DataType::Int64, false),
+        Field::new("requests", DataType::Int64, false),
+        Field::new("rejects", DataType::Int64, false),
+        Field::new("observation_start", DataType::Float64, false),
+        Field::new("observation_end", DataType::Float64, false),
+        Field::new("files", DataType::Utf8, false),
+        Field::new("options", DataType::Utf8, false),
+        Field::new("notes", DataType::Utf8, false),
+        Field::new("content_key", DataType::Utf8, false),
+        Field::new("schema_version", DataType::Int32, false),
+        Field::new(
+            "ingested_at",
+            DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into())),
+            false,
+        ),
     ]))
 }

@@ -4,7 +4,10 @@ use std::fs::File;
 
 use parquet::file::reader::{FileReader, SerializedFileReader};
 
-use super::{commit::sha256_file, tables::TABLES, Result, Store};
+use super::dir::Store;
+use super::error::Result;
+use super::files::sha256_file;
+use super::tables::TABLES;
 
 /// What `verify` found.
 #[derive(Debug, Default, Clone, PartialEq)]

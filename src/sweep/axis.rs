@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 
 use super::cell::{CellResult, MAP_METRICS};
-use super::SweepError;
+use super::error::SweepError;
 use crate::replay::stats::paired_t;
 use crate::replay::{Metric, PairedDiff};
 

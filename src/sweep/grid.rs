@@ -24,7 +24,7 @@ use std::path::{Path, PathBuf};
 use sha2::{Digest, Sha256};
 use toml::{Table, Value};
 
-use super::SweepError;
+use super::error::SweepError;
 use crate::scenario::ScenarioConfig;
 
 /// One axis: a dotted scenario key and its values.

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use super::cell::{CellResult, MAP_METRICS};
-use super::SweepError;
+use super::error::SweepError;
 use crate::policy::PolicyKind;
 use crate::replay::{PolicyLabel, PolicySummary, Versus};
 use crate::store::tables::{sweep_cells_schema, sweeps_schema};
@@ -195,7 +195,7 @@ pub fn content_key<'a>(
 }
 
 /// The sources (nodes and workload) the cells of a grid read.
-pub fn grid_sources(cells: &[super::Cell]) -> Vec<&str> {
+pub fn grid_sources(cells: &[super::grid::Cell]) -> Vec<&str> {
     cells
         .iter()
         .flat_map(|c| {

@@ -53,7 +53,7 @@ impl Loader {
 
     /// Runs one job; errors are rendered as one line with their causes.
     pub fn run(&mut self, job: &LoadJob) -> Result<Loaded, String> {
-        if *job == LoadJob::Overview && super::fault("tui-loader-panic") {
+        if *job == LoadJob::Overview && super::fault::fault("tui-loader-panic") {
             panic!("injected loader fault");
         }
         let r = match job {

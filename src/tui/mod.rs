@@ -28,6 +28,7 @@
 
 pub mod app;
 pub mod data;
+mod fault;
 pub mod lists;
 pub mod loader;
 pub mod screens;
@@ -49,6 +50,7 @@ use clap::Args;
 use crossterm::event::{self, Event};
 
 use app::{App, Msg};
+use fault::fault;
 use update::update;
 
 /// `tui` arguments.
@@ -64,22 +66,6 @@ pub struct TuiArgs {
     /// Replay run to show on the Replay and Request screens (default: the latest).
     #[arg(long, value_name = "ID")]
     pub run: Option<String>,
-}
-
-/// Test hook: `HAZARDSERVE_FAULT=tui-panic` panics right after the first frame;
-/// `HAZARDSERVE_FAULT=tui-loader-panic` panics in the loader while it reads the store.
-/// Only with the `fault-injection` feature (enabled by the integration tests); without it this
-/// is always false and never reads the environment.
-#[cfg(feature = "fault-injection")]
-pub(crate) fn fault(name: &str) -> bool {
-    std::env::var("HAZARDSERVE_FAULT").is_ok_and(|v| v == name)
-}
-
-/// Without the `fault-injection` feature no fault is ever injected.
-#[cfg(not(feature = "fault-injection"))]
-#[inline(always)]
-pub(crate) fn fault(_name: &str) -> bool {
-    false
 }
 
 /// Spinner period while something loads.

@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Tabs};
 use ratatui::Frame;
 
-use super::app::{App, Load, Screen};
+use super::app::{App, Screen};
 use super::screens;
 use super::widgets::{block, centered, dim, header_style};
 
@@ -221,15 +221,4 @@ fn render_help(app: &App, f: &mut Frame, body: Rect) {
             .wrap(ratatui::widgets::Wrap { trim: false }),
         area,
     );
-}
-
-/// One line saying a load is under way or failed (for screens waiting on data).
-pub fn load_status<T>(what: &str, load: Option<&Load<T>>) -> Line<'static> {
-    match load {
-        Some(Load::Failed(e)) => Line::from(Span::styled(
-            format!("{what} failed: {e}"),
-            Style::default().fg(Color::Red),
-        )),
-        _ => Line::from(Span::styled(format!("{what}…"), dim())),
-    }
 }

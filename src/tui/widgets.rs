@@ -1,5 +1,6 @@
 //! Reusable pieces of the screens: number formats, curve point builders for `Chart`, the
-//! availability strip, the signed bar chart of the oracle gap, and small layout helpers.
+//! availability strip, the signed bar chart of the oracle gap, small layout helpers, and what
+//! a screen shows while its data loads or when there is none.
 
 use ratatui::buffer::Buffer;
 use ratatui::layout::{Alignment, Rect};
@@ -7,7 +8,10 @@ use ratatui::style::{Color, Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
-use super::data::{STRIP_FULL, STRIP_UNOBSERVED};
+use ratatui::Frame;
+
+use super::app::{App, Load};
+use super::data::{LoadJob, Loaded, ReplayData, SourceData, STRIP_FULL, STRIP_UNOBSERVED};
 use crate::output::{duration_text, human_float};
 
 /// Colours of series (policies, nodes), in order.
@@ -358,6 +362,118 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
         w,
         h,
     )
+}
+
+/// One line saying a load is under way or failed (for screens waiting on data).
+pub fn load_status<T>(what: &str, load: Option<&Load<T>>) -> Line<'static> {
+    match load {
+        Some(Load::Failed(e)) => Line::from(Span::styled(
+            format!("{what} failed: {e}"),
+            Style::default().fg(Color::Red),
+        )),
+        _ => Line::from(Span::styled(format!("{what}…"), dim())),
+    }
+}
+
+/// The data of the selected source, or a message box explaining why there is none.
+pub fn source_or_message<'a>(
+    app: &'a App,
+    f: &mut Frame,
+    area: Rect,
+    title: &str,
+) -> Option<&'a SourceData> {
+    let Some(src) = app.sel_source.clone() else {
+        let text = if app.overview().is_some() {
+            "No source selected: pick one on screen 1 (Sources) and press Enter."
+        } else {
+            "Reading the store…"
+        };
+        f.render_widget(message(title, vec![Line::from(text)]), area);
+        return None;
+    };
+    if let Some(r) = app.selected_source_row() {
+        if r.nodes == 0 {
+            f.render_widget(
+                message(
+                    title,
+                    vec![Line::from(format!(
+                        "{src} has no nodes (a request workload): pick an availability source on screen 1."
+                    ))],
+                ),
+                area,
+            );
+            return None;
+        }
+    }
+    let load = app.load_of(&LoadJob::Source(src.clone()), |l| match l {
+        Loaded::Source(d) => Some(d.as_ref()),
+        _ => None,
+    });
+    match load {
+        Some(Load::Ready(d)) => Some(d),
+        other => {
+            f.render_widget(
+                message(
+                    title,
+                    vec![load_status(
+                        &format!("Loading and fitting {src}"),
+                        other.as_ref(),
+                    )],
+                ),
+                area,
+            );
+            None
+        }
+    }
+}
+
+pub fn no_runs(app: &App) -> Vec<Line<'static>> {
+    let mut lines = vec![
+        Line::from("No replay runs in this store yet."),
+        Line::default(),
+        Line::from("Replay a request workload over a source's nodes under every policy:"),
+        Line::from(Span::styled(
+            "  hazardserve replay --source NODES_SOURCE --workload WORKLOAD_SOURCE",
+            header_style(),
+        )),
+        Line::from("or run everything on the bundled samples:"),
+        Line::from(Span::styled("  hazardserve demo", header_style())),
+    ];
+    if let Some(o) = app.overview() {
+        if !o.sources.iter().any(|s| s.is_workload()) {
+            lines.push(Line::default());
+            lines.push(Line::from(
+                "A replay needs a request workload: ingest one with --format azure-llm, mooncake or lengths-csv.",
+            ));
+        }
+    }
+    lines
+}
+
+/// The shown run, or draws why there is none.
+pub fn replay_or_message<'a>(
+    app: &'a App,
+    f: &mut Frame,
+    area: Rect,
+    title: &str,
+) -> Option<&'a ReplayData> {
+    match app.replay() {
+        Some(Load::Ready(Some(r))) => Some(r.as_ref()),
+        Some(Load::Ready(None)) => {
+            f.render_widget(message(title, no_runs(app)), area);
+            None
+        }
+        other => {
+            f.render_widget(
+                message(
+                    title,
+                    vec![load_status("Loading the replay run", other.as_ref())],
+                ),
+                area,
+            );
+            None
+        }
+    }
 }
 
 #[cfg(test)]

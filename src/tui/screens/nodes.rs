@@ -5,65 +5,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
-use crate::tui::app::{App, List, Load};
-use crate::tui::data::{LoadJob, Loaded, SourceData};
-use crate::tui::view::load_status;
+use crate::tui::app::{App, List};
+use crate::tui::data::SourceData;
 use crate::tui::widgets::{
     block, dim, fmt_dur, fmt_dur_opt, fmt_instant, fmt_num, header_style, message, selected_style,
-    strip_line, truncate,
+    source_or_message, strip_line, truncate,
 };
-
-/// The data of the selected source, or a message box explaining why there is none.
-pub fn source_or_message<'a>(
-    app: &'a App,
-    f: &mut Frame,
-    area: Rect,
-    title: &str,
-) -> Option<&'a SourceData> {
-    let Some(src) = app.sel_source.clone() else {
-        let text = if app.overview().is_some() {
-            "No source selected: pick one on screen 1 (Sources) and press Enter."
-        } else {
-            "Reading the store…"
-        };
-        f.render_widget(message(title, vec![Line::from(text)]), area);
-        return None;
-    };
-    if let Some(r) = app.selected_source_row() {
-        if r.nodes == 0 {
-            f.render_widget(
-                message(
-                    title,
-                    vec![Line::from(format!(
-                        "{src} has no nodes (a request workload): pick an availability source on screen 1."
-                    ))],
-                ),
-                area,
-            );
-            return None;
-        }
-    }
-    let load = app.load_of(&LoadJob::Source(src.clone()), |l| match l {
-        Loaded::Source(d) => Some(d.as_ref()),
-        _ => None,
-    });
-    match load {
-        Some(Load::Ready(d)) => Some(d),
-        other => {
-            f.render_widget(
-                message(
-                    title,
-                    vec![load_status(
-                        &format!("Loading and fitting {src}"),
-                        other.as_ref(),
-                    )],
-                ),
-                area,
-            );
-            None
-        }
-    }
-}
 
 /// Header of the weight column and what it means.
 pub fn weight_legend(d: &SourceData) -> (&'static str, String) {

@@ -8,12 +8,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Cell, Chart, Dataset, GraphType, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
-use crate::tui::app::{App, List, Load};
-use crate::tui::data::{Metric, ReplayData};
-use crate::tui::view::load_status;
+use crate::tui::app::{App, List};
+use crate::tui::data::Metric;
 use crate::tui::widgets::{
-    axis_labels, block, dim, fmt_ci, fmt_num, header_style, message, nice_max, selected_style,
-    SignedBar, SignedBars, PALETTE,
+    axis_labels, block, dim, fmt_ci, fmt_num, header_style, message, nice_max, replay_or_message,
+    selected_style, SignedBar, SignedBars, PALETTE,
 };
 
 /// The colour of the `i`-th policy of a run (stored order).
@@ -27,55 +26,6 @@ pub fn policy_mark(i: usize) -> (Marker, char) {
     const MARKS: [char; 9] = ['•', '*', '+', 'x', 'o', '#', '~', '=', '%'];
     let c = MARKS[i % MARKS.len()];
     (Marker::Custom(c), c)
-}
-
-fn no_runs(app: &App) -> Vec<Line<'static>> {
-    let mut lines = vec![
-        Line::from("No replay runs in this store yet."),
-        Line::default(),
-        Line::from("Replay a request workload over a source's nodes under every policy:"),
-        Line::from(Span::styled(
-            "  hazardserve replay --source NODES_SOURCE --workload WORKLOAD_SOURCE",
-            header_style(),
-        )),
-        Line::from("or run everything on the bundled samples:"),
-        Line::from(Span::styled("  hazardserve demo", header_style())),
-    ];
-    if let Some(o) = app.overview() {
-        if !o.sources.iter().any(|s| s.is_workload()) {
-            lines.push(Line::default());
-            lines.push(Line::from(
-                "A replay needs a request workload: ingest one with --format azure-llm, mooncake or lengths-csv.",
-            ));
-        }
-    }
-    lines
-}
-
-/// The shown run, or draws why there is none.
-pub fn replay_or_message<'a>(
-    app: &'a App,
-    f: &mut Frame,
-    area: Rect,
-    title: &str,
-) -> Option<&'a ReplayData> {
-    match app.replay() {
-        Some(Load::Ready(Some(r))) => Some(r.as_ref()),
-        Some(Load::Ready(None)) => {
-            f.render_widget(message(title, no_runs(app)), area);
-            None
-        }
-        other => {
-            f.render_widget(
-                message(
-                    title,
-                    vec![load_status("Loading the replay run", other.as_ref())],
-                ),
-                area,
-            );
-            None
-        }
-    }
 }
 
 /// One CDF on the chart: policy index, selected, points.

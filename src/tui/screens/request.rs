@@ -11,12 +11,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
 use ratatui::Frame;
 
-use super::replay::replay_or_message;
 use crate::tui::app::{App, List, Load};
 use crate::tui::data::{shared_prefix, EventKind, RequestExplain, RequestRow, TimelineEvent};
-use crate::tui::view::load_status;
 use crate::tui::widgets::{
-    block, dim, fmt_secs, header_style, message, selected_style, truncate, PALETTE,
+    block, dim, fmt_secs, header_style, load_status, message, replay_or_message, selected_style,
+    truncate, PALETTE,
 };
 
 fn short(name: &str, prefix: usize) -> &str {

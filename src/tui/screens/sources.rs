@@ -8,10 +8,9 @@ use ratatui::Frame;
 
 use crate::tui::app::{App, List, Load};
 use crate::tui::data::{SourceRow, StoreState};
-use crate::tui::view::load_status;
 use crate::tui::widgets::{
-    block, dim, fmt_dur, fmt_dur_opt, fmt_instant, fmt_num, fmt_pct, header_style, message,
-    selected_style, truncate,
+    block, dim, fmt_dur, fmt_dur_opt, fmt_instant, fmt_num, fmt_pct, header_style, load_status,
+    message, selected_style, truncate,
 };
 
 /// What the store needs before there is anything to look at.

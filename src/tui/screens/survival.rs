@@ -11,13 +11,12 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Sparkline};
 use ratatui::Frame;
 
-use super::nodes::source_or_message;
 use crate::survival::curve::ConditionalSurvival;
 use crate::tui::app::App;
 use crate::tui::data::{KmSteps, NodeData, SourceData};
 use crate::tui::widgets::{
     axis_labels, band_points, block, dim, fmt_dur, fmt_num, message, nice_max, sampled_points,
-    step_points,
+    source_or_message, step_points,
 };
 
 const KM_COLOR: Color = Color::Yellow;

@@ -14,8 +14,7 @@ use crate::replay::{Metric, PairedDiff, Versus};
 use crate::sweep::{CellResult, MAP_METRICS};
 use crate::tui::app::{App, Load};
 use crate::tui::data::SweepData;
-use crate::tui::view::load_status;
-use crate::tui::widgets::{block, dim, fmt_num, header_style, message, truncate};
+use crate::tui::widgets::{block, dim, fmt_num, header_style, load_status, message, truncate};
 
 /// How a paired difference reads: hazard better, worse, or no difference the CI can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

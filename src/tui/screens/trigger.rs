@@ -12,12 +12,11 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use super::nodes::source_or_message;
 use crate::tui::app::{App, List, Load};
 use crate::tui::data::POOLED;
-use crate::tui::view::load_status;
 use crate::tui::widgets::{
-    axis_labels, block, dim, fmt_dur, fmt_dur_opt, fmt_secs, header_style, selected_style, truncate,
+    axis_labels, block, dim, fmt_dur, fmt_dur_opt, fmt_secs, header_style, load_status,
+    selected_style, source_or_message, truncate,
 };
 
 const GAIN_COLOR: Color = Color::Green;

@@ -1,0 +1,138 @@
+//! Flags and settings shared by several commands: output, listings, and the globals.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use crate::output::OutputFormat;
+
+/// Where and how a command writes its result table: `--format` and `--out`.
+#[derive(Debug, Clone, Args)]
+pub struct OutputArgs {
+    /// Output format: table, csv, json (an array of objects keyed by column name) or parquet.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
+    pub format: OutputFormat,
+    /// Write the result to this file (atomically) instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+    /// Print every row of a table (a table of more than 40 rows shows its first and last 20
+    /// and how many are between; csv, json and parquet always have every row).
+    #[arg(long)]
+    pub all: bool,
+}
+
+impl OutputArgs {
+    /// A table on standard output.
+    pub fn table() -> OutputArgs {
+        OutputArgs {
+            format: OutputFormat::Table,
+            out: None,
+            all: false,
+        }
+    }
+
+    /// Writes `batches` (one table) where and how the flags say.
+    pub fn emit(
+        &self,
+        globals: &Globals,
+        batches: &[arrow::record_batch::RecordBatch],
+    ) -> anyhow::Result<()> {
+        let rows = if self.all {
+            crate::output::TableRows::All
+        } else {
+            crate::output::TableRows::Elided
+        };
+        crate::output::emit_rows(batches, self.format, self.out.as_deref(), rows)?;
+        if let Some(path) = &self.out {
+            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
+            globals.say(format!("wrote {} ({rows} rows)", path.display()));
+        }
+        Ok(())
+    }
+}
+
+/// `--format` and `--out` of listing commands.
+#[derive(Debug, Args)]
+pub struct ListArgs {
+    /// Every column in the table (csv, json and parquet always have every column).
+    #[arg(long)]
+    pub wide: bool,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// A listing of one source.
+#[derive(Debug, Args)]
+pub struct SourceListArgs {
+    /// The source name (see `hazardserve sources`).
+    #[arg(long)]
+    pub source: String,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `sessions` arguments.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  hazardserve sessions --source gce-preemptible --format json\n  hazardserve sessions --source gce-preemptible --format parquet \\\n      --out gce-sessions.parquet"
+)]
+pub struct SessionsArgs {
+    /// The source name (see `hazardserve sources`).
+    #[arg(long)]
+    pub source: String,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `sql` arguments.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  hazardserve sql \"SELECT source, count(*) FROM sessions GROUP BY ALL\"\n  hazardserve sql --query nodes --param source=gce-preemptible"
+)]
+pub struct SqlArgs {
+    /// The SQL text (omit when using --query).
+    pub sql: Option<String>,
+    /// Run a named query from queries/ instead (`hazardserve query --list` lists them).
+    #[arg(long, conflicts_with = "sql")]
+    pub query: Option<String>,
+    /// Parameters: KEY=VALUE, or values in the named query's declared order.
+    #[arg(long = "param")]
+    pub params: Vec<String>,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+pub use crate::diag::Verbosity;
+
+/// Settings shared by every command.
+#[derive(Debug, Clone)]
+pub struct Globals {
+    /// The store directory.
+    pub store: PathBuf,
+}
+
+impl Globals {
+    /// The process's verbosity ([`crate::diag::verbosity`], set once from `-q`/`-v`).
+    pub fn verbosity(&self) -> Verbosity {
+        crate::diag::verbosity()
+    }
+
+    /// Prints a progress or summary line on stderr unless quiet ([`crate::diag::say`]).
+    pub fn say(&self, msg: impl AsRef<str>) {
+        crate::diag::say(msg);
+    }
+
+    /// Prints a detail line on stderr when verbose ([`crate::diag::detail`]).
+    pub fn detail(&self, msg: impl AsRef<str>) {
+        crate::diag::detail(msg);
+    }
+
+    /// Prints a warning on stderr, even when quiet ([`crate::diag::warn`]).
+    pub fn warn(&self, msg: impl AsRef<str>) {
+        crate::diag::warn(msg);
+    }
+}

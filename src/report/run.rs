@@ -1,0 +1,191 @@
+//! The report's replay-run section: the policy comparison, calibration and completion CDFs.
+
+use super::document::{Block, Report};
+use super::error::ReportError;
+use super::plots::{self, Bar};
+use crate::output::{human_float, interval_text, signed_interval_text};
+use crate::policy::PolicyKind;
+use crate::queries::Reader;
+use crate::replay::{Metric, PolicySummary};
+use crate::scenario;
+use crate::store::Store;
+
+/// The header of a policy comparison table (the README's replay tables are this table).
+pub const COMPARISON_HEADER: [&str; 9] = [
+    "policy",
+    "mean completion (s)",
+    "vs fastest (s)",
+    "p99 completion (s)",
+    "unplanned interruptions / window",
+    "vs fastest",
+    "interruptions / started request",
+    "unfinished / window",
+    "gap closed",
+];
+
+/// One row of a policy comparison: estimates with their intervals, paired differences against
+/// `fastest` (signed), and the share of the fastest-to-oracle gap closed.
+fn comparison_row(s: &PolicySummary) -> Vec<String> {
+    let vs = |m: Metric| {
+        s.vs_fastest
+            .as_ref()
+            .and_then(|v| v.get(m))
+            .map_or("-".into(), |d| {
+                signed_interval_text(d.diff, d.ci_low.zip(d.ci_high))
+            })
+    };
+    let gap = s
+        .gap_closed
+        .text(|v, ci| interval_text(v, ci.map(|c| (c[0], c[1]))));
+    vec![
+        s.label.to_string(),
+        cell(s, Metric::MeanCompletion),
+        vs(Metric::MeanCompletion),
+        cell(s, Metric::P99Completion),
+        cell(s, Metric::UnplannedInterruptions),
+        vs(Metric::UnplannedInterruptions),
+        cell(s, Metric::InterruptionsPerStarted),
+        cell(s, Metric::Unfinished),
+        gap,
+    ]
+}
+
+/// The header of the forecast calibration table.
+pub const CALIBRATION_HEADER: [&str; 7] = [
+    "policy",
+    "T scored",
+    "T forecast / served (median)",
+    "T error (MAPE)",
+    "placements scored",
+    "predicted / observed interruption",
+    "Brier",
+];
+
+/// One row of the calibration table; `None` without a calibration.
+fn calibration_row(s: &PolicySummary) -> Option<Vec<String>> {
+    let f = s.forecast.as_ref()?;
+    let num = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
+    Some(vec![
+        s.label.to_string(),
+        f.t_n.to_string(),
+        num(f.t_ratio_median, 3),
+        f.t_mape
+            .map_or("-".into(), |v| format!("{:.1} %", 100.0 * v)),
+        f.interruption_n.to_string(),
+        match (f.interruption_predicted, f.interruption_rate) {
+            (Some(p), Some(o)) => format!("{p:.3} / {o:.3}"),
+            _ => "-".into(),
+        },
+        num(f.interruption_brier, 4),
+    ])
+}
+
+/// An estimate of a comparison row with its interval.
+fn cell(s: &PolicySummary, m: Metric) -> String {
+    let e = s.get(m);
+    e.value
+        .map_or("-".into(), |v| interval_text(v, e.ci.map(|c| (c[0], c[1]))))
+}
+
+pub(super) fn run_section(
+    store: &Store,
+    reader: &Reader,
+    info: &crate::queries::RunRow,
+    r: &mut Report,
+) -> Result<(), ReportError> {
+    let run = info.run_id.as_str();
+    let summary = scenario::load_summary(store, run)?;
+    r.blocks
+        .push(Block::Heading(format!("Policy comparison: run {run}")));
+    r.blocks.push(Block::Text(format!(
+        "`{}` replayed over the nodes of `{}`, {} windows (`hazardserve compare {run}`). \
+         Differences are the policy minus `fastest`, paired by window; negative is better.",
+        info.workload_source, info.nodes_source, info.windows
+    )));
+    let rows: Vec<Vec<String>> = summary.iter().map(comparison_row).collect();
+    r.blocks.push(Block::Table(
+        COMPARISON_HEADER.map(String::from).to_vec(),
+        rows,
+    ));
+    let calibration: Vec<Vec<String>> = summary.iter().filter_map(calibration_row).collect();
+    if !calibration.is_empty() {
+        r.blocks
+            .push(Block::Heading("Forecast calibration".to_string()));
+        r.blocks.push(Block::Text(
+            "Each policy's `T` at a request's first placement against the realised service \
+             time of the requests served there without interruption or move (median ratio: 1 \
+             is exact, above 1 over-predicts), and its predicted probability `1 - S(T | a)` \
+             that the node fails first against what happened (Brier score; placements moved \
+             by plan or open at the window end are censored, not scored). A ratio far from 1 \
+             is a wrong load model; a poor Brier score beside a good ratio is a wrong hazard \
+             model."
+                .to_string(),
+        ));
+        r.blocks.push(Block::Table(
+            CALIBRATION_HEADER.map(String::from).to_vec(),
+            calibration,
+        ));
+    }
+    if let Some(f) = summary
+        .iter()
+        .find(|s| s.label.kind == PolicyKind::Fastest && s.label.param.is_none())
+        .filter(|f| !f.interruptions_by_cause.is_empty())
+    {
+        let causes: Vec<String> = f
+            .interruptions_by_cause
+            .iter()
+            .map(|(cause, n)| format!("{} `{cause}`", human_float(*n)))
+            .collect();
+        r.blocks.push(Block::Text(format!(
+            "Unplanned interruptions of `fastest` per window, by the end cause of the session \
+             behind them: {}.",
+            causes.join(", ")
+        )));
+    }
+    let bars: Vec<Bar> = summary
+        .iter()
+        .filter_map(|s| {
+            let e = s.get(Metric::MeanCompletion);
+            Some(Bar {
+                label: s.label.to_string(),
+                value: e.value?,
+                ci: e.ci.map(|c| (c[0], c[1])),
+            })
+        })
+        .collect();
+    r.blocks.push(Block::Plot(
+        "comparison-mean.svg".into(),
+        plots::comparison(
+            &format!("Mean completion time by policy, run {run}"),
+            "mean completion time (s), 95% CI over windows",
+            &bars,
+        )?,
+        "Mean completion time by policy".into(),
+    ));
+    let steps = crate::queries::COMPLETION_QUANTILE_STEPS as f64;
+    let series: Vec<(String, Vec<(f64, f64)>)> = reader
+        .completion_quantiles(run)?
+        .into_iter()
+        .map(|q| {
+            let share = q.completed as f64 / q.requests.max(1) as f64;
+            let name = if q.param == "default" {
+                q.policy.clone()
+            } else {
+                format!("{} --{}", q.policy, q.param)
+            };
+            let pts = q
+                .quantiles
+                .iter()
+                .enumerate()
+                .map(|(i, &x)| (x, share * i as f64 / steps))
+                .collect();
+            (name, pts)
+        })
+        .collect();
+    r.blocks.push(Block::Plot(
+        "completion-cdf.svg".into(),
+        plots::cdfs(&format!("Completion-time CDF, run {run}"), &series)?,
+        "Completion-time CDF of every policy".into(),
+    ));
+    Ok(())
+}

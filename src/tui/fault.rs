@@ -1,0 +1,17 @@
+//! Test hooks of the TUI (only with the `fault-injection` feature).
+
+/// Test hook: `HAZARDSERVE_FAULT=tui-panic` panics right after the first frame;
+/// `HAZARDSERVE_FAULT=tui-loader-panic` panics in the loader while it reads the store.
+/// Only with the `fault-injection` feature (enabled by the integration tests); without it this
+/// is always false and never reads the environment.
+#[cfg(feature = "fault-injection")]
+pub(crate) fn fault(name: &str) -> bool {
+    std::env::var("HAZARDSERVE_FAULT").is_ok_and(|v| v == name)
+}
+
+/// Without the `fault-injection` feature no fault is ever injected.
+#[cfg(not(feature = "fault-injection"))]
+#[inline(always)]
+pub(crate) fn fault(_name: &str) -> bool {
+    false
+}
