@@ -32,7 +32,7 @@
 //!   interval of an RMST and, summed over two groups, of their difference.
 
 use super::km::KmFit;
-use super::shapes::gamma_q;
+use super::numeric::{gamma_q, solve};
 use super::SurvivalError;
 
 /// How the log-rank test weighs each event time.
@@ -284,41 +284,6 @@ impl Accumulated {
             n_event_times,
         }
     }
-}
-
-/// Solves `a x = b` by Gaussian elimination with partial pivoting; `None` when `a` is
-/// singular (a pivot below `1e-12` of the largest entry).
-pub(crate) fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
-    let m = b.len();
-    let scale = a
-        .iter()
-        .flatten()
-        .fold(0.0f64, |s, x| s.max(x.abs()))
-        .max(f64::MIN_POSITIVE);
-    for col in 0..m {
-        let piv = (col..m).max_by(|&r, &s| a[r][col].abs().total_cmp(&a[s][col].abs()))?;
-        // A NaN pivot is singular too.
-        if a[piv][col].abs().partial_cmp(&(1e-12 * scale)) != Some(std::cmp::Ordering::Greater) {
-            return None;
-        }
-        a.swap(col, piv);
-        b.swap(col, piv);
-        let (upper, lower) = a.split_at_mut(col + 1);
-        let pivot_row = &upper[col];
-        for (k, row) in lower.iter_mut().enumerate() {
-            let f = row[col] / pivot_row[col];
-            for (x, p) in row[col..].iter_mut().zip(&pivot_row[col..]) {
-                *x -= f * p;
-            }
-            b[col + 1 + k] -= f * b[col];
-        }
-    }
-    let mut x = vec![0.0; m];
-    for r in (0..m).rev() {
-        let s: f64 = (r + 1..m).map(|c| a[r][c] * x[c]).sum();
-        x[r] = (b[r] - s) / a[r][r];
-    }
-    Some(x)
 }
 
 /// The restricted mean survival time of a curve to one horizon (module docs).

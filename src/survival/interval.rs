@@ -420,7 +420,7 @@ fn polish(solver: &mut Em, p: &mut [f64], tol: f64) -> bool {
         a.push(last);
         let mut rhs = grad;
         rhs.push(0.0);
-        let Some(sol) = super::groups::solve(a, rhs) else {
+        let Some(sol) = super::numeric::solve(a, rhs) else {
             return false;
         };
         let delta = &sol[..k];

@@ -42,6 +42,7 @@ pub mod hazard;
 pub mod interval;
 pub mod km;
 pub mod nelson_aalen;
+pub mod numeric;
 pub mod parametric;
 pub mod priors;
 pub mod shapes;
@@ -259,122 +260,5 @@ impl<'a> SurvivalData<'a> {
             }
         }
         Ok(())
-    }
-}
-
-/// Small numerical helpers shared by the estimators.
-pub(crate) mod numeric {
-    /// Brent's bounded scalar minimisation (golden section + parabolic interpolation;
-    /// Brent 1973, as in Forsythe–Malcolm–Moler `fmin` and scipy `fminbound`).
-    /// Returns (x*, f(x*)). `xatol` is the absolute tolerance on x.
-    pub(crate) fn minimize_bounded<F: FnMut(f64) -> f64>(
-        mut f: F,
-        lo: f64,
-        hi: f64,
-        xatol: f64,
-        max_eval: usize,
-    ) -> (f64, f64) {
-        let sqrt_eps = f64::EPSILON.sqrt();
-        let golden = 0.5 * (3.0 - 5f64.sqrt());
-        let (mut a, mut b) = (lo, hi);
-        let mut fulc = a + golden * (b - a);
-        let mut nfc = fulc;
-        let mut xf = fulc;
-        let mut rat: f64 = 0.0;
-        let mut e: f64 = 0.0;
-        let mut fx = f(xf);
-        let mut num = 1;
-        let mut ffulc = fx;
-        let mut fnfc = fx;
-        let mut xm = 0.5 * (a + b);
-        let mut tol1 = sqrt_eps * xf.abs() + xatol / 3.0;
-        let mut tol2 = 2.0 * tol1;
-        while (xf - xm).abs() > tol2 - 0.5 * (b - a) {
-            let mut golden_step = true;
-            if e.abs() > tol1 {
-                golden_step = false;
-                let mut r = (xf - nfc) * (fx - ffulc);
-                let mut q = (xf - fulc) * (fx - fnfc);
-                let mut p = (xf - fulc) * q - (xf - nfc) * r;
-                q = 2.0 * (q - r);
-                if q > 0.0 {
-                    p = -p;
-                }
-                q = q.abs();
-                r = e;
-                e = rat;
-                if p.abs() < (0.5 * q * r).abs() && p > q * (a - xf) && p < q * (b - xf) {
-                    rat = p / q;
-                    let x = xf + rat;
-                    if (x - a) < tol2 || (b - x) < tol2 {
-                        let si = if xm - xf >= 0.0 { 1.0 } else { -1.0 };
-                        rat = tol1 * si;
-                    }
-                } else {
-                    golden_step = true;
-                }
-            }
-            if golden_step {
-                e = if xf >= xm { a - xf } else { b - xf };
-                rat = golden * e;
-            }
-            let si = if rat >= 0.0 { 1.0 } else { -1.0 };
-            let x = xf + si * rat.abs().max(tol1);
-            let fu = f(x);
-            num += 1;
-            if fu <= fx {
-                if x >= xf {
-                    a = xf;
-                } else {
-                    b = xf;
-                }
-                fulc = nfc;
-                ffulc = fnfc;
-                nfc = xf;
-                fnfc = fx;
-                xf = x;
-                fx = fu;
-            } else {
-                if x < xf {
-                    a = x;
-                } else {
-                    b = x;
-                }
-                if fu <= fnfc || nfc == xf {
-                    fulc = nfc;
-                    ffulc = fnfc;
-                    nfc = x;
-                    fnfc = fu;
-                } else if fu <= ffulc || fulc == xf || fulc == nfc {
-                    fulc = x;
-                    ffulc = fu;
-                }
-            }
-            xm = 0.5 * (a + b);
-            tol1 = sqrt_eps * xf.abs() + xatol / 3.0;
-            tol2 = 2.0 * tol1;
-            if num >= max_eval {
-                break;
-            }
-        }
-        (xf, fx)
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn brent_finds_parabola_minimum() {
-            let (x, fx) = minimize_bounded(|x| (x - 1.234).powi(2) + 3.0, -10.0, 10.0, 1e-10, 500);
-            assert!((x - 1.234).abs() < 1e-8, "{x}");
-            assert!((fx - 3.0).abs() < 1e-12);
-        }
-
-        #[test]
-        fn brent_respects_bounds() {
-            let (x, _) = minimize_bounded(|x| x, 2.0, 5.0, 1e-8, 500);
-            assert!((2.0..2.0 + 1e-6).contains(&x), "{x}");
-        }
     }
 }
