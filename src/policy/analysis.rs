@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use super::cost::RiskModel;
-use super::migration::{assess_move, crossover, source_state, trigger_fires};
+use super::migration::{assess_move, crossover, source_state, trigger_fires, MoveQuery};
 use super::model::{NodeView, Params, RequestView};
 use super::presets::{
     LinkPreset, ModelPreset, DESIGN_WAN_PEER, HARDWARE, LLAMA2_7B, LLAMA3_8B, WAN_100M,
@@ -240,17 +240,17 @@ pub fn trigger_rows(
                 RiskModel::Hazard,
                 None,
             );
-            let m = assess_move(
-                &src,
-                &source,
-                &dst,
-                src.prefill_tok_s,
-                &sc.params,
-                RiskModel::Hazard,
-                None,
-                None,
-                None,
-            );
+            let m = assess_move(&MoveQuery {
+                src: &src,
+                source: &source,
+                dst: &dst,
+                dst_fallback_prefill: src.prefill_tok_s,
+                params: &sc.params,
+                model: RiskModel::Hazard,
+                src_remaining_up: None,
+                dst_remaining_up: None,
+                prune: None,
+            });
             TriggerRow {
                 uptime_s: a,
                 l_i: source.cost.l,

@@ -441,6 +441,21 @@ impl Fallbacks {
     }
 }
 
+/// How a node's unplanned loss `L_i` is priced ([`request_cost`], [`cost_from_service`]): the
+/// prefill rate `p_fb` where the request re-prefills after a loss, the policy's parameters, the
+/// risk model, and the seconds until the node's announced end, when it has one.
+#[derive(Debug, Clone, Copy)]
+pub struct LossPricing<'a> {
+    /// The fallback's prefill rate `p_fb` (tokens/s).
+    pub fallback_prefill_tok_s: f64,
+    /// The policy's parameters.
+    pub params: &'a Params,
+    /// The risk model.
+    pub model: RiskModel,
+    /// Seconds until the node's announced end (priced as a planned hop, [`announced_loss`]).
+    pub remaining_up: Option<f64>,
+}
+
 /// `E_i` of `req` on `node` (index `idx`) for placement: `T_i` from [`service_time`] with the
 /// node's queue wait and the prefill still to do (`c` minus the tokens already resident when the
 /// request's KV is on this node), `L_i` over `[0, T_i]` under `model`.
@@ -466,10 +481,12 @@ pub fn placement_cost(
         c - resident,
         c,
         req.remaining_expected(),
-        fallback_prefill_tok_s,
-        params,
-        model,
-        remaining_up,
+        &LossPricing {
+            fallback_prefill_tok_s,
+            params,
+            model,
+            remaining_up,
+        },
     )
 }
 
@@ -491,16 +508,17 @@ pub fn running_cost(
         c - req.resident_tokens as f64,
         c,
         req.remaining_expected(),
-        fallback_prefill_tok_s,
-        params,
-        model,
-        remaining_up,
+        &LossPricing {
+            fallback_prefill_tok_s,
+            params,
+            model,
+            remaining_up,
+        },
     )
 }
 
 /// The general form: `T_i` from `queue_wait_s`, `prefill_tokens`, `remaining_tokens`; `U_i`
 /// for context `context_tokens`; `L_i` over `[0, T_i]`.
-#[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn request_cost(
     node: &NodeView<'_>,
@@ -508,10 +526,7 @@ pub fn request_cost(
     prefill_tokens: f64,
     context_tokens: f64,
     remaining_tokens: f64,
-    fallback_prefill_tok_s: f64,
-    params: &Params,
-    model: RiskModel,
-    remaining_up: Option<f64>,
+    pricing: &LossPricing<'_>,
 ) -> NodeCost {
     let st = service_time(
         queue_wait_s,
@@ -526,10 +541,7 @@ pub fn request_cost(
         node.decode_tok_s,
         context_tokens,
         remaining_tokens,
-        fallback_prefill_tok_s,
-        params,
-        model,
-        remaining_up,
+        pricing,
     )
     .0
 }
@@ -539,7 +551,6 @@ pub fn request_cost(
 /// `context_tokens` growing from `w_i` at `decode_tok_s` (for a forecast, the average rate it
 /// implies, [`ServiceTime::decode_rate`]), `L_i` over `[0, T_i]` under `model`. Returns the
 /// cost and the `U_i` behind it.
-#[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn cost_from_service(
     node: &NodeView<'_>,
@@ -547,11 +558,14 @@ pub fn cost_from_service(
     decode_tok_s: f64,
     context_tokens: f64,
     remaining_tokens: f64,
-    fallback_prefill_tok_s: f64,
-    params: &Params,
-    model: RiskModel,
-    remaining_up: Option<f64>,
+    pricing: &LossPricing<'_>,
 ) -> (NodeCost, UnplannedLoss) {
+    let LossPricing {
+        fallback_prefill_tok_s,
+        params,
+        model,
+        remaining_up,
+    } = *pricing;
     let u = UnplannedLoss::new(
         context_tokens,
         st.start_s,

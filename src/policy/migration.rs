@@ -186,6 +186,48 @@ pub fn crossover(
     }
 }
 
+/// The path of a move, as its cost reads it: how many bytes a token's KV takes, the two
+/// endpoints' link bandwidths (the slower decides), and the destination's prefill rate (for a
+/// recompute).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Hop {
+    /// KV bytes per token of context.
+    pub kv_bytes_per_token: f64,
+    /// The source's link bandwidth (bytes/s).
+    pub bandwidth_src: f64,
+    /// The destination's link bandwidth (bytes/s).
+    pub bandwidth_dst: f64,
+    /// The destination's prefill rate (tokens/s).
+    pub prefill_dst: f64,
+}
+
+/// One candidate move as the pricing reads it ([`assess_move`], [`price_move`],
+/// [`price_move_with`]): the two nodes and the request's state on the source, the policy's
+/// parameters and risk model, each node's announced end, and the pruning bound.
+#[derive(Debug, Clone, Copy)]
+pub struct MoveQuery<'a> {
+    /// The node the request is on.
+    pub src: &'a NodeView<'a>,
+    /// The request's cost and state on the source.
+    pub source: &'a SourceState,
+    /// The candidate destination.
+    pub dst: &'a NodeView<'a>,
+    /// The destination's fallback prefill rate `p_fb` (where the request re-prefills if the
+    /// destination is lost).
+    pub dst_fallback_prefill: f64,
+    /// The policy's parameters.
+    pub params: &'a Params,
+    /// The risk model the losses are priced under.
+    pub model: RiskModel,
+    /// Seconds until the source's announced end, when it has one.
+    pub src_remaining_up: Option<f64>,
+    /// Seconds until the destination's announced end, when it has one.
+    pub dst_remaining_up: Option<f64>,
+    /// `Some((h, floor))`: skip `L_j` when the move cannot fire at hysteresis `h` or cannot
+    /// beat a candidate already found with `risk_gain = floor` (see [`assess_move`]).
+    pub prune: Option<(f64, f64)>,
+}
+
 /// The request-visible cost of one planned move.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct MoveCost {
@@ -247,18 +289,20 @@ pub fn planned_move(
 /// `[0, min(W, T_i)]` counts against the move, and the destination's loss is priced after the
 /// cutover (age `a_j + W`, context `c + g`, remaining `L^_r - done - g`). With equal speeds and
 /// no queue, `dT = C_overlap`.
-#[allow(clippy::too_many_arguments)]
 #[inline]
 pub fn overlapped_move(
     context_tokens: f64,
     remaining_tokens: f64,
     decode_src: f64,
-    kv_bytes_per_token: f64,
-    bandwidth_src: f64,
-    bandwidth_dst: f64,
-    prefill_dst: f64,
+    hop: Hop,
     params: &Params,
 ) -> MoveCost {
+    let Hop {
+        kv_bytes_per_token,
+        bandwidth_src,
+        bandwidth_dst,
+        prefill_dst,
+    } = hop;
     let bulk = planned_cost(
         context_tokens,
         kv_bytes_per_token,
@@ -405,36 +449,14 @@ pub struct MoveAssessment {
 ///   transfer, the source's loss over `[0, C]` (see [`price_move`]);
 /// * with `params.overlap`, the formula of [`overlapped_move`].
 ///
-/// `prune = Some((h, floor))` skips computing `L_j` when the move cannot fire at hysteresis `h`
+/// `q.prune = Some((h, floor))` skips computing `L_j` when the move cannot fire at hysteresis `h`
 /// or cannot beat a candidate already found with `risk_gain = floor`: first on the bound
 /// `risk_gain <= L_i - C` (`L_j >= 0`), then on `L_i - C - (lower bounds of the losses)`
 /// ([`node_loss_lower_bound`]). A pruned assessment reports that upper bound as `risk_gain`.
-#[allow(clippy::too_many_arguments)]
 #[inline]
-pub fn assess_move(
-    src: &NodeView<'_>,
-    source: &SourceState,
-    dst: &NodeView<'_>,
-    dst_fallback_prefill: f64,
-    params: &Params,
-    model: RiskModel,
-    src_remaining_up: Option<f64>,
-    dst_remaining_up: Option<f64>,
-    prune: Option<(f64, f64)>,
-) -> MoveAssessment {
-    let mv = move_cost(src, source, dst, params);
-    price_move(
-        src,
-        source,
-        dst,
-        dst_fallback_prefill,
-        params,
-        model,
-        src_remaining_up,
-        dst_remaining_up,
-        prune,
-        mv,
-    )
+pub fn assess_move(q: &MoveQuery<'_>) -> MoveAssessment {
+    let mv = move_cost(q.src, q.source, q.dst, q.params);
+    price_move(q, mv)
 }
 
 /// The move's cost for the request on `src` to `dst`: [`overlapped_move`] with
@@ -451,10 +473,12 @@ pub fn move_cost(
             source.context,
             source.remaining,
             src.decode_tok_s,
-            params.kv_bytes_per_token,
-            src.bandwidth_bytes_s,
-            dst.bandwidth_bytes_s,
-            dst.prefill_tok_s,
+            Hop {
+                kv_bytes_per_token: params.kv_bytes_per_token,
+                bandwidth_src: src.bandwidth_bytes_s,
+                bandwidth_dst: dst.bandwidth_bytes_s,
+                prefill_dst: dst.prefill_tok_s,
+            },
             params,
         )
     } else {
@@ -488,21 +512,22 @@ pub type DestinationForecast<'f> = &'f dyn Fn(&MoveCost, f64) -> Option<ServiceT
 ///   `U_i(0)`: nothing decodes during the transfer); with overlap the source keeps decoding
 ///   through the window, priced over `[0, min(W, T_i)]` with `U_i`. A recompute needs no source;
 /// * `l_j` = those losses summed, `risk_gain = L_i - (C + l_j)`, `dT = W + C + T_j - T_i`.
-#[allow(clippy::too_many_arguments)]
 #[inline]
-pub fn price_move(
-    src: &NodeView<'_>,
-    source: &SourceState,
-    dst: &NodeView<'_>,
-    dst_fallback_prefill: f64,
-    params: &Params,
-    model: RiskModel,
-    src_remaining_up: Option<f64>,
-    dst_remaining_up: Option<f64>,
-    prune: Option<(f64, f64)>,
+pub fn price_move(q: &MoveQuery<'_>, mv: MoveCost) -> MoveAssessment {
+    price_move_with(q, mv, None)
+}
+
+/// [`price_move`] with the destination's `T_j` from the service-time forecast `forecast`
+/// (called only once the cheap bound `L_i - C` could still fire): `T_j = T - W - C` and the
+/// destination's decode starting at `w - W` after the cut-over, `(w, T)` the forecast's
+/// start and completion. A pruned assessment reports the view formula's `T_j` and `dT`.
+#[inline]
+pub fn price_move_with(
+    q: &MoveQuery<'_>,
     mv: MoveCost,
+    forecast: Option<DestinationForecast<'_>>,
 ) -> MoveAssessment {
-    price_move_with(
+    let MoveQuery {
         src,
         source,
         dst,
@@ -512,30 +537,7 @@ pub fn price_move(
         src_remaining_up,
         dst_remaining_up,
         prune,
-        mv,
-        None,
-    )
-}
-
-/// [`price_move`] with the destination's `T_j` from the service-time forecast `forecast`
-/// (called only once the cheap bound `L_i - C` could still fire): `T_j = T - W - C` and the
-/// destination's decode starting at `w - W` after the cut-over, `(w, T)` the forecast's
-/// start and completion. A pruned assessment reports the view formula's `T_j` and `dT`.
-#[allow(clippy::too_many_arguments)]
-#[inline]
-pub fn price_move_with(
-    src: &NodeView<'_>,
-    source: &SourceState,
-    dst: &NodeView<'_>,
-    dst_fallback_prefill: f64,
-    params: &Params,
-    model: RiskModel,
-    src_remaining_up: Option<f64>,
-    dst_remaining_up: Option<f64>,
-    prune: Option<(f64, f64)>,
-    mv: MoveCost,
-    forecast: Option<DestinationForecast<'_>>,
-) -> MoveAssessment {
+    } = *q;
     let c = source.context;
     let rem = source.remaining;
     let t_i = source.cost.t;

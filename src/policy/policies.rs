@@ -70,11 +70,11 @@ use serde::{Deserialize, Serialize};
 
 use super::cost::{
     cost_from_service, interruption_probability, node_loss, node_loss_lower_bound, secs,
-    service_time, Fallbacks, NodeCost, RiskModel, ServiceTime, UnplannedLoss,
+    service_time, Fallbacks, LossPricing, NodeCost, RiskModel, ServiceTime, UnplannedLoss,
 };
 use super::migration::{
     check_guards, move_cost, planned_move, price_move_with, source_state, trigger_fires, Blocked,
-    DestinationForecast, MoveAssessment, MoveCost, MoveMethod, SourceState,
+    DestinationForecast, MoveAssessment, MoveCost, MoveMethod, MoveQuery, SourceState,
 };
 use super::model::{ClusterView, ForecastKind, NodeIdx, NodeView, Params, RequestView};
 use super::service::{Waiting, PROBE_ID};
@@ -428,22 +428,29 @@ pub fn build(kind: PolicyKind, params: Params, seed: u64) -> Box<dyn Policy> {
     Box::new(StandardPolicy::new(kind, params, seed))
 }
 
+/// A running request on its source node, as a migration check reads it: the request, the node
+/// it runs on (index and view), and the fallbacks of the cluster's prefill rates.
+#[derive(Debug, Clone, Copy)]
+struct OnSource<'a> {
+    req: &'a RequestView,
+    from: NodeIdx,
+    src: &'a NodeView<'a>,
+    fb: &'a Fallbacks,
+}
+
 /// The running request's cost on its source `from` (the start of every migration check),
 /// recorded in `out`. `T_i` is the forecast of the request itself on the source, counted once
 /// among the node's residents; [`source_state`] on the view's fields without a forecast.
-#[allow(clippy::too_many_arguments)]
 #[inline]
 fn price_source(
     view: &ClusterView<'_>,
-    req: &RequestView,
-    from: NodeIdx,
-    src: &NodeView<'_>,
-    fb: &Fallbacks,
+    at: OnSource<'_>,
     params: &Params,
     model: RiskModel,
     remaining_up: Option<f64>,
     out: &mut Explanation,
 ) -> SourceState {
+    let OnSource { req, from, src, fb } = at;
     let fallback = fb.for_node(from, src.prefill_tok_s);
     let forecast = view.loads.and_then(|l| l.forecast_resident(from, req.id));
     let source = match forecast {
@@ -456,10 +463,12 @@ fn price_source(
                 st.decode_rate(remaining, src.decode_tok_s),
                 context,
                 remaining,
-                fallback,
-                params,
-                model,
-                remaining_up,
+                &LossPricing {
+                    fallback_prefill_tok_s: fallback,
+                    params,
+                    model,
+                    remaining_up,
+                },
             );
             SourceState {
                 cost,
@@ -647,10 +656,12 @@ impl StandardPolicy {
             rate,
             c,
             rem,
-            fb.for_node(idx, node.prefill_tok_s),
-            &self.params,
-            model,
-            remaining_up(view, idx),
+            &LossPricing {
+                fallback_prefill_tok_s: fb.for_node(idx, node.prefill_tok_s),
+                params: &self.params,
+                model,
+                remaining_up: remaining_up(view, idx),
+            },
         )
         .0;
         (cost, d)
@@ -834,22 +845,19 @@ impl StandardPolicy {
     /// The hazard trigger (`hazard`, `memoryless`): guards first, then every candidate `j`
     /// priced by [`assess_move`]; the move goes to the candidate with the largest `risk_gain`
     /// among those with `risk_gain > h` and `dT < h`.
-    #[allow(clippy::too_many_arguments)]
     fn hazard_migration(
         &mut self,
         view: &ClusterView<'_>,
-        req: &RequestView,
-        from: NodeIdx,
-        src: &NodeView<'_>,
-        fb: &Fallbacks,
+        at: OnSource<'_>,
         model: RiskModel,
         out: &mut Explanation,
     ) -> Option<NodeIdx> {
+        let OnSource { req, from, src, fb } = at;
         let params = self.params;
         let h = params.hysteresis_s;
         out.hysteresis_s = h;
         let r_src = remaining_up(view, from);
-        let source = price_source(view, req, from, src, fb, &params, model, r_src, out);
+        let source = price_source(view, at, &params, model, r_src, out);
         if let Err(b) = check_guards(req.planned_hops, source.cost.t, &params) {
             out.outcome = match b {
                 Blocked::MaxHops => Outcome::MaxHops,
@@ -868,20 +876,23 @@ impl StandardPolicy {
                 continue;
             }
             let forecast = move_forecast(view, j, req, source.remaining);
-            let a = price_move_with(
+            let q = MoveQuery {
                 src,
-                &source,
+                source: &source,
                 dst,
-                fb.for_node(j, dst.prefill_tok_s),
-                &params,
+                dst_fallback_prefill: fb.for_node(j, dst.prefill_tok_s),
+                params: &params,
                 model,
-                r_src,
-                remaining_up(view, j),
-                if exhaustive {
+                src_remaining_up: r_src,
+                dst_remaining_up: remaining_up(view, j),
+                prune: if exhaustive {
                     None
                 } else {
                     Some((h, fire.map_or(f64::NEG_INFINITY, |(_, a)| a.risk_gain)))
                 },
+            };
+            let a = price_move_with(
+                &q,
                 move_cost(src, &source, dst, &params),
                 Some(&forecast as DestinationForecast<'_>),
             );
@@ -946,12 +957,10 @@ impl StandardPolicy {
     fn oracle_migration(
         &mut self,
         view: &ClusterView<'_>,
-        req: &RequestView,
-        from: NodeIdx,
-        src: &NodeView<'_>,
-        fb: &Fallbacks,
+        at: OnSource<'_>,
         out: &mut Explanation,
     ) -> Option<NodeIdx> {
+        let OnSource { req, from, src, fb } = at;
         let params = Params {
             overlap: false,
             ..self.params
@@ -959,7 +968,7 @@ impl StandardPolicy {
         out.hysteresis_s = 0.0;
         let model = RiskModel::Oracle;
         let r_src = remaining_up(view, from);
-        let source = price_source(view, req, from, src, fb, &params, model, r_src, out);
+        let source = price_source(view, at, &params, model, r_src, out);
         let r = match r_src {
             Some(r) if r < source.cost.t => r,
             _ => {
@@ -994,19 +1003,18 @@ impl StandardPolicy {
                 mv.method = MoveMethod::Recompute;
             }
             let forecast = move_forecast(view, j, req, source.remaining);
-            let a = price_move_with(
+            let q = MoveQuery {
                 src,
-                &source,
+                source: &source,
                 dst,
-                fb.for_node(j, dst.prefill_tok_s),
-                &params,
+                dst_fallback_prefill: fb.for_node(j, dst.prefill_tok_s),
+                params: &params,
                 model,
-                r_src,
-                remaining_up(view, j),
-                None,
-                mv,
-                Some(&forecast as DestinationForecast<'_>),
-            );
+                src_remaining_up: r_src,
+                dst_remaining_up: remaining_up(view, j),
+                prune: None,
+            };
+            let a = price_move_with(&q, mv, Some(&forecast as DestinationForecast<'_>));
             // gain = (T_i + L_i) - (C + T_j + L_j), the planned cost counted once, with the
             // source's T_i + L_i priced exactly: R_i + U_i(R_i) + the rest at j's speed
             // (= T_i + U_i(R_i) when the two decode at the same rate).
@@ -1177,9 +1185,15 @@ impl Policy for StandardPolicy {
             }
         }
         out.feasible = feasible;
+        let at = OnSource {
+            req,
+            from,
+            src: &src,
+            fb: &fb,
+        };
         match self.kind {
-            PolicyKind::Oracle => self.oracle_migration(view, req, from, &src, &fb, out),
-            kind => self.hazard_migration(view, req, from, &src, &fb, kind.risk_model(), out),
+            PolicyKind::Oracle => self.oracle_migration(view, at, out),
+            kind => self.hazard_migration(view, at, kind.risk_model(), out),
         }
     }
 }

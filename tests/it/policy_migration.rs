@@ -3,7 +3,7 @@
 
 use hazardserve::policy::migration::{
     c_star_formula, check_guards, crossover, overlapped_move, planned_cost, recompute_cost_s,
-    transfer_cost_s, Blocked, Crossover, MoveMethod,
+    transfer_cost_s, Blocked, Crossover, Hop, MoveMethod,
 };
 use hazardserve::policy::{
     ClusterView, Explanation, NodeView, Outcome, Params, Policy, PolicyKind, RequestView,
@@ -128,17 +128,19 @@ fn crossover_equal_slopes() {
 fn overlap_pays_only_the_catch_up() {
     let params = Params::default();
     // 4,500 tokens re-prefilled at 250 tok/s (18.1 s) while the source decodes at 20 tok/s.
-    let m = overlapped_move(
-        4500.0, 500.0, 20.0, 524_288.0, 12.5e6, 12.5e6, 250.0, &params,
-    );
+    let hop = Hop {
+        kv_bytes_per_token: 524_288.0,
+        bandwidth_src: 12.5e6,
+        bandwidth_dst: 12.5e6,
+        prefill_dst: 250.0,
+    };
+    let m = overlapped_move(4500.0, 500.0, 20.0, hop, &params);
     assert!((m.window_s - 18.1).abs() < 1e-9);
     assert!((m.decoded_in_window - 362.0).abs() < 1e-9);
     assert!((m.cost_s - (0.1 + 362.0 / 250.0)).abs() < 1e-9);
     assert_eq!(m.method, MoveMethod::Recompute);
     // The source cannot generate more than what is left.
-    let m = overlapped_move(
-        4500.0, 100.0, 20.0, 524_288.0, 12.5e6, 12.5e6, 250.0, &params,
-    );
+    let m = overlapped_move(4500.0, 100.0, 20.0, hop, &params);
     assert_eq!(m.decoded_in_window, 100.0);
 }
 

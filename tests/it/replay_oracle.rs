@@ -3,7 +3,7 @@
 
 use proptest::prelude::*;
 
-use hazardserve::policy::migration::{assess_move, source_state};
+use hazardserve::policy::migration::{assess_move, source_state, MoveQuery};
 use hazardserve::policy::{
     build, ClusterView, Explanation, Foresight, NodeIdx, NodeView, Outcome, Params, Policy,
     PolicyKind, RequestView, RiskModel,
@@ -463,17 +463,17 @@ fn move_pricing_covers_the_move_and_the_source_during_a_transfer() {
             RiskModel::Hazard,
             None,
         );
-        assess_move(
+        assess_move(&MoveQuery {
             src,
-            &s,
+            source: &s,
             dst,
-            src.prefill_tok_s,
-            &params,
-            RiskModel::Hazard,
-            None,
-            None,
-            None,
-        )
+            dst_fallback_prefill: src.prefill_tok_s,
+            params: &params,
+            model: RiskModel::Hazard,
+            src_remaining_up: None,
+            dst_remaining_up: None,
+            prune: None,
+        })
     };
     // A risky source and a safe destination: a KV transfer carries the source's risk for C.
     let src = view_node(&risky, 20.0, 1000.0, fast_link);
