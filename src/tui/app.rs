@@ -16,88 +16,14 @@ use super::data::{
     SourceRow, SweepData, TriggerData, TriggerKey, VerdictView, POOLED, TRIGGER_CONTEXTS,
 };
 
-/// The seven screens, in tab order.
+/// A screen, by its id: the [`super::component::Component`] of that id in
+/// [`super::screens::REGISTRY`] draws it and handles its keys.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum Screen {
-    /// Every source of the store.
-    Sources,
-    /// The nodes of the selected source.
-    Nodes,
-    /// Survival curves of the selected node.
-    Survival,
-    /// The policy comparison of a replay run.
-    Replay,
-    /// The timeline of one request.
-    Request,
-    /// Risk gain against uptime for a node pair.
-    Trigger,
-    /// The regime map of a sweep.
-    Sweep,
-}
+pub struct Screen(pub &'static str);
 
 impl Screen {
-    /// Every screen, in tab order.
-    pub const ALL: [Screen; 7] = [
-        Screen::Sources,
-        Screen::Nodes,
-        Screen::Survival,
-        Screen::Replay,
-        Screen::Request,
-        Screen::Trigger,
-        Screen::Sweep,
-    ];
-
-    /// Position in [`Screen::ALL`].
-    pub fn index(self) -> usize {
-        Screen::ALL.iter().position(|&s| s == self).unwrap_or(0)
-    }
-
-    /// Tab title.
-    pub fn title(self) -> &'static str {
-        match self {
-            Screen::Sources => "Sources",
-            Screen::Nodes => "Nodes",
-            Screen::Survival => "Survival",
-            Screen::Replay => "Replay",
-            Screen::Request => "Request",
-            Screen::Trigger => "Trigger",
-            Screen::Sweep => "Sweep",
-        }
-    }
-
-    /// The screen Enter leads to.
-    pub(crate) fn child(self) -> Option<Screen> {
-        match self {
-            Screen::Sources => Some(Screen::Nodes),
-            Screen::Nodes => Some(Screen::Survival),
-            Screen::Survival => Some(Screen::Trigger),
-            Screen::Replay => Some(Screen::Request),
-            Screen::Request | Screen::Trigger | Screen::Sweep => None,
-        }
-    }
-
-    /// The screen Backspace/Left returns to.
-    pub(crate) fn parent(self) -> Option<Screen> {
-        match self {
-            Screen::Sources | Screen::Sweep => None,
-            Screen::Nodes | Screen::Replay => Some(Screen::Sources),
-            Screen::Survival => Some(Screen::Nodes),
-            Screen::Request => Some(Screen::Replay),
-            Screen::Trigger => Some(Screen::Survival),
-        }
-    }
-
-    /// The list (filter and sort slot) the screen moves through.
-    pub fn list(self) -> List {
-        match self {
-            Screen::Sources => List::Sources,
-            Screen::Nodes | Screen::Survival => List::Nodes,
-            Screen::Replay => List::Policies,
-            Screen::Request => List::Requests,
-            Screen::Trigger => List::Destinations,
-            Screen::Sweep => List::Cells,
-        }
-    }
+    /// The screen the TUI opens on.
+    pub const HOME: Screen = Screen("sources");
 }
 
 /// The lists that can be filtered and sorted (the survival screen moves through the nodes).
@@ -118,17 +44,6 @@ pub enum List {
 }
 
 impl List {
-    pub(crate) fn slot(self) -> usize {
-        match self {
-            List::Sources => 0,
-            List::Nodes => 1,
-            List::Policies => 2,
-            List::Requests => 3,
-            List::Destinations => 4,
-            List::Cells => 5,
-        }
-    }
-
     /// The sort columns of the list (empty: not sortable).
     pub fn sort_columns(self) -> &'static [&'static str] {
         match self {
@@ -199,10 +114,10 @@ pub struct App {
     pub sel_dest: Option<String>,
     /// Index into [`TRIGGER_CONTEXTS`].
     pub context_idx: usize,
-    /// Filter text per list.
-    pub filters: [String; 6],
-    /// Sort per list.
-    pub sorts: [Sort; 6],
+    /// Filter text per list (none: no filter).
+    pub filters: HashMap<List, String>,
+    /// Sort per list (none: the default sort).
+    pub sorts: HashMap<List, Sort>,
     /// The sweep to show (switched with `[`/`]` on the Sweep screen); `None`: the latest.
     pub sweep: Option<String>,
     /// Selected cell of the regime map (its key).
@@ -235,7 +150,7 @@ impl App {
     /// Queues the first loads.
     pub fn new(run: Option<String>) -> App {
         let mut app = App {
-            screen: Screen::Sources,
+            screen: Screen::HOME,
             run,
             loads: HashMap::new(),
             in_flight: Vec::new(),
@@ -245,8 +160,8 @@ impl App {
             sel_request: None,
             sel_dest: None,
             context_idx: 3,
-            filters: Default::default(),
-            sorts: [Sort::default(); 6],
+            filters: HashMap::new(),
+            sorts: HashMap::new(),
             sweep: None,
             sel_cell: None,
             cell: None,
@@ -262,6 +177,7 @@ impl App {
             outbox: Vec::new(),
         };
         app.normalize();
+        app.request_loads(Vec::new());
         app
     }
 
@@ -474,8 +390,7 @@ impl App {
         })
     }
 
-    /// Makes every selection valid (defaults once data arrives) and queues the loads the
-    /// current screen needs.
+    /// Makes every selection valid (defaults once data arrives).
     pub(crate) fn normalize(&mut self) {
         // Default source: the one the shown run replayed, else the first with nodes.
         let pick = self.overview().and_then(|o| {
@@ -520,15 +435,20 @@ impl App {
                 }
             }
         }
-        self.ensure_data();
     }
 
-    fn ensure_data(&mut self) {
+    /// Queues the loads the shown screen needs: the overview, `screen_jobs` (the screen's own,
+    /// [`super::component::Component::jobs`]), a pinned sweep cell's sweep, the selected
+    /// source, the shown run when the store has runs, and the verdicts of the sources list.
+    pub(crate) fn request_loads(&mut self, screen_jobs: Vec<LoadJob>) {
         if self.reloading() {
             return;
         }
         self.request(LoadJob::Overview);
-        if self.screen == Screen::Sweep || self.cell.is_some() {
+        for job in screen_jobs {
+            self.request(job);
+        }
+        if self.cell.is_some() {
             self.request(self.sweep_job());
         }
         let Some(o) = self.overview() else {
@@ -547,21 +467,8 @@ impl App {
                 self.request(job);
             }
         }
-        if has_runs || matches!(self.screen, Screen::Replay | Screen::Request) {
+        if has_runs {
             self.request(self.replay_job());
-        }
-        if self.screen == Screen::Request {
-            if let Some(j) = self.requests_job() {
-                self.request(j);
-            }
-            if let Some(j) = self.explain_job() {
-                self.request(j);
-            }
-        }
-        if self.screen == Screen::Trigger {
-            if let Some(k) = self.trigger_key() {
-                self.request(LoadJob::Trigger(k));
-            }
         }
         // Background: the verdicts of the sources list.
         for s in availability {

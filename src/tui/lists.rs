@@ -19,12 +19,12 @@ impl App {
 
     /// Filter text of a list.
     pub fn filter(&self, list: List) -> &str {
-        &self.filters[list.slot()]
+        self.filters.get(&list).map_or("", String::as_str)
     }
 
     /// Sort of a list.
     pub fn sort(&self, list: List) -> Sort {
-        self.sorts[list.slot()]
+        self.sorts.get(&list).copied().unwrap_or_default()
     }
 
     /// The sources shown: filtered and sorted.

@@ -27,6 +27,7 @@
 #![warn(missing_docs)]
 
 pub mod app;
+pub mod component;
 pub mod data;
 mod fault;
 pub mod lists;

@@ -6,9 +6,9 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use super::app::{App, Load, Msg, Screen};
-use super::data::{LoadJob, TRIGGER_CONTEXTS};
-use crate::sweep::MAP_METRICS;
+use super::app::{App, Load, Msg};
+use super::data::LoadJob;
+use super::screens;
 
 /// Applies one message to the app.
 pub fn update(app: &mut App, msg: Msg) {
@@ -54,6 +54,8 @@ pub fn update(app: &mut App, msg: Msg) {
         }
     }
     app.normalize();
+    let jobs = screens::get(app.screen).jobs(app);
+    app.request_loads(jobs);
 }
 
 fn on_key(app: &mut App, k: KeyEvent) {
@@ -61,23 +63,24 @@ fn on_key(app: &mut App, k: KeyEvent) {
         app.quit = true;
         return;
     }
-    let list = app.screen.list();
+    let screen = screens::get(app.screen);
+    let list = screen.list();
     if let Some(buf) = app.input.as_mut() {
         match k.code {
             KeyCode::Esc => {
                 app.input = None;
-                app.filters[list.slot()].clear();
+                app.filters.remove(&list);
             }
             KeyCode::Enter | KeyCode::Down | KeyCode::Up | KeyCode::Tab => {
                 app.input = None;
             }
             KeyCode::Backspace => {
                 buf.pop();
-                app.filters[list.slot()] = buf.clone();
+                app.filters.insert(list, buf.clone());
             }
             KeyCode::Char(c) => {
                 buf.push(c);
-                app.filters[list.slot()] = buf.clone();
+                app.filters.insert(list, buf.clone());
             }
             _ => {}
         }
@@ -93,31 +96,29 @@ fn on_key(app: &mut App, k: KeyEvent) {
     match k.code {
         KeyCode::Char('q') => app.quit = true,
         KeyCode::Esc => {
-            if app.filters[list.slot()].is_empty() {
+            if app.filter(list).is_empty() {
                 app.quit = true;
             } else {
-                app.filters[list.slot()].clear();
+                app.filters.remove(&list);
                 app.notice = Some("filter cleared".into());
             }
         }
-        KeyCode::Tab => app.screen = Screen::ALL[(app.screen.index() + 1) % Screen::ALL.len()],
-        KeyCode::BackTab => {
-            app.screen =
-                Screen::ALL[(app.screen.index() + Screen::ALL.len() - 1) % Screen::ALL.len()]
+        KeyCode::Tab => {
+            let all = screens::all();
+            app.screen = all[(screens::index(app.screen) + 1) % all.len()];
         }
-        KeyCode::Char(c @ '1'..='7') => {
+        KeyCode::BackTab => {
+            let all = screens::all();
+            app.screen = all[(screens::index(app.screen) + all.len() - 1) % all.len()];
+        }
+        KeyCode::Char(c @ '1'..='9') => {
             let i = (c as usize).saturating_sub('1' as usize);
-            if let Some(&s) = Screen::ALL.get(i) {
+            if let Some(&s) = screens::all().get(i) {
                 app.screen = s;
             }
         }
         KeyCode::Char('r') => app.reload(),
-        _ if app.screen == Screen::Sweep && sweep_key(app, k.code) => {}
-        KeyCode::Char('h') | KeyCode::Left | KeyCode::Backspace
-            if app.screen == Screen::Replay && app.cell.is_some() =>
-        {
-            app.screen = Screen::Sweep;
-        }
+        _ if screen.key(app, k.code) => {}
         KeyCode::Char('[') | KeyCode::Char(']') if app.cell.is_some() => {
             app.cell = None;
             app.sel_policy = None;
@@ -131,12 +132,12 @@ fn on_key(app: &mut App, k: KeyEvent) {
         KeyCode::Char('G') | KeyCode::End => move_by(app, isize::MAX / 2),
         KeyCode::Enter | KeyCode::Char('l') | KeyCode::Right => drill_down(app),
         KeyCode::Char('h') | KeyCode::Left | KeyCode::Backspace => {
-            if let Some(p) = app.screen.parent() {
+            if let Some(p) = screen.parent() {
                 app.screen = p;
             }
         }
         KeyCode::Char('/') => {
-            app.input = Some(app.filters[list.slot()].clone());
+            app.input = Some(app.filter(list).to_string());
         }
         KeyCode::Char('s') | KeyCode::Char('S') => {
             let cols = list.sort_columns();
@@ -144,7 +145,7 @@ fn on_key(app: &mut App, k: KeyEvent) {
                 app.notice = Some("nothing to sort on this screen".into());
                 return;
             }
-            let s = &mut app.sorts[list.slot()];
+            let s = app.sorts.entry(list).or_default();
             if k.code == KeyCode::Char('S') {
                 s.descending = !s.descending;
             } else {
@@ -159,140 +160,18 @@ fn on_key(app: &mut App, k: KeyEvent) {
             ));
         }
         KeyCode::Char('?') => app.help = true,
-        KeyCode::Char('+') | KeyCode::Char('=') if app.screen == Screen::Trigger => {
-            app.context_idx = (app.context_idx + 1).min(TRIGGER_CONTEXTS.len() - 1);
-        }
-        KeyCode::Char('-') | KeyCode::Char('_') if app.screen == Screen::Trigger => {
-            app.context_idx = app.context_idx.saturating_sub(1);
-        }
         KeyCode::Char('[') => switch_run(app, 1),
         KeyCode::Char(']') => switch_run(app, -1),
         _ => {}
     }
 }
 
-/// Keys of the Sweep screen: moves over the map, opens a cell, switches the metric or the
-/// sweep. Returns false for keys it leaves to the common bindings.
-fn sweep_key(app: &mut App, code: KeyCode) -> bool {
-    match code {
-        KeyCode::Char('j') | KeyCode::Down => move_cell(app, 1, 0),
-        KeyCode::Char('k') | KeyCode::Up => move_cell(app, -1, 0),
-        KeyCode::PageDown => move_cell(app, 10, 0),
-        KeyCode::PageUp => move_cell(app, -10, 0),
-        KeyCode::Char('g') | KeyCode::Home => move_cell(app, isize::MIN / 2, 0),
-        KeyCode::Char('G') | KeyCode::End => move_cell(app, isize::MAX / 2, 0),
-        KeyCode::Char('l') | KeyCode::Right => move_cell(app, 0, 1),
-        KeyCode::Char('h') | KeyCode::Left => move_cell(app, 0, -1),
-        KeyCode::Enter => match (
-            app.sel_cell.clone(),
-            app.sweep_data().map(|d| d.sweep_id.clone()),
-        ) {
-            (Some(key), Some(sweep)) => {
-                // Pinned, so that a reload that brings a newer sweep keeps this cell.
-                app.sweep = Some(sweep);
-                app.notice = Some(format!("cell {key}"));
-                app.cell = Some(key);
-                app.sel_policy = None;
-                app.screen = Screen::Replay;
-            }
-            _ => app.notice = Some("no cell to open".into()),
-        },
-        KeyCode::Char('m') => {
-            app.map_metric = (app.map_metric + 1) % MAP_METRICS.len();
-            app.notice = Some(format!(
-                "colouring by {}",
-                MAP_METRICS[app.map_metric].key()
-            ));
-        }
-        KeyCode::Char('[') => switch_sweep(app, 1),
-        KeyCode::Char(']') => switch_sweep(app, -1),
-        _ => return false,
-    }
-    true
-}
-
-/// Moves the map selection by rows and columns (clamped; empty slots are skipped over).
-fn move_cell(app: &mut App, drow: isize, dcol: isize) {
-    let Some(d) = app.sweep_data().cloned() else {
-        return;
-    };
-    let rows = app.visible_map_rows(&d);
-    if rows.is_empty() {
-        return;
-    }
-    let (r0, c0) = app
-        .sel_cell
-        .as_deref()
-        .and_then(|k| d.position(k))
-        .and_then(|(r, c)| Some((rows.iter().position(|&x| x == r)?, c)))
-        .unwrap_or((0, 0));
-    let last_row = rows.len() as isize - 1;
-    let last_col = d.columns.len() as isize - 1;
-    let mut r = (r0 as isize).saturating_add(drow).clamp(0, last_row);
-    let mut c = (c0 as isize).saturating_add(dcol).clamp(0, last_col);
-    // Step on past empty slots in the direction of travel.
-    loop {
-        if let Some(i) = d.grid[rows[r as usize]][c as usize] {
-            app.sel_cell = Some(d.cells[i].result.key.clone());
-            return;
-        }
-        let (nr, nc) = (r + drow.signum(), c + dcol.signum());
-        if (drow == 0 && dcol == 0) || nr < 0 || nr > last_row || nc < 0 || nc > last_col {
-            return;
-        }
-        (r, c) = (nr, nc);
-    }
-}
-
-/// Shows the sweep `delta` places further in the store's sweep list (newest first).
-fn switch_sweep(app: &mut App, delta: isize) {
-    let Some(d) = app.sweep_data() else {
-        app.notice = Some("no sweep loaded".into());
-        return;
-    };
-    let sweeps = d.sweeps.clone();
-    let cur = d.sweep_id.clone();
-    let pos = sweeps.iter().position(|x| *x == cur).unwrap_or(0) as isize;
-    let new = (pos + delta).clamp(0, sweeps.len() as isize - 1) as usize;
-    match sweeps.get(new) {
-        Some(id) if *id != cur => {
-            app.sweep = Some(id.clone());
-            app.sel_cell = None;
-            app.cell = None;
-            app.notice = Some(format!("sweep {id}"));
-        }
-        _ => {
-            app.notice = Some(if sweeps.len() <= 1 {
-                "this store has one sweep".into()
-            } else {
-                "no more sweeps that way".into()
-            })
-        }
-    }
-}
-
 fn drill_down(app: &mut App) {
-    if app.screen == Screen::Replay && app.cell.is_some() {
-        app.notice = Some(
-            "a sweep cell keeps no requests: replay its scenario (`hazardserve replay --config`) to see them"
-                .into(),
-        );
+    let screen = screens::get(app.screen);
+    if screen.enter(app) {
         return;
     }
-    if app.screen == Screen::Sources {
-        let workload = app
-            .selected_source_row()
-            .filter(|r| r.nodes == 0)
-            .map(|r| (r.source.clone(), r.is_workload()));
-        if let Some((name, is_workload)) = workload {
-            app.screen = Screen::Replay;
-            if is_workload {
-                app.notice = Some(format!("{name} is a request workload: its replays"));
-            }
-            return;
-        }
-    }
-    match app.screen.child() {
+    match screen.child() {
         Some(c) => app.screen = c,
         None => app.notice = Some("nothing further to open here".into()),
     }
@@ -300,7 +179,7 @@ fn drill_down(app: &mut App) {
 
 /// Moves the selection of the current screen's list by `delta` rows (clamped).
 fn move_by(app: &mut App, delta: isize) {
-    let list = app.screen.list();
+    let list = screens::get(app.screen).list();
     let (keys, sel) = app.list_keys(list);
     if keys.is_empty() {
         return;

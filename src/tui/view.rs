@@ -7,7 +7,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Clear, Paragraph, Tabs};
 use ratatui::Frame;
 
-use super::app::{App, Screen};
+use super::app::App;
 use super::screens;
 use super::widgets::{block, centered, dim, header_style};
 
@@ -39,15 +39,7 @@ pub fn view(app: &App, f: &mut Frame) {
     ])
     .areas(area);
     render_tabs(app, f, tabs);
-    match app.screen {
-        Screen::Sources => screens::sources::render(app, f, body),
-        Screen::Nodes => screens::nodes::render(app, f, body),
-        Screen::Survival => screens::survival::render(app, f, body),
-        Screen::Replay => screens::replay::render(app, f, body),
-        Screen::Request => screens::request::render(app, f, body),
-        Screen::Trigger => screens::trigger::render(app, f, body),
-        Screen::Sweep => screens::sweep::render(app, f, body),
-    }
+    screens::get(app.screen).render(app, f, body);
     render_status(app, f, status);
     if app.help {
         render_help(app, f, body);
@@ -71,13 +63,13 @@ pub fn strip_colour(buf: &mut ratatui::buffer::Buffer) {
 }
 
 fn render_tabs(app: &App, f: &mut Frame, area: Rect) {
-    let titles: Vec<Line> = Screen::ALL
+    let titles: Vec<Line> = screens::REGISTRY
         .iter()
         .enumerate()
         .map(|(i, s)| Line::from(format!("{} {}", i + 1, s.title())))
         .collect();
     let tabs = Tabs::new(titles)
-        .select(app.screen.index())
+        .select(screens::index(app.screen))
         .style(dim())
         .highlight_style(
             Style::default()
@@ -99,26 +91,9 @@ fn render_tabs(app: &App, f: &mut Frame, area: Rect) {
     }
 }
 
-/// What the status line says about the current screen's keys.
-fn hints(app: &App) -> &'static str {
-    match app.screen {
-        Screen::Sources => "j/k move · Enter nodes · / filter · s sort · ? help · q quit",
-        Screen::Nodes => "j/k move · Enter survival · / filter · s sort · ? help · q quit",
-        Screen::Survival => "j/k node · Enter trigger · h back · ? help · q quit",
-        Screen::Replay if app.cell.is_some() => {
-            "j/k policy · h back to the map · [ ] stored runs · ? help · q quit"
-        }
-        Screen::Replay => "j/k policy · Enter requests · [ ] run · s sort · ? help · q quit",
-        Screen::Request => "j/k request · / filter · s sort · h back · ? help · q quit",
-        Screen::Trigger => "j/k destination · +/- context · h back · ? help · q quit",
-        Screen::Sweep => {
-            "arrows/hjkl move · Enter compare · m metric · [ ] sweep · r reload · q quit"
-        }
-    }
-}
-
 fn render_status(app: &App, f: &mut Frame, area: Rect) {
-    let list = app.screen.list();
+    let screen = screens::get(app.screen);
+    let list = screen.list();
     let mut left: Vec<Span> = Vec::new();
     if let Some(buf) = &app.input {
         left.push(Span::styled("filter: ", header_style()));
@@ -134,7 +109,7 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
                 Style::default().fg(Color::Cyan),
             ));
         }
-        left.push(Span::styled(hints(app), dim()));
+        left.push(Span::styled(screen.hints(app), dim()));
     }
     let right = app.in_flight.first().map(|job| {
         let frame = SPINNER[(app.tick as usize) % SPINNER.len()];
@@ -169,8 +144,12 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
     let mut lines = vec![
         key("Tab / S-Tab", "next / previous screen"),
         key(
-            "1 … 7",
-            "Sources Nodes Survival Replay Request Trigger Sweep",
+            &format!("1 … {}", screens::REGISTRY.len().min(9)),
+            &screens::REGISTRY
+                .iter()
+                .map(|s| s.title())
+                .collect::<Vec<_>>()
+                .join(" "),
         ),
         key("j k ↓ ↑", "move (PgDn PgUp: 10 rows, g G: first, last)"),
         key(
@@ -184,23 +163,8 @@ pub fn help_lines(app: &App) -> Vec<Line<'static>> {
         key("?", "this help (any key closes it)"),
         key("q Esc Ctrl-C", "quit (Esc clears a filter first)"),
     ];
-    match app.screen {
-        Screen::Replay | Screen::Request => {
-            lines.push(key("[  ]", "older / newer replay run"));
-        }
-        Screen::Trigger => {
-            lines.push(key("+  -", "larger / smaller context on the source node"));
-        }
-        Screen::Sweep => {
-            lines.push(key("h j k l", "move across and down the map (arrows too)"));
-            lines.push(key("Enter", "the cell's policy comparison (Replay screen)"));
-            lines.push(key(
-                "m",
-                "colour by the next metric (mean, p99, interruptions)",
-            ));
-            lines.push(key("[  ]", "older / newer sweep"));
-        }
-        _ => {}
+    for (k, what) in screens::get(app.screen).help() {
+        lines.push(key(k, what));
     }
     lines.push(Line::default());
     lines.push(Line::from(Span::styled(

@@ -69,7 +69,7 @@ fn tui_sweep_cell_opens_its_comparison_on_the_replay_screen() {
     );
     insta::assert_snapshot!("sweep_selected_80x24", render(&app, 80, 24));
     press(&mut app, &mut loader, "\n");
-    assert_eq!(app.screen, Screen::Replay);
+    assert_eq!(app.screen, Screen("replay"));
     let text = render(&app, 160, 48);
     assert!(
         text.contains("nodes.source=sample-spot,hardware.preset=phone,workload.load=0.7"),
@@ -81,7 +81,7 @@ fn tui_sweep_cell_opens_its_comparison_on_the_replay_screen() {
     insta::assert_snapshot!("sweep_cell_replay_160x48", text);
     // Enter on a cell's comparison explains why there are no requests; h goes back to the map.
     press(&mut app, &mut loader, "\n");
-    assert_eq!(app.screen, Screen::Replay);
+    assert_eq!(app.screen, Screen("replay"));
     assert!(render(&app, 160, 48).contains("keeps no requests"));
     // The Request screen says so too, instead of waiting for a list that never comes.
     press(&mut app, &mut loader, "5");
@@ -94,7 +94,7 @@ fn tui_sweep_cell_opens_its_comparison_on_the_replay_screen() {
     // Opening a cell pins its sweep, so a reload keeps showing this cell.
     assert_eq!(app.sweep.as_deref(), Some("demo-map"));
     press(&mut app, &mut loader, "4h");
-    assert_eq!(app.screen, Screen::Sweep);
+    assert_eq!(app.screen, Screen("sweep"));
     // [ on the Replay screen leaves the cell for the stored runs.
     press(&mut app, &mut loader, "4[");
     assert!(app.cell.is_none());
@@ -140,7 +140,7 @@ fn tui_empty_store_says_what_to_run() {
             "screen {d} of an empty store explains what to do:\n{text}"
         );
     }
-    assert_eq!(app.screen, Screen::Sweep);
+    assert_eq!(app.screen, Screen("sweep"));
 }
 
 #[test]
@@ -249,7 +249,7 @@ fn tui_reload_key_reads_a_sweep_stored_after_the_tui_opened() {
     // One axis: its values go down the map.
     assert!(after.contains("a100") && after.contains("phone"), "{after}");
     press(&mut app, &mut loader, "j\n");
-    assert_eq!(app.screen, Screen::Replay);
+    assert_eq!(app.screen, Screen("replay"));
     assert_eq!(app.cell.as_deref(), Some("hardware.preset=phone"));
 }
 

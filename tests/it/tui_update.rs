@@ -6,6 +6,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use hazardserve::store::SourceSummary;
 use hazardserve::tui::app::{App, List, Msg, Screen};
 use hazardserve::tui::data::{LoadJob, Loaded, Overview, RunRow, SourceRow, StoreState};
+use hazardserve::tui::screens;
 use hazardserve::tui::update::update;
 
 use super::tui_common::{demo_app, key, press};
@@ -101,15 +102,18 @@ fn tui_update_first_loads() {
 fn tui_update_screens_cycle() {
     let mut app = app();
     let mut seen = Vec::new();
-    for _ in 0..Screen::ALL.len() {
+    for _ in 0..screens::all().len() {
         seen.push(app.screen);
         update(&mut app, key(KeyCode::Tab));
     }
-    assert_eq!(seen, Screen::ALL.to_vec());
-    assert_eq!(app.screen, Screen::Sources, "Tab wraps around");
+    assert_eq!(seen, screens::all());
+    assert_eq!(app.screen, Screen("sources"), "Tab wraps around");
     update(&mut app, key(KeyCode::BackTab));
-    assert_eq!(app.screen, Screen::Sweep, "Shift-Tab wraps backwards");
-    for (d, s) in ['1', '2', '3', '4', '5', '6', '7'].iter().zip(Screen::ALL) {
+    assert_eq!(app.screen, Screen("sweep"), "Shift-Tab wraps backwards");
+    for (d, s) in ['1', '2', '3', '4', '5', '6', '7']
+        .iter()
+        .zip(screens::all())
+    {
         update(&mut app, key(KeyCode::Char(*d)));
         assert_eq!(app.screen, s);
     }
@@ -118,18 +122,18 @@ fn tui_update_screens_cycle() {
 #[test]
 fn tui_update_drill_down_and_back() {
     let mut app = app();
-    for expected in [Screen::Nodes, Screen::Survival, Screen::Trigger] {
+    for expected in [Screen("nodes"), Screen("survival"), Screen("trigger")] {
         update(&mut app, key(KeyCode::Enter));
         assert_eq!(app.screen, expected);
     }
     update(&mut app, key(KeyCode::Enter));
-    assert_eq!(app.screen, Screen::Trigger, "nothing below the trigger");
+    assert_eq!(app.screen, Screen("trigger"), "nothing below the trigger");
     assert!(app.notice.is_some());
     for expected in [
-        Screen::Survival,
-        Screen::Nodes,
-        Screen::Sources,
-        Screen::Sources,
+        Screen("survival"),
+        Screen("nodes"),
+        Screen("sources"),
+        Screen("sources"),
     ] {
         update(&mut app, key(KeyCode::Backspace));
         assert_eq!(app.screen, expected);
@@ -138,11 +142,11 @@ fn tui_update_drill_down_and_back() {
     update(&mut app, key(KeyCode::Char('G')));
     assert_eq!(app.sel_source.as_deref(), Some("requests"));
     update(&mut app, key(KeyCode::Enter));
-    assert_eq!(app.screen, Screen::Replay);
+    assert_eq!(app.screen, Screen("replay"));
     update(&mut app, key(KeyCode::Enter));
-    assert_eq!(app.screen, Screen::Request);
+    assert_eq!(app.screen, Screen("request"));
     update(&mut app, key(KeyCode::Left));
-    assert_eq!(app.screen, Screen::Replay);
+    assert_eq!(app.screen, Screen("replay"));
 }
 
 #[test]
@@ -370,11 +374,11 @@ fn tui_update_nodes_sort_and_trigger_keys_on_the_demo() {
     assert_eq!(ids(&app).len(), 2);
     assert!(app.sel_node.as_deref().is_some_and(|n| n.contains("west")));
     press(&mut app, &mut loader, "\nj");
-    assert_eq!(app.screen, Screen::Survival);
+    assert_eq!(app.screen, Screen("survival"));
     assert_eq!(app.sel_node.as_deref(), Some(ids(&app)[1].as_str()));
     // Trigger: destination list and context size.
     press(&mut app, &mut loader, "\n");
-    assert_eq!(app.screen, Screen::Trigger);
+    assert_eq!(app.screen, Screen("trigger"));
     let k0 = app.trigger_key().expect("key");
     assert_eq!(k0.to, "(pooled)");
     assert_eq!(k0.context, 4500);
@@ -394,7 +398,7 @@ fn tui_update_nodes_sort_and_trigger_keys_on_the_demo() {
 fn tui_update_request_selection_and_explanation() {
     let (mut app, mut loader) = demo_app();
     press(&mut app, &mut loader, "4\n");
-    assert_eq!(app.screen, Screen::Request);
+    assert_eq!(app.screen, Screen("request"));
     assert_eq!(app.sel_policy.as_deref(), Some("hazard"));
     let first = app.sel_request.expect("a request is selected");
     press(&mut app, &mut loader, "j");

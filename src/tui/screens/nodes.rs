@@ -5,7 +5,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
-use crate::tui::app::{App, List};
+use crate::tui::app::{App, List, Screen};
+use crate::tui::component::Component;
 use crate::tui::data::SourceData;
 use crate::tui::widgets::{
     block, dim, fmt_dur, fmt_dur_opt, fmt_instant, fmt_num, header_style, message, selected_style,
@@ -212,4 +213,37 @@ fn render_detail(app: &App, f: &mut Frame, area: Rect, d: &SourceData) {
             .wrap(ratatui::widgets::Wrap { trim: true }),
         area,
     );
+}
+
+/// Screen 2: the nodes of the selected source.
+pub struct Nodes;
+
+impl Component for Nodes {
+    fn id(&self) -> Screen {
+        Screen("nodes")
+    }
+
+    fn title(&self) -> &'static str {
+        "Nodes"
+    }
+
+    fn list(&self) -> List {
+        List::Nodes
+    }
+
+    fn child(&self) -> Option<Screen> {
+        Some(Screen("survival"))
+    }
+
+    fn parent(&self) -> Option<Screen> {
+        Some(Screen::HOME)
+    }
+
+    fn hints(&self, _app: &App) -> &'static str {
+        "j/k move · Enter survival · / filter · s sort · ? help · q quit"
+    }
+
+    fn render(&self, app: &App, f: &mut Frame, area: Rect) {
+        render(app, f, area)
+    }
 }

@@ -8,12 +8,14 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Cell, Chart, Dataset, GraphType, Paragraph, Row, Table, TableState};
 use ratatui::Frame;
 
-use crate::tui::app::{App, List};
-use crate::tui::data::Metric;
+use crate::tui::app::{App, List, Screen};
+use crate::tui::component::Component;
+use crate::tui::data::{LoadJob, Metric};
 use crate::tui::widgets::{
     axis_labels, block, dim, fmt_ci, fmt_num, header_style, message, nice_max, replay_or_message,
     selected_style, SignedBar, SignedBars, PALETTE,
 };
+use crossterm::event::KeyCode;
 
 /// The colour of the `i`-th policy of a run (stored order).
 pub fn policy_color(i: usize) -> ratatui::style::Color {
@@ -315,4 +317,74 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         },
         inner,
     );
+}
+
+/// Screen 4: the policy comparison of a replay run (or of a sweep cell opened on the map).
+pub struct Replay;
+
+impl Component for Replay {
+    fn id(&self) -> Screen {
+        Screen("replay")
+    }
+
+    fn title(&self) -> &'static str {
+        "Replay"
+    }
+
+    fn list(&self) -> List {
+        List::Policies
+    }
+
+    fn child(&self) -> Option<Screen> {
+        Some(Screen("request"))
+    }
+
+    fn parent(&self) -> Option<Screen> {
+        Some(Screen::HOME)
+    }
+
+    fn hints(&self, app: &App) -> &'static str {
+        if app.cell.is_some() {
+            "j/k policy · h back to the map · [ ] stored runs · ? help · q quit"
+        } else {
+            "j/k policy · Enter requests · [ ] run · s sort · ? help · q quit"
+        }
+    }
+
+    fn help(&self) -> &'static [(&'static str, &'static str)] {
+        &[("[  ]", "older / newer replay run")]
+    }
+
+    fn jobs(&self, app: &App) -> Vec<LoadJob> {
+        vec![app.replay_job()]
+    }
+
+    /// With a sweep cell open, `h` goes back to the map.
+    fn key(&self, app: &mut App, code: KeyCode) -> bool {
+        let back = matches!(
+            code,
+            KeyCode::Char('h') | KeyCode::Left | KeyCode::Backspace
+        );
+        if back && app.cell.is_some() {
+            app.screen = Screen("sweep");
+            return true;
+        }
+        false
+    }
+
+    /// A sweep cell keeps no requests: Enter explains instead of opening them.
+    fn enter(&self, app: &mut App) -> bool {
+        if app.cell.is_none() {
+            return false;
+        }
+        app.notice = Some(
+            "a sweep cell keeps no requests: replay its scenario (`hazardserve replay --config`) to see them"
+                .into(),
+        );
+        true
+    }
+
+    fn render(&self, app: &App, f: &mut Frame, area: Rect) {
+        render(app, f, area)
+    }
 }

@@ -11,8 +11,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
 use ratatui::Frame;
 
-use crate::tui::app::{App, List, Load};
-use crate::tui::data::{shared_prefix, EventKind, RequestExplain, RequestRow, TimelineEvent};
+use crate::tui::app::{App, List, Load, Screen};
+use crate::tui::component::Component;
+use crate::tui::data::{
+    shared_prefix, EventKind, LoadJob, RequestExplain, RequestRow, TimelineEvent,
+};
 use crate::tui::widgets::{
     block, dim, fmt_secs, header_style, load_status, message, replay_or_message, selected_style,
     truncate, PALETTE,
@@ -560,4 +563,44 @@ fn render_events(
         Table::new(rows, widths).header(Row::new(header).style(header_style())),
         area,
     );
+}
+
+/// Screen 5: the requests of the selected policy and one request's timeline.
+pub struct Request;
+
+impl Component for Request {
+    fn id(&self) -> Screen {
+        Screen("request")
+    }
+
+    fn title(&self) -> &'static str {
+        "Request"
+    }
+
+    fn list(&self) -> List {
+        List::Requests
+    }
+
+    fn parent(&self) -> Option<Screen> {
+        Some(Screen("replay"))
+    }
+
+    fn hints(&self, _app: &App) -> &'static str {
+        "j/k request · / filter · s sort · h back · ? help · q quit"
+    }
+
+    fn help(&self) -> &'static [(&'static str, &'static str)] {
+        &[("[  ]", "older / newer replay run")]
+    }
+
+    fn jobs(&self, app: &App) -> Vec<LoadJob> {
+        let mut jobs = vec![app.replay_job()];
+        jobs.extend(app.requests_job());
+        jobs.extend(app.explain_job());
+        jobs
+    }
+
+    fn render(&self, app: &App, f: &mut Frame, area: Rect) {
+        render(app, f, area)
+    }
 }

@@ -6,7 +6,8 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, TableState, Wrap};
 use ratatui::Frame;
 
-use crate::tui::app::{App, List, Load};
+use crate::tui::app::{App, List, Load, Screen};
+use crate::tui::component::Component;
 use crate::tui::data::{SourceRow, StoreState};
 use crate::tui::widgets::{
     block, dim, fmt_dur, fmt_dur_opt, fmt_instant, fmt_num, fmt_pct, header_style, load_status,
@@ -241,4 +242,49 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             .wrap(Wrap { trim: true }),
         bottom,
     );
+}
+
+/// Screen 1: every source of the store.
+pub struct Sources;
+
+impl Component for Sources {
+    fn id(&self) -> Screen {
+        Screen::HOME
+    }
+
+    fn title(&self) -> &'static str {
+        "Sources"
+    }
+
+    fn list(&self) -> List {
+        List::Sources
+    }
+
+    fn child(&self) -> Option<Screen> {
+        Some(Screen("nodes"))
+    }
+
+    fn hints(&self, _app: &App) -> &'static str {
+        "j/k move · Enter nodes · / filter · s sort · ? help · q quit"
+    }
+
+    /// A source without nodes (a request workload) opens its replays instead of its nodes.
+    fn enter(&self, app: &mut App) -> bool {
+        let workload = app
+            .selected_source_row()
+            .filter(|r| r.nodes == 0)
+            .map(|r| (r.source.clone(), r.is_workload()));
+        let Some((name, is_workload)) = workload else {
+            return false;
+        };
+        app.screen = Screen("replay");
+        if is_workload {
+            app.notice = Some(format!("{name} is a request workload: its replays"));
+        }
+        true
+    }
+
+    fn render(&self, app: &App, f: &mut Frame, area: Rect) {
+        render(app, f, area)
+    }
 }

@@ -12,7 +12,8 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Sparkline};
 use ratatui::Frame;
 
 use crate::survival::curve::ConditionalSurvival;
-use crate::tui::app::App;
+use crate::tui::app::{App, List, Screen};
+use crate::tui::component::Component;
 use crate::tui::data::{KmSteps, NodeData, SourceData};
 use crate::tui::widgets::{
     axis_labels, band_points, block, dim, fmt_dur, fmt_num, message, nice_max, sampled_points,
@@ -367,4 +368,37 @@ fn render_hazard(
                 .labels(axis_labels(0.0, ymax, 2, |y| fmt_num(Some(y)))),
         );
     f.render_widget(chart, area);
+}
+
+/// Screen 3: the survival curves of the selected node.
+pub struct Survival;
+
+impl Component for Survival {
+    fn id(&self) -> Screen {
+        Screen("survival")
+    }
+
+    fn title(&self) -> &'static str {
+        "Survival"
+    }
+
+    fn list(&self) -> List {
+        List::Nodes
+    }
+
+    fn child(&self) -> Option<Screen> {
+        Some(Screen("trigger"))
+    }
+
+    fn parent(&self) -> Option<Screen> {
+        Some(Screen("nodes"))
+    }
+
+    fn hints(&self, _app: &App) -> &'static str {
+        "j/k node · Enter trigger · h back · ? help · q quit"
+    }
+
+    fn render(&self, app: &App, f: &mut Frame, area: Rect) {
+        render(app, f, area)
+    }
 }

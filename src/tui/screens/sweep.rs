@@ -12,9 +12,11 @@ use ratatui::Frame;
 
 use crate::replay::{Metric, PairedDiff, Versus};
 use crate::sweep::{CellResult, MAP_METRICS};
-use crate::tui::app::{App, Load};
-use crate::tui::data::SweepData;
+use crate::tui::app::{App, List, Load, Screen};
+use crate::tui::component::Component;
+use crate::tui::data::{LoadJob, SweepData};
 use crate::tui::widgets::{block, dim, fmt_num, header_style, load_status, message, truncate};
+use crossterm::event::KeyCode;
 
 /// How a paired difference reads: hazard better, worse, or no difference the CI can tell.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -323,5 +325,147 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             ))),
             detail,
         );
+    }
+}
+
+/// Screen 7: the regime map of a stored sweep.
+pub struct Sweep;
+
+impl Component for Sweep {
+    fn id(&self) -> Screen {
+        Screen("sweep")
+    }
+
+    fn title(&self) -> &'static str {
+        "Sweep"
+    }
+
+    fn list(&self) -> List {
+        List::Cells
+    }
+
+    fn hints(&self, _app: &App) -> &'static str {
+        "arrows/hjkl move · Enter compare · m metric · [ ] sweep · r reload · q quit"
+    }
+
+    fn help(&self) -> &'static [(&'static str, &'static str)] {
+        &[
+            ("h j k l", "move across and down the map (arrows too)"),
+            ("Enter", "the cell's policy comparison (Replay screen)"),
+            ("m", "colour by the next metric (mean, p99, interruptions)"),
+            ("[  ]", "older / newer sweep"),
+        ]
+    }
+
+    fn jobs(&self, app: &App) -> Vec<LoadJob> {
+        vec![app.sweep_job()]
+    }
+
+    fn key(&self, app: &mut App, code: KeyCode) -> bool {
+        sweep_key(app, code)
+    }
+
+    fn render(&self, app: &App, f: &mut Frame, area: Rect) {
+        render(app, f, area)
+    }
+}
+
+/// Keys of the Sweep screen: moves over the map, opens a cell, switches the metric or the
+/// sweep. Returns false for keys it leaves to the common bindings.
+fn sweep_key(app: &mut App, code: KeyCode) -> bool {
+    match code {
+        KeyCode::Char('j') | KeyCode::Down => move_cell(app, 1, 0),
+        KeyCode::Char('k') | KeyCode::Up => move_cell(app, -1, 0),
+        KeyCode::PageDown => move_cell(app, 10, 0),
+        KeyCode::PageUp => move_cell(app, -10, 0),
+        KeyCode::Char('g') | KeyCode::Home => move_cell(app, isize::MIN / 2, 0),
+        KeyCode::Char('G') | KeyCode::End => move_cell(app, isize::MAX / 2, 0),
+        KeyCode::Char('l') | KeyCode::Right => move_cell(app, 0, 1),
+        KeyCode::Char('h') | KeyCode::Left => move_cell(app, 0, -1),
+        KeyCode::Enter => match (
+            app.sel_cell.clone(),
+            app.sweep_data().map(|d| d.sweep_id.clone()),
+        ) {
+            (Some(key), Some(sweep)) => {
+                // Pinned, so that a reload that brings a newer sweep keeps this cell.
+                app.sweep = Some(sweep);
+                app.notice = Some(format!("cell {key}"));
+                app.cell = Some(key);
+                app.sel_policy = None;
+                app.screen = Screen("replay");
+            }
+            _ => app.notice = Some("no cell to open".into()),
+        },
+        KeyCode::Char('m') => {
+            app.map_metric = (app.map_metric + 1) % MAP_METRICS.len();
+            app.notice = Some(format!(
+                "colouring by {}",
+                MAP_METRICS[app.map_metric].key()
+            ));
+        }
+        KeyCode::Char('[') => switch_sweep(app, 1),
+        KeyCode::Char(']') => switch_sweep(app, -1),
+        _ => return false,
+    }
+    true
+}
+
+/// Moves the map selection by rows and columns (clamped; empty slots are skipped over).
+fn move_cell(app: &mut App, drow: isize, dcol: isize) {
+    let Some(d) = app.sweep_data().cloned() else {
+        return;
+    };
+    let rows = app.visible_map_rows(&d);
+    if rows.is_empty() {
+        return;
+    }
+    let (r0, c0) = app
+        .sel_cell
+        .as_deref()
+        .and_then(|k| d.position(k))
+        .and_then(|(r, c)| Some((rows.iter().position(|&x| x == r)?, c)))
+        .unwrap_or((0, 0));
+    let last_row = rows.len() as isize - 1;
+    let last_col = d.columns.len() as isize - 1;
+    let mut r = (r0 as isize).saturating_add(drow).clamp(0, last_row);
+    let mut c = (c0 as isize).saturating_add(dcol).clamp(0, last_col);
+    // Step on past empty slots in the direction of travel.
+    loop {
+        if let Some(i) = d.grid[rows[r as usize]][c as usize] {
+            app.sel_cell = Some(d.cells[i].result.key.clone());
+            return;
+        }
+        let (nr, nc) = (r + drow.signum(), c + dcol.signum());
+        if (drow == 0 && dcol == 0) || nr < 0 || nr > last_row || nc < 0 || nc > last_col {
+            return;
+        }
+        (r, c) = (nr, nc);
+    }
+}
+
+/// Shows the sweep `delta` places further in the store's sweep list (newest first).
+fn switch_sweep(app: &mut App, delta: isize) {
+    let Some(d) = app.sweep_data() else {
+        app.notice = Some("no sweep loaded".into());
+        return;
+    };
+    let sweeps = d.sweeps.clone();
+    let cur = d.sweep_id.clone();
+    let pos = sweeps.iter().position(|x| *x == cur).unwrap_or(0) as isize;
+    let new = (pos + delta).clamp(0, sweeps.len() as isize - 1) as usize;
+    match sweeps.get(new) {
+        Some(id) if *id != cur => {
+            app.sweep = Some(id.clone());
+            app.sel_cell = None;
+            app.cell = None;
+            app.notice = Some(format!("sweep {id}"));
+        }
+        _ => {
+            app.notice = Some(if sweeps.len() <= 1 {
+                "this store has one sweep".into()
+            } else {
+                "no more sweeps that way".into()
+            })
+        }
     }
 }

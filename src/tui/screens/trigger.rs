@@ -12,12 +12,14 @@ use ratatui::widgets::{
 };
 use ratatui::Frame;
 
-use crate::tui::app::{App, List, Load};
-use crate::tui::data::POOLED;
+use crate::tui::app::{App, List, Load, Screen};
+use crate::tui::component::Component;
+use crate::tui::data::{LoadJob, POOLED, TRIGGER_CONTEXTS};
 use crate::tui::widgets::{
     axis_labels, block, dim, fmt_dur, fmt_dur_opt, fmt_secs, header_style, load_status,
     selected_style, source_or_message, truncate,
 };
+use crossterm::event::KeyCode;
 
 const GAIN_COLOR: Color = Color::Green;
 const DT_COLOR: Color = Color::Yellow;
@@ -286,4 +288,58 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Table::new(rows, widths).header(Row::new(header).style(header_style())),
         table_area,
     );
+}
+
+/// Screen 6: risk gain against uptime for a move from the selected node.
+pub struct Trigger;
+
+impl Component for Trigger {
+    fn id(&self) -> Screen {
+        Screen("trigger")
+    }
+
+    fn title(&self) -> &'static str {
+        "Trigger"
+    }
+
+    fn list(&self) -> List {
+        List::Destinations
+    }
+
+    fn parent(&self) -> Option<Screen> {
+        Some(Screen("survival"))
+    }
+
+    fn hints(&self, _app: &App) -> &'static str {
+        "j/k destination · +/- context · h back · ? help · q quit"
+    }
+
+    fn help(&self) -> &'static [(&'static str, &'static str)] {
+        &[("+  -", "larger / smaller context on the source node")]
+    }
+
+    fn jobs(&self, app: &App) -> Vec<LoadJob> {
+        app.trigger_key()
+            .map(LoadJob::Trigger)
+            .into_iter()
+            .collect()
+    }
+
+    /// `+` and `-` change the context on the source node.
+    fn key(&self, app: &mut App, code: KeyCode) -> bool {
+        match code {
+            KeyCode::Char('+') | KeyCode::Char('=') => {
+                app.context_idx = (app.context_idx + 1).min(TRIGGER_CONTEXTS.len() - 1);
+            }
+            KeyCode::Char('-') | KeyCode::Char('_') => {
+                app.context_idx = app.context_idx.saturating_sub(1);
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    fn render(&self, app: &App, f: &mut Frame, area: Rect) {
+        render(app, f, area)
+    }
 }
