@@ -2,6 +2,9 @@
 //! reads each part of them. `hazardserve ingest-public DIR` ingests them all; the tests and the
 //! ingest benchmark use the same list.
 
+use hazardserve_ingest::adapters::{
+    add_remove, fta, gce_operations, probe_csv, skynomad_rounds, stunner, tick_json,
+};
 use hazardserve_ingest::{Format, Options, Polarity};
 
 /// One source to ingest from the public traces directory.
@@ -54,7 +57,7 @@ pub const PUBLIC_SOURCES: &[PublicSource] = &[
         ..src(
             "cbl-availability-1node",
             &["cantbelate-spot-traces/availability/1-node"],
-            Format::TickJson,
+            tick_json::FORMAT,
         )
     },
     // Count series of a 16-instance group: up while at least one instance is obtainable.
@@ -63,7 +66,7 @@ pub const PUBLIC_SOURCES: &[PublicSource] = &[
         ..src(
             "cbl-availability-16node",
             &["cantbelate-spot-traces/availability/16-node"],
-            Format::TickJson,
+            tick_json::FORMAT,
         )
     },
     PublicSource {
@@ -71,7 +74,7 @@ pub const PUBLIC_SOURCES: &[PublicSource] = &[
         ..src(
             "cbl-preemption-1node",
             &["cantbelate-spot-traces/preemption/1-node"],
-            Format::TickJson,
+            tick_json::FORMAT,
         )
     },
     PublicSource {
@@ -79,30 +82,30 @@ pub const PUBLIC_SOURCES: &[PublicSource] = &[
         ..src(
             "cbl-preemption-4node",
             &["cantbelate-spot-traces/preemption/4-node"],
-            Format::TickJson,
+            tick_json::FORMAT,
         )
     },
     src(
         "cbl-raw-probes",
         &["cantbelate-raw-probes"],
-        Format::ProbeCsv,
+        probe_csv::FORMAT,
     ),
     src(
         "skynomad-h100",
         &["skynomad/data/h100_16_runs"],
-        Format::SkynomadRounds,
+        skynomad_rounds::FORMAT,
     ),
     src(
         "skynomad-v100",
         &["skynomad/data/real/availability/2023-02-15/processed"],
-        Format::ProbeCsv,
+        probe_csv::FORMAT,
     ),
     PublicSource {
         polarity: Some(Polarity::Unavailable),
         ..src(
             "skynomad-converted",
             &["skynomad/data/converted_multi_region_aligned_h100_16_merged.tar.gz"],
-            Format::TickJson,
+            tick_json::FORMAT,
         )
     },
     // GCP1 asia-northeast1-a holds only 0/1 values: a binary series, 1 = obtainable.
@@ -116,58 +119,66 @@ pub const PUBLIC_SOURCES: &[PublicSource] = &[
                 "spothedge/data/AWS2",
                 "spothedge/data/GCP1",
             ],
-            Format::TickJson,
+            tick_json::FORMAT,
         )
     },
     // The AWS3 header says 300 s; the timestamped source shows 195 s.
     PublicSource {
         polarity: AVAILABLE,
         gap_seconds: Some(195.0),
-        ..src("spothedge-aws3", &["spothedge/data/AWS3"], Format::TickJson)
+        ..src(
+            "spothedge-aws3",
+            &["spothedge/data/AWS3"],
+            tick_json::FORMAT,
+        )
     },
     src(
         "gce-preemptible",
         &["gcp-preemptible-scispot/data"],
-        Format::GceOperations,
+        gce_operations::FORMAT,
     ),
     src(
         "bamboo-events",
         &["bamboo/traces/p3-trace.csv", "bamboo/traces/g4dn-trace.csv"],
-        Format::AddRemove,
+        add_remove::FORMAT,
     ),
     PublicSource {
         threshold: Some(1),
-        ..src("bamboo-counts", &["bamboo/doc/data"], Format::ProbeCsv)
+        ..src("bamboo-counts", &["bamboo/doc/data"], probe_csv::FORMAT)
     },
     // Wall-clock timestamps, unlike the elapsed-time figure data: a source of its own.
     PublicSource {
         threshold: Some(1),
-        ..src("bamboo-gcloud", &["bamboo/traces/gcloud"], Format::ProbeCsv)
+        ..src(
+            "bamboo-gcloud",
+            &["bamboo/traces/gcloud"],
+            probe_csv::FORMAT,
+        )
     },
     src(
         "parcae-p3",
         &["parcae/liveput/traces/p3trace.csv"],
-        Format::AddRemove,
+        add_remove::FORMAT,
     ),
     PublicSource {
         threshold: Some(1),
         ..src(
             "parcae-counts",
             &["parcae/aws/traces/p3.csv"],
-            Format::ProbeCsv,
+            probe_csv::FORMAT,
         )
     },
-    src("spotserve", &["spotserve"], Format::AddRemove),
+    src("spotserve", &["spotserve"], add_remove::FORMAT),
     src(
         "stunner-80",
         &["stunner-smartphone/res/trace/peersim_session_80.txt"],
-        Format::Stunner,
+        stunner::FORMAT,
     ),
     src(
         "stunner-100",
         &["stunner-smartphone/res/trace/peersim_session_100.txt"],
-        Format::Stunner,
+        stunner::FORMAT,
     ),
-    src("fta-lanl05", &["fta-lanl05"], Format::Fta),
-    src("fta-sample", &["fta-format-sample"], Format::Fta),
+    src("fta-lanl05", &["fta-lanl05"], fta::FORMAT),
+    src("fta-sample", &["fta-format-sample"], fta::FORMAT),
 ];

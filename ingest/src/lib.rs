@@ -16,6 +16,7 @@ pub mod adapters;
 pub mod batch;
 pub mod csv_input;
 pub mod error;
+pub mod formats;
 pub mod input;
 pub mod model;
 pub mod sessionize;
@@ -27,6 +28,7 @@ pub use csv_input::{
     csv_plain_parts, csv_records, csv_visit, csv_visit_part, CsvRecordError, CsvRecords, PlainCsv,
 };
 pub use error::{IngestError, Result};
+pub use formats::InputFormat;
 pub use input::{expand_paths, read_inputs, InputFile, ReadOptions};
 pub use model::{
     Kind, NodeInfo, Observation, Options, Polarity, Reject, Rejects, Session, TimeBase, Trace,

@@ -11,6 +11,7 @@
 //! To refresh the snapshots after an intended change: `INSTA_UPDATE=always cargo test --test
 //! bad_inputs`, then read the changed `.snap` files before committing them.
 
+use hazardserve_ingest::adapters::{add_remove, tick_json};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
@@ -323,7 +324,7 @@ fn good_input(case_path: &str) -> InputFile {
 /// with their defaults.
 fn options(format: Format, strict: bool) -> Options {
     Options {
-        polarity: (format == Format::TickJson).then_some(Polarity::Available),
+        polarity: (format == tick_json::FORMAT).then_some(Polarity::Available),
         strict,
         ..Options::default()
     }
@@ -514,7 +515,7 @@ fn generated_cases_directory_unreadable_symlink_loop_gzip_bomb() {
             .to_string()
             .replace(&t.display().to_string(), "<tmp>")
     };
-    let format = AnyFormat::Trace(Format::AddRemove);
+    let format = AnyFormat::Trace(add_remove::FORMAT);
     let mut text = String::new();
 
     // A directory where a file was expected.

@@ -10,6 +10,9 @@
 
 mod common;
 
+use hazardserve_ingest::adapters::{
+    add_remove, fta, gce_operations, probe_csv, skynomad_rounds, stunner, tick_json,
+};
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -222,7 +225,7 @@ fn targets() -> Vec<Target> {
         Target {
             name: "tick-json",
             rel: "fuzz/us-west-2a_v100_1.json",
-            run: |f, s| trace_run(Format::TickJson)(f, s),
+            run: |f, s| trace_run(tick_json::FORMAT)(f, s),
             samples: |t, _| {
                 let d = t.join("cantbelate-spot-traces/availability/1-node/aws-02-15-2023");
                 let mut v: Vec<Vec<u8>> = files_in(&d, 2)
@@ -237,7 +240,7 @@ fn targets() -> Vec<Target> {
         Target {
             name: "probe-csv",
             rel: "fuzz/us-west-2a_k80_1.txt",
-            run: |f, s| trace_run(Format::ProbeCsv)(f, s),
+            run: |f, s| trace_run(probe_csv::FORMAT)(f, s),
             samples: |t, _| {
                 let d =
                     t.join("cantbelate-raw-probes/scripts/availability/traces/2022-10-26T22-05");
@@ -254,7 +257,7 @@ fn targets() -> Vec<Target> {
         Target {
             name: "skynomad-rounds",
             rel: "fuzz/20251003-171000-a96457f0.json",
-            run: |f, s| trace_run(Format::SkynomadRounds)(f, s),
+            run: |f, s| trace_run(skynomad_rounds::FORMAT)(f, s),
             samples: |t, _| {
                 files_in(&t.join("skynomad/data/h100_16_runs"), 2)
                     .iter()
@@ -265,7 +268,7 @@ fn targets() -> Vec<Target> {
         Target {
             name: "gce-operations",
             rel: "fuzz/ops.json",
-            run: |f, s| trace_run(Format::GceOperations)(f, s),
+            run: |f, s| trace_run(gce_operations::FORMAT)(f, s),
             samples: |t, _| {
                 let d = t.join("gcp-preemptible-scispot/data");
                 let mut v: Vec<Vec<u8>> = files_in(&d.join("runtime-data"), 2)
@@ -283,7 +286,7 @@ fn targets() -> Vec<Target> {
         Target {
             name: "add-remove",
             rel: "fuzz/p3-trace.csv",
-            run: |f, s| trace_run(Format::AddRemove)(f, s),
+            run: |f, s| trace_run(add_remove::FORMAT)(f, s),
             samples: |t, _| {
                 let mut v = vec![head_lines(&t.join("spotserve/trace_full/g4dn.csv"), KB)];
                 v.push(head_lines(
@@ -296,7 +299,7 @@ fn targets() -> Vec<Target> {
         Target {
             name: "fta",
             rel: "fuzz/event_trace.tab",
-            run: |f, s| trace_run(Format::Fta)(f, s),
+            run: |f, s| trace_run(fta::FORMAT)(f, s),
             samples: |t, _| {
                 vec![
                     head_lines(&t.join("fta-lanl05/event_trace.tab"), KB),
@@ -307,7 +310,7 @@ fn targets() -> Vec<Target> {
         Target {
             name: "stunner",
             rel: "fuzz/peersim_session_80.txt",
-            run: |f, s| trace_run(Format::Stunner)(f, s),
+            run: |f, s| trace_run(stunner::FORMAT)(f, s),
             samples: |t, _| {
                 vec![head_lines(
                     &t.join("stunner-smartphone/res/trace/peersim_session_80.txt"),
@@ -466,7 +469,7 @@ fn fuzz_gzip_and_tar_reader() {
                 for f in &files {
                     prop_assert!(f.defect.is_none() || f.bytes.is_empty());
                 }
-                let _ = parse(Format::AddRemove, &files, &Options::default());
+                let _ = parse(add_remove::FORMAT, &files, &Options::default());
                 std::fs::remove_file(&path).unwrap();
                 prop_assert!(started.elapsed() < BOUND);
                 Ok(())

@@ -4,6 +4,7 @@
 
 mod common;
 
+use hazardserve_ingest::adapters::{add_remove, fta, gce_operations, stunner};
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 
@@ -96,12 +97,12 @@ fn gce_operations_union_of_snapshots() {
     for f in &files {
         assert_eq!(
             sniff(std::slice::from_ref(f)).unwrap(),
-            Format::GceOperations,
+            gce_operations::FORMAT,
             "{}",
             f.rel
         );
     }
-    let t = ingest(Format::GceOperations, &files, &Options::default());
+    let t = ingest(gce_operations::FORMAT, &files, &Options::default());
     assert_eq!(t.kind, Kind::SpotLifetime);
     assert_eq!(t.time_base, TimeBase::Utc);
     assert!(
@@ -283,12 +284,12 @@ fn gce_operations_with_side_tables() {
         &["gcp-preemptible-scispot/data/runtime-data-by-group/All_data.txt"],
     ));
     // `--format auto` over the whole directory picks this adapter for every file.
-    assert_eq!(sniff(&files).unwrap(), Format::GceOperations);
+    assert_eq!(sniff(&files).unwrap(), gce_operations::FORMAT);
     let mut rev = files.clone();
     rev.reverse();
-    assert_eq!(sniff(&rev).unwrap(), Format::GceOperations);
+    assert_eq!(sniff(&rev).unwrap(), gce_operations::FORMAT);
 
-    let t = ingest(Format::GceOperations, &files, &Options::default());
+    let t = ingest(gce_operations::FORMAT, &files, &Options::default());
     assert!(
         t.rejects.is_empty(),
         "{:?}",
@@ -345,9 +346,9 @@ fn bamboo_parcae_spotserve_event_logs() {
     let parcae = read(&root, &["parcae/liveput/traces/p3trace.csv"]);
     let spotserve = read(&root, &["spotserve/trace_full/g4dn.csv"]);
     for f in [&p3, &g4dn, &parcae, &spotserve] {
-        assert_eq!(sniff(f).unwrap(), Format::AddRemove, "{}", f[0].rel);
+        assert_eq!(sniff(f).unwrap(), add_remove::FORMAT, "{}", f[0].rel);
     }
-    let tp3 = ingest(Format::AddRemove, &p3, &opts);
+    let tp3 = ingest(add_remove::FORMAT, &p3, &opts);
     assert_eq!(counts(&tp3), (177, 167, 10));
     assert!(tp3.rejects.is_empty());
     assert_eq!(tp3.time_base, TimeBase::Relative);
@@ -362,7 +363,7 @@ fn bamboo_parcae_spotserve_event_logs() {
         (0.0, 40_920.0)
     );
 
-    let tg = ingest(Format::AddRemove, &g4dn, &opts);
+    let tg = ingest(add_remove::FORMAT, &g4dn, &opts);
     assert_eq!(counts(&tg), (79, 74, 5));
     assert!(tg
         .sessions
@@ -372,7 +373,7 @@ fn bamboo_parcae_spotserve_event_logs() {
     assert_eq!(tg.observation_start(), 480.0);
 
     // Parcae's LF copy of the CRLF p3 log gives the same sessions (keys differ by file stem).
-    let tpa = ingest(Format::AddRemove, &parcae, &opts);
+    let tpa = ingest(add_remove::FORMAT, &parcae, &opts);
     let strip = |t: &Trace| -> Vec<(String, f64, f64, bool)> {
         t.sessions
             .iter()
@@ -387,7 +388,7 @@ fn bamboo_parcae_spotserve_event_logs() {
             .collect()
     };
     assert_eq!(strip(&tp3), strip(&tpa));
-    let ts = ingest(Format::AddRemove, &spotserve, &opts);
+    let ts = ingest(add_remove::FORMAT, &spotserve, &opts);
     assert_eq!(strip(&tg), strip(&ts));
     // SpotServe: median session 64 min.
     let m = median(ts.sessions.iter().map(|s| s.duration_s() / 60.0).collect());
@@ -395,7 +396,7 @@ fn bamboo_parcae_spotserve_event_logs() {
 
     // Ingested together the two copies do not collide, and the duplicate is noted.
     let both: Vec<InputFile> = p3.iter().chain(parcae.iter()).cloned().collect();
-    let tb = ingest(Format::AddRemove, &both, &opts);
+    let tb = ingest(add_remove::FORMAT, &both, &opts);
     assert_eq!(counts(&tb), (354, 334, 20));
     assert!(
         tb.notes
@@ -411,8 +412,8 @@ fn spotserve_segments() {
     let Some(root) = data_dir() else { return };
     let files = read_dir(&root, "spotserve/trace_seg");
     assert_eq!(files.len(), 21);
-    assert_eq!(sniff(&files).unwrap(), Format::AddRemove);
-    let t = ingest(Format::AddRemove, &files, &Options::default());
+    assert_eq!(sniff(&files).unwrap(), add_remove::FORMAT);
+    let t = ingest(add_remove::FORMAT, &files, &Options::default());
     assert!(t.rejects.is_empty(), "{:?}", t.rejects);
     let (nodes, events, censored) = counts(&t);
     assert_eq!((events, censored), (54, 182));
@@ -441,8 +442,8 @@ fn spotserve_segments() {
 fn fta_lanl05() {
     let Some(root) = data_dir() else { return };
     let files = read(&root, &["fta-lanl05/event_trace.tab"]);
-    assert_eq!(sniff(&files).unwrap(), Format::Fta);
-    let t = ingest(Format::Fta, &files, &Options::default());
+    assert_eq!(sniff(&files).unwrap(), fta::FORMAT);
+    let t = ingest(fta::FORMAT, &files, &Options::default());
     assert!(
         t.rejects.is_empty(),
         "{:?}",
@@ -494,7 +495,7 @@ fn fta_lanl05() {
         fta_censored_tail: true,
         ..Options::default()
     };
-    let tt = ingest(Format::Fta, &files, &opts);
+    let tt = ingest(fta::FORMAT, &files, &opts);
     let tails: Vec<_> = tt.sessions.iter().filter(|s| !s.event).collect();
     assert_eq!(tt.sessions.len(), 19_874 + tails.len());
     assert!(
@@ -512,8 +513,8 @@ fn fta_format_sample() {
     let Some(root) = data_dir() else { return };
     let files = read_dir(&root, "fta-format-sample");
     assert_eq!(files.len(), 3);
-    assert_eq!(sniff(&files).unwrap(), Format::Fta);
-    let t = ingest(Format::Fta, &files, &Options::default());
+    assert_eq!(sniff(&files).unwrap(), fta::FORMAT);
+    let t = ingest(fta::FORMAT, &files, &Options::default());
     assert!(t.rejects.is_empty(), "{:?}", t.rejects);
     assert_eq!(t.kind, Kind::Volunteer);
     assert_eq!(t.time_base, TimeBase::Relative);
@@ -564,10 +565,10 @@ fn stunner_sessions_and_stitching() {
     let opts = Options::default();
     let f80 = read(&root, &[STUNNER_80]);
     let f100 = read(&root, &[STUNNER_100]);
-    assert_eq!(sniff(&f80).unwrap(), Format::Stunner);
-    assert_eq!(sniff(&f100).unwrap(), Format::Stunner);
+    assert_eq!(sniff(&f80).unwrap(), stunner::FORMAT);
+    assert_eq!(sniff(&f100).unwrap(), stunner::FORMAT);
 
-    let t80 = ingest(Format::Stunner, &f80, &opts);
+    let t80 = ingest(stunner::FORMAT, &f80, &opts);
     assert!(t80.rejects.is_empty());
     assert_eq!(t80.kind, Kind::Mobile);
     assert_eq!(t80.time_base, TimeBase::Utc);
@@ -597,14 +598,14 @@ fn stunner_sessions_and_stitching() {
     assert_eq!(t80.observation_start(), 1_396_656_000.0);
     assert!(t80.observation_end() <= 1_415_145_600.0 + 7.0 * 86_400.0);
 
-    let t100 = ingest(Format::Stunner, &f100, &opts);
+    let t100 = ingest(stunner::FORMAT, &f100, &opts);
     assert_eq!(t100.sessions.len(), 158_546 - 988);
     let f = online_fraction(&t100);
     assert!((0.231..0.233).contains(&f), "online fraction {f}");
 
     // Both criteria in one source: no collisions.
     let both: Vec<InputFile> = f80.iter().chain(f100.iter()).cloned().collect();
-    let tb = ingest(Format::Stunner, &both, &opts);
+    let tb = ingest(stunner::FORMAT, &both, &opts);
     assert_eq!(tb.nodes.len(), 2 * 776);
     assert_eq!(tb.sessions.len(), t80.sessions.len() + t100.sessions.len());
     let groups: std::collections::BTreeSet<_> =

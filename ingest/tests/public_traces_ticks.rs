@@ -3,6 +3,7 @@
 
 mod common;
 
+use hazardserve_ingest::adapters::{probe_csv, skynomad_rounds, tick_json};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -63,11 +64,11 @@ fn cantbelate_binary_series_give_3859_runs() {
     assert_eq!((avail.len(), preempt.len()), (17, 11));
 
     // Binary series need the polarity.
-    let e = parse(Format::TickJson, &avail, &Options::default()).unwrap_err();
+    let e = parse(tick_json::FORMAT, &avail, &Options::default()).unwrap_err();
     assert!(e.to_string().contains("--polarity"), "{e}");
 
-    let a = ingest(Format::TickJson, &avail, &polarity(Polarity::Available));
-    let p = ingest(Format::TickJson, &preempt, &polarity(Polarity::Available));
+    let a = ingest(tick_json::FORMAT, &avail, &polarity(Polarity::Available));
+    let p = ingest(tick_json::FORMAT, &preempt, &polarity(Polarity::Available));
     assert_eq!(
         (a.kind, p.kind),
         (Kind::SpotObtainability, Kind::SpotLifetime)
@@ -116,7 +117,7 @@ fn cantbelate_binary_series_give_3859_runs() {
 
     // Mixing availability and preemption in one source is refused.
     let mixed: Vec<InputFile> = all.iter().filter(|f| !is_count_dir(f)).cloned().collect();
-    let e = parse(Format::TickJson, &mixed, &polarity(Polarity::Available)).unwrap_err();
+    let e = parse(tick_json::FORMAT, &mixed, &polarity(Polarity::Available)).unwrap_err();
     assert!(e.to_string().contains("separate sources"), "{e}");
 }
 
@@ -129,7 +130,7 @@ fn cantbelate_count_series_use_threshold() {
     assert_eq!((g16.len(), g4.len()), (3, 3));
     for (files, kind) in [(&g16, Kind::SpotObtainability), (&g4, Kind::SpotLifetime)] {
         // Counts need no polarity; k defaults to 1 with a note.
-        let k1 = ingest(Format::TickJson, files, &Options::default());
+        let k1 = ingest(tick_json::FORMAT, files, &Options::default());
         assert_eq!(k1.kind, kind);
         assert!(k1.rejects.is_empty());
         assert!(k1.notes.iter().any(|n| n.contains("k=1")), "{:?}", k1.notes);
@@ -137,7 +138,7 @@ fn cantbelate_count_series_use_threshold() {
             threshold: Some(if kind == Kind::SpotLifetime { 4 } else { 16 }),
             ..Options::default()
         };
-        let kn = ingest(Format::TickJson, files, &full);
+        let kn = ingest(tick_json::FORMAT, files, &full);
         println!(
             "count series {:?}: k=1 {} runs, k=N {} runs",
             kind,
@@ -146,7 +147,7 @@ fn cantbelate_count_series_use_threshold() {
         );
         // Polarity never inverts counts.
         let inv = parse(
-            Format::TickJson,
+            tick_json::FORMAT,
             files,
             &Options {
                 polarity: Some(Polarity::Unavailable),
@@ -173,7 +174,7 @@ fn json_2022_10_26_matches_raw_probe_timestamps() {
     assert_eq!((json.len(), csv.len()), (8, 8));
 
     let from_json = |p: Polarity| -> TickRuns {
-        let t = ingest(Format::TickJson, &json, &polarity(p));
+        let t = ingest(tick_json::FORMAT, &json, &polarity(p));
         let mut out = TickRuns::new();
         for s in &t.sessions {
             out.entry(s.node_id.to_string()).or_default().push((
@@ -185,7 +186,7 @@ fn json_2022_10_26_matches_raw_probe_timestamps() {
         }
         out
     };
-    let t = ingest(Format::ProbeCsv, &csv, &Options::default());
+    let t = ingest(probe_csv::FORMAT, &csv, &Options::default());
     assert_eq!(t.time_base, TimeBase::Utc);
     assert!(t.rejects.is_empty());
     // Map each probe timestamp back to its row index (clock).
@@ -243,7 +244,7 @@ fn raw_probes_total_4195_runs() {
         ("2022-12-13T19-23", 1828),
     ] {
         let t = ingest(
-            Format::ProbeCsv,
+            probe_csv::FORMAT,
             &load(&base.join(campaign)),
             &Options::default(),
         );
@@ -254,7 +255,7 @@ fn raw_probes_total_4195_runs() {
         total += t.sessions.len();
     }
     // All three campaigns in one source.
-    let all = ingest(Format::ProbeCsv, &load(&base), &Options::default());
+    let all = ingest(probe_csv::FORMAT, &load(&base), &Options::default());
     assert_eq!(all.nodes.len(), 24);
     assert_eq!(all.sessions.len(), total);
     assert_eq!(total, 4195);
@@ -265,7 +266,7 @@ fn spothedge_ingests_without_rejects() {
     let Some(root) = data_root() else { return };
     let dir = root.join("spothedge/data");
     let t = ingest(
-        Format::TickJson,
+        tick_json::FORMAT,
         &load(&dir),
         &polarity(Polarity::Available),
     );
@@ -290,14 +291,14 @@ fn spothedge_ingests_without_rejects() {
         gap_seconds: Some(195.0),
         ..polarity(Polarity::Available)
     };
-    let a = ingest(Format::TickJson, &aws3, &fixed);
-    let c = ingest(Format::TickJson, &cbl, &polarity(Polarity::Available));
+    let a = ingest(tick_json::FORMAT, &aws3, &fixed);
+    let c = ingest(tick_json::FORMAT, &cbl, &polarity(Polarity::Available));
     let key = |s: &Session| (s.node_id.clone(), s.start, s.end, s.event, s.left_truncated);
     assert_eq!(
         a.sessions.iter().map(key).collect::<Vec<_>>(),
         c.sessions.iter().map(key).collect::<Vec<_>>()
     );
-    let wrong = ingest(Format::TickJson, &aws3, &polarity(Polarity::Available));
+    let wrong = ingest(tick_json::FORMAT, &aws3, &polarity(Polarity::Available));
     assert_eq!(wrong.sessions.len(), a.sessions.len());
     assert_eq!(wrong.sessions[0].resolution_s, 300.0);
 }
@@ -317,7 +318,7 @@ fn spothedge_directories_sharing_file_names_stay_apart() {
         .flat_map(|(p, rel)| InputFile::read_all(&p, &rel).unwrap())
         .collect();
     assert_eq!(files.len(), 12);
-    let t = parse(Format::TickJson, &files, &polarity(Polarity::Available)).unwrap();
+    let t = parse(tick_json::FORMAT, &files, &polarity(Polarity::Available)).unwrap();
     let ids: Vec<&str> = t.nodes.iter().map(|n| &*n.node_id).collect();
     assert_eq!(ids.len(), 12, "{ids:?}");
     assert!(ids.contains(&"AWS1/us-west-2c_v100_1") && ids.contains(&"AWS2/us-west-2c_v100_1"));
@@ -332,7 +333,7 @@ fn skynomad_h100_rounds_k1() {
     let Some(root) = data_root() else { return };
     let files = load(&root.join("skynomad/data/h100_16_runs"));
     assert_eq!(files.len(), 2104);
-    let t = ingest(Format::SkynomadRounds, &files, &Options::default());
+    let t = ingest(skynomad_rounds::FORMAT, &files, &Options::default());
     assert!(t.rejects.is_empty());
     assert_eq!(
         (t.kind, t.time_base),
@@ -388,7 +389,7 @@ fn skynomad_h100_rounds_k1() {
         assert_eq!(runs - split, manifest_runs, "{zone}");
     }
     let k16 = ingest(
-        Format::SkynomadRounds,
+        skynomad_rounds::FORMAT,
         &files,
         &Options {
             threshold: Some(16),
@@ -408,12 +409,12 @@ fn skynomad_v100_csv_and_converted_archive() {
     let Some(root) = data_root() else { return };
     let csv = load(&root.join("skynomad/data/real/availability/2023-02-15/processed"));
     assert_eq!(csv.len(), 9);
-    let v = ingest(Format::ProbeCsv, &csv, &Options::default());
+    let v = ingest(probe_csv::FORMAT, &csv, &Options::default());
     assert!(v.rejects.is_empty());
     assert!(v.sessions.iter().all(|s| s.resolution_s == 195.0));
     // Same values as the published aws-02-15-2023 JSON: same runs, flags per series.
     let json = load(&root.join("cantbelate-spot-traces/availability/1-node/aws-02-15-2023"));
-    let j = ingest(Format::TickJson, &json, &polarity(Polarity::Available));
+    let j = ingest(tick_json::FORMAT, &json, &polarity(Polarity::Available));
     let flags = |t: &Trace| {
         let mut m: BTreeMap<String, Vec<(bool, bool)>> = BTreeMap::new();
         for s in &t.sessions {
@@ -431,9 +432,13 @@ fn skynomad_v100_csv_and_converted_archive() {
     let members = InputFile::read_all(&archive, "converted.tar.gz").unwrap();
     assert_eq!(members.len(), 13 * 17);
     assert!(!members.iter().any(|m| m.rel.contains("README")));
-    let e = parse(Format::TickJson, &members, &Options::default()).unwrap_err();
+    let e = parse(tick_json::FORMAT, &members, &Options::default()).unwrap_err();
     assert!(e.to_string().contains("--polarity"), "{e}");
-    let c = ingest(Format::TickJson, &members, &polarity(Polarity::Unavailable));
+    let c = ingest(
+        tick_json::FORMAT,
+        &members,
+        &polarity(Polarity::Unavailable),
+    );
     assert!(c.rejects.is_empty());
     assert_eq!(c.time_base, TimeBase::Utc);
     let full = c
@@ -463,7 +468,7 @@ fn bamboo_and_parcae_count_series() {
     let Some(root) = data_root() else { return };
     let doc = load(&root.join("bamboo/doc/data"));
     assert_eq!(doc.len(), 4);
-    let d = ingest(Format::ProbeCsv, &doc, &Options::default());
+    let d = ingest(probe_csv::FORMAT, &doc, &Options::default());
     assert!(d.rejects.is_empty());
     assert_eq!(
         (d.kind, d.time_base),
@@ -480,11 +485,11 @@ fn bamboo_and_parcae_count_series() {
 
     let gcloud = load(&root.join("bamboo/traces/gcloud"));
     assert_eq!(gcloud.len(), 2);
-    let g = ingest(Format::ProbeCsv, &gcloud, &Options::default());
+    let g = ingest(probe_csv::FORMAT, &gcloud, &Options::default());
     assert!(g.rejects.is_empty());
     assert_eq!(g.time_base, TimeBase::Utc);
     let g80 = ingest(
-        Format::ProbeCsv,
+        probe_csv::FORMAT,
         &gcloud,
         &Options {
             threshold: Some(80),
@@ -508,7 +513,7 @@ fn bamboo_and_parcae_count_series() {
     );
 
     let p3 = load(&root.join("parcae/aws/traces"));
-    let p = ingest(Format::ProbeCsv, &p3, &Options::default());
+    let p = ingest(probe_csv::FORMAT, &p3, &Options::default());
     assert!(p.rejects.is_empty());
     assert!(p.notes.iter().any(|n| n.contains("milliseconds")));
     // The group never drops to 0: one censored session over the whole 11.4 h.
@@ -519,7 +524,7 @@ fn bamboo_and_parcae_count_series() {
         (0.0, 40_920.0, false, true)
     );
     let p16 = ingest(
-        Format::ProbeCsv,
+        probe_csv::FORMAT,
         &p3,
         &Options {
             threshold: Some(16),

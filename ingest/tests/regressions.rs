@@ -1,6 +1,9 @@
 //! Regression tests of the input-robustness defects, one test (or two) per defect, named after
 //! it. Everything here is generated in memory or in a temporary directory.
 
+use hazardserve_ingest::adapters::{
+    add_remove, fta, gce_operations, probe_csv, skynomad_rounds, stunner, tick_json,
+};
 use std::io::Write;
 use std::path::Path;
 use std::time::Duration;
@@ -45,45 +48,45 @@ fn azure_plain() -> Vec<u8> {
 fn samples() -> Vec<(Format, &'static str, &'static str)> {
     vec![
         (
-            Format::TickJson,
+            tick_json::FORMAT,
             "s.json",
             "{\"metadata\": {\"gap_seconds\": 60}, \"data\": [0, 1, 1, 0]}\n",
         ),
         (
-            Format::ProbeCsv,
+            probe_csv::FORMAT,
             "us-west-2a_v100_1.txt",
             "0,2022-10-26T22:05:04.000Z,0\n1,2022-10-26T22:15:04.000Z,1\n2,2022-10-26T22:25:05.000Z,0\n",
         ),
         (
-            Format::SkynomadRounds,
+            skynomad_rounds::FORMAT,
             "r.json",
             "{\"interval_sec\": 600, \"scheduled_at\": \"2025-10-03T17:00:00.000000-07:00\", \
              \"zone_results\": {\"us-central1-a\": {\"instances_created\": 3}}}\n",
         ),
         (
-            Format::GceOperations,
+            gce_operations::FORMAT,
             "ops.json",
             "[{\"id\":\"1\",\"operationType\":\"insert\",\"insertTime\":\"2019-03-01T10:00:00.000-08:00\",\
              \"endTime\":\"2019-03-01T10:00:30.000-08:00\",\"status\":\"DONE\",\"targetId\":\"7\",\
              \"targetLink\":\"https://x/projects/p/zones/us-central1-c/instances/vm7\"}]\n",
         ),
         (
-            Format::AddRemove,
+            add_remove::FORMAT,
             "ar.csv",
             "0,add,n1\n10,remove,n1\n20,add,n2\n",
         ),
         (
-            Format::AddRemove,
+            add_remove::FORMAT,
             "seg.txt",
             "[0, \"add\", {\"nodes\": [\"a\"]}]\n[10, \"DONE\", {\"nodes\": []}]\n",
         ),
         (
-            Format::Fta,
+            fta::FORMAT,
             "event_trace.tab",
             "event_id node_id event_type event_start_time event_stop_time\n0 1 1 100 200\n1 1 0 200 300\n",
         ),
         (
-            Format::Stunner,
+            stunner::FORMAT,
             "st.txt",
             "user_a 1 1402358400000 2 1000 2000 3000\n",
         ),
@@ -116,7 +119,7 @@ fn bom_is_stripped_by_every_adapter() {
     }
     // The stunner user id is not glued to the BOM.
     let t = parse(
-        Format::Stunner,
+        stunner::FORMAT,
         &[mem(
             "st.txt",
             &[BOM, b"user_a 1 1402358400000 2 1000"].concat(),
@@ -185,8 +188,8 @@ fn bad_file_never_stops_a_multi_file_ingest() {
         files.extend(InputFile::read_all(&dir.path().join(name), name).unwrap());
     }
     assert_eq!(files.len(), 6);
-    assert_eq!(sniff(&files).unwrap(), Format::TickJson);
-    let t = parse(Format::TickJson, &files, &lenient()).unwrap();
+    assert_eq!(sniff(&files).unwrap(), tick_json::FORMAT);
+    let t = parse(tick_json::FORMAT, &files, &lenient()).unwrap();
     let nodes: Vec<&str> = t.nodes.iter().map(|n| &*n.node_id).collect();
     assert_eq!(nodes, vec!["a-good", "f-good"]);
     let rejects: Vec<(String, u64, &str)> = t
@@ -222,14 +225,14 @@ fn bad_file_never_stops_a_multi_file_ingest() {
         .reason
         .starts_with("not a valid gzip stream"));
     // Strict: the first bad file is the error, with its line.
-    let e = parse(Format::TickJson, &files, &strict())
+    let e = parse(tick_json::FORMAT, &files, &strict())
         .unwrap_err()
         .to_string();
     assert!(
         e.contains("b-truncated.json:1: not valid JSON"),
         "files are parsed in order, defects first: {e}"
     );
-    let e = parse(Format::TickJson, &files[..3], &strict())
+    let e = parse(tick_json::FORMAT, &files[..3], &strict())
         .unwrap_err()
         .to_string();
     assert!(e.contains("b-truncated.json:1: not valid JSON"), "{e}");
@@ -239,23 +242,23 @@ fn bad_file_never_stops_a_multi_file_ingest() {
 fn invalid_utf8_byte_rejects_one_record_not_the_file() {
     let cases: Vec<(Format, &str, &[u8])> = vec![
         (
-            Format::ProbeCsv,
+            probe_csv::FORMAT,
             "p.txt",
             b"0,2022-10-26T22:05:04.000Z,0\n1,2022-10-26T22:15:04.000Z,\xff\n2,2022-10-26T22:25:05.000Z,1\n",
         ),
-        (Format::AddRemove, "a.csv", b"0,add,n1\n5,add,n\xff2\n10,remove,n1\n"),
+        (add_remove::FORMAT, "a.csv", b"0,add,n1\n5,add,n\xff2\n10,remove,n1\n"),
         (
-            Format::AddRemove,
+            add_remove::FORMAT,
             "j.txt",
             b"[0, \"add\", {\"nodes\": [\"a\"]}]\n[5, \"add\", {\"nodes\": [\"\xff\"]}]\n[9, \"DONE\", {\"nodes\": []}]\n",
         ),
         (
-            Format::Fta,
+            fta::FORMAT,
             "event_trace.tab",
             b"node_id event_type event_start_time event_stop_time\n\xff 1 200 300\n1 1 100 200\n1 1 300 400\n",
         ),
         (
-            Format::Stunner,
+            stunner::FORMAT,
             "s.txt",
             b"u1 1 1402358400000 2 1000 2000\nu\xff2 1 1402358400000 2 1000\nu3 1 1402358400000 2 5\n",
         ),
@@ -326,7 +329,7 @@ fn uppercase_gzip_extensions_are_decompressed() {
     }
     assert_eq!(files[2].stem_key(), "log");
     assert_eq!(files[3].stem_key(), "log2");
-    let t = parse(Format::AddRemove, &files, &lenient()).unwrap();
+    let t = parse(add_remove::FORMAT, &files, &lenient()).unwrap();
     assert_eq!(t.nodes.len(), 4);
     assert!(t.rejects.is_empty());
 }
@@ -360,13 +363,13 @@ fn gzip_bomb_is_capped() {
         b"{\"metadata\": {\"gap_seconds\": 60}, \"data\": [1]}",
     );
     let all = [files[0].clone(), good];
-    let t = parse(Format::TickJson, &all, &lenient()).unwrap();
+    let t = parse(tick_json::FORMAT, &all, &lenient()).unwrap();
     assert_eq!(t.nodes.len(), 1);
     assert_eq!(t.rejects[0].file, bomb.display().to_string());
     assert!(t.rejects[0]
         .reason
         .contains("exceeds the limit of 1048576 bytes"));
-    let e = parse(Format::TickJson, &all, &strict())
+    let e = parse(tick_json::FORMAT, &all, &strict())
         .unwrap_err()
         .to_string();
     assert!(
@@ -441,7 +444,7 @@ fn duplicate_node_keys_are_made_unique_or_refused() {
             .collect()
     };
     let keys = |files: &[InputFile]| -> Vec<String> {
-        let t = parse(Format::TickJson, files, &lenient()).unwrap();
+        let t = parse(tick_json::FORMAT, files, &lenient()).unwrap();
         t.nodes.iter().map(|n| n.node_id.clone()).collect()
     };
     let arg = |p: &str| d.join(p).display().to_string();
@@ -465,7 +468,7 @@ fn duplicate_node_keys_are_made_unique_or_refused() {
     );
     // `x.json` beside `x.json.gz`: no directory tells them apart, so they are refused.
     std::fs::write(d.join("d1/x.json.gz"), gz(series.as_bytes())).unwrap();
-    let e = parse(Format::TickJson, &read(vec![arg("d1")]), &lenient()).unwrap_err();
+    let e = parse(tick_json::FORMAT, &read(vec![arg("d1")]), &lenient()).unwrap_err();
     assert!(
         matches!(&e, IngestError::DuplicateKey { key, .. } if key == "x"),
         "{e:?}"
@@ -478,11 +481,11 @@ fn duplicate_node_keys_are_made_unique_or_refused() {
     // Inputs built in memory with the same name: refused, for every format that builds keys
     // from file names.
     let pairs: [(Format, &str, &str); 4] = [
-        (Format::ProbeCsv, "p.txt", "0,2022-10-26T22:05:04.000Z,0\n"),
-        (Format::AddRemove, "a.csv", "0,add,n1\n"),
-        (Format::Stunner, "s.txt", "u1 1 1402358400000 2 1000\n"),
+        (probe_csv::FORMAT, "p.txt", "0,2022-10-26T22:05:04.000Z,0\n"),
+        (add_remove::FORMAT, "a.csv", "0,add,n1\n"),
+        (stunner::FORMAT, "s.txt", "u1 1 1402358400000 2 1000\n"),
         (
-            Format::Fta,
+            fta::FORMAT,
             "event_trace.tab",
             "node_id event_type event_start_time event_stop_time\n1 1 100 200\n",
         ),
@@ -512,7 +515,7 @@ fn duplicate_node_keys_are_made_unique_or_refused() {
 #[test]
 fn negative_times_are_rejected_by_add_remove_and_fta() {
     let t = parse(
-        Format::AddRemove,
+        add_remove::FORMAT,
         &[mem("a.csv", b"0,add,n1\n-5,add,n2\n10,remove,n1\n")],
         &lenient(),
     )
@@ -527,7 +530,7 @@ fn negative_times_are_rejected_by_add_remove_and_fta() {
     );
     assert_eq!(t.nodes.len(), 1);
     let t = parse(
-        Format::AddRemove,
+        add_remove::FORMAT,
         &[mem(
             "j.txt",
             b"[0, \"add\", {\"nodes\": [\"a\"]}]\n[-10.5, \"remove\", {\"nodes\": [\"a\"]}]\n[9, \"DONE\", {\"nodes\": []}]\n",
@@ -545,7 +548,7 @@ fn negative_times_are_rejected_by_add_remove_and_fta() {
     assert!(t.sessions.iter().all(|s| s.start >= 0.0 && s.end >= 0.0));
     let text = "node_id event_type event_start_time event_stop_time\n1 1 -100 200\n1 0 200 300\n1 1 300 -1\n1 1 300 400\n";
     let t = parse(
-        Format::Fta,
+        fta::FORMAT,
         &[mem("event_trace.tab", text.as_bytes())],
         &lenient(),
     )
@@ -570,7 +573,7 @@ fn negative_times_are_rejected_by_add_remove_and_fta() {
     );
     assert!(t.sessions.iter().all(|s| s.start >= 0.0));
     let e = parse(
-        Format::Fta,
+        fta::FORMAT,
         &[mem("event_trace.tab", text.as_bytes())],
         &strict(),
     )
@@ -639,7 +642,7 @@ fn epoch_arrivals_in_lengths_csv_are_made_relative() {
 fn csv_adapters_read_quoted_fields_crlf_and_bom() {
     // add-remove: a quoted node label with a comma, a quoted time, CRLF, a BOM.
     let t = parse(
-        Format::AddRemove,
+        add_remove::FORMAT,
         &[mem(
             "q.csv",
             &[
@@ -657,7 +660,7 @@ fn csv_adapters_read_quoted_fields_crlf_and_bom() {
     assert_eq!(t.kept_records, 3);
     // probe-csv: quoted header and values.
     let t = parse(
-        Format::ProbeCsv,
+        probe_csv::FORMAT,
         &[mem(
             "a.csv",
             b"\"date\",\"availability\"\r\n\"2023-02-15 22:08:16\",\"1\"\r\n2023-02-15 22:11:31,0\r\n",

@@ -7,9 +7,11 @@ use clap::Args;
 use hazardserve_ingest::{Options, Polarity};
 
 use super::args::{Globals, ListArgs, OutputArgs};
-use super::ingest::{
-    ingest_parsed, parse_inputs, read_inputs, report_parse, source_record, FormatArg,
-};
+use hazardserve_ingest::adapters::{fta, gce_operations, tick_json};
+use hazardserve_ingest::workload::WorkloadFormat;
+use hazardserve_ingest::InputFormat;
+
+use super::ingest::{ingest_parsed, parse_inputs, read_inputs, report_parse, source_record};
 use super::list;
 use crate::output::OutputFormat;
 use crate::store::IngestOutcome;
@@ -50,21 +52,26 @@ fn samples_dir(globals: &Globals, given: Option<PathBuf>) -> anyhow::Result<Path
 }
 
 /// The sample sources the demo ingests: (source, directory under the samples, format, polarity).
-const SAMPLE_SOURCES: &[(&str, &str, FormatArg, Option<Polarity>)] = &[
+const SAMPLE_SOURCES: &[(&str, &str, InputFormat, Option<Polarity>)] = &[
     (
         "sample-spot",
         "tick-json",
-        FormatArg::TickJson,
+        InputFormat::Trace(tick_json::FORMAT),
         Some(Polarity::Available),
     ),
-    ("sample-hpc", "fta", FormatArg::Fta, None),
+    ("sample-hpc", "fta", InputFormat::Trace(fta::FORMAT), None),
     (
         "sample-gce",
         "gce-operations",
-        FormatArg::GceOperations,
+        InputFormat::Trace(gce_operations::FORMAT),
         None,
     ),
-    ("sample-requests", "workload", FormatArg::LengthsCsv, None),
+    (
+        "sample-requests",
+        "workload",
+        InputFormat::Workload(WorkloadFormat::LengthsCsv),
+        None,
+    ),
 ];
 
 /// Runs the demo.

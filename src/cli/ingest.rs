@@ -6,37 +6,24 @@ use std::path::Path;
 use anyhow::{bail, Context};
 use clap::Args;
 use hazardserve_ingest::workload::{self, Workload, WorkloadFormat, WorkloadOptions};
-use hazardserve_ingest::{self as ingest, Format, InputFile, Options, Polarity, Trace};
+use hazardserve_ingest::{
+    self as ingest, Format, InputFile, InputFormat, Options, Polarity, Trace,
+};
 use sha2::{Digest, Sha256};
 
 use super::args::Globals;
 use crate::store::{self, IngestOutcome, InputRecord, SourceRecord, Store, WriteLock};
 
-/// Adapter names accepted by `--format`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum FormatArg {
-    /// Sniff the format from the first file.
-    Auto,
-    /// `{"metadata":{"gap_seconds":G},"data":[...]}` tick series.
-    TickJson,
-    /// Timestamped probe logs and count series (CSV).
-    ProbeCsv,
-    /// SkyNomad per-round JSON with per-zone created counts.
-    SkynomadRounds,
-    /// GCE operation logs of preemptible VMs.
-    GceOperations,
-    /// `t_ms,add|remove,node` logs and SpotServe JSON lines.
-    AddRemove,
-    /// Failure Trace Archive event_trace.tab.
-    Fta,
-    /// STUNner smartphone session lists.
-    Stunner,
-    /// Azure LLM inference trace 2023 (requests).
-    AzureLlm,
-    /// Mooncake JSON lines (requests).
-    Mooncake,
-    /// Any CSV of request arrivals and token lengths (requests).
-    LengthsCsv,
+/// `--format`: every value the ingest crate knows ([`InputFormat::all`]), each with its line of
+/// help; the command line keeps no list of its own.
+fn format_parser() -> impl clap::builder::TypedValueParser<Value = InputFormat> {
+    use clap::builder::TypedValueParser;
+    let values = InputFormat::all()
+        .into_iter()
+        .map(|f| clap::builder::PossibleValue::new(f.name()).help(f.about()));
+    clap::builder::PossibleValuesParser::new(values).try_map(|name: String| {
+        InputFormat::from_name(&name).ok_or_else(|| format!("unknown format {name:?}"))
+    })
 }
 
 /// Polarity of binary series.
@@ -68,8 +55,8 @@ pub struct IngestArgs {
     #[arg(required = true)]
     pub paths: Vec<String>,
     /// The trace format.
-    #[arg(long, value_enum, default_value_t = FormatArg::Auto)]
-    pub format: FormatArg,
+    #[arg(long, default_value = "auto", value_parser = format_parser())]
+    pub format: InputFormat,
     /// Source name (default: derived from the first path).
     #[arg(long)]
     pub source: Option<String>,
@@ -322,43 +309,19 @@ impl Parsed {
     }
 }
 
-fn availability_format(f: FormatArg) -> Option<Format> {
-    Some(match f {
-        FormatArg::TickJson => Format::TickJson,
-        FormatArg::ProbeCsv => Format::ProbeCsv,
-        FormatArg::SkynomadRounds => Format::SkynomadRounds,
-        FormatArg::GceOperations => Format::GceOperations,
-        FormatArg::AddRemove => Format::AddRemove,
-        FormatArg::Fta => Format::Fta,
-        FormatArg::Stunner => Format::Stunner,
-        _ => return None,
-    })
-}
-
-fn workload_format(f: FormatArg) -> Option<WorkloadFormat> {
-    Some(match f {
-        FormatArg::AzureLlm => WorkloadFormat::AzureLlm,
-        FormatArg::Mooncake => WorkloadFormat::Mooncake,
-        FormatArg::LengthsCsv => WorkloadFormat::LengthsCsv,
-        _ => return None,
-    })
-}
-
 /// Parses the inputs (no store involved). `auto` sniffs availability formats first, then
 /// request workloads.
 pub fn parse_inputs(
-    format: FormatArg,
+    format: InputFormat,
     files: &[InputFile],
     options: &Options,
     wopts: &WorkloadOptions,
 ) -> anyhow::Result<Parsed> {
     let first = files.first().map(|f| f.display()).unwrap_or_default();
-    let parsed = if let Some(f) = availability_format(format) {
-        Parsed::Trace(f, ingest::parse(f, files, options)?)
-    } else if let Some(f) = workload_format(format) {
-        Parsed::Workload(f, workload::parse(f, files, wopts)?)
-    } else {
-        match ingest::sniff(files) {
+    let parsed = match format {
+        InputFormat::Trace(f) => Parsed::Trace(f, ingest::parse(f, files, options)?),
+        InputFormat::Workload(f) => Parsed::Workload(f, workload::parse(f, files, wopts)?),
+        InputFormat::Auto => match ingest::sniff(files) {
             Ok(f) => Parsed::Trace(f, ingest::parse(f, files, options)?),
             Err(ingest::IngestError::UnknownFormat(_)) => {
                 let Some(f) = files
@@ -370,7 +333,7 @@ pub fn parse_inputs(
                 Parsed::Workload(f, workload::parse(f, files, wopts)?)
             }
             Err(e) => return Err(e.into()),
-        }
+        },
     };
     let (empty, rejects) = match &parsed {
         Parsed::Trace(_, t) => (t.sessions.is_empty() && t.nodes.is_empty(), &t.rejects),

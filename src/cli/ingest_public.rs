@@ -6,8 +6,10 @@ use anyhow::Context;
 use clap::Args;
 
 use super::args::Globals;
+use hazardserve_ingest::InputFormat;
+
 use super::ingest::{
-    ingest_parsed, parse_inputs, read_inputs, report_parse, source_record, FormatArg, Parsed,
+    ingest_parsed, parse_inputs, read_inputs, report_parse, source_record, Parsed,
 };
 use crate::public::PUBLIC_SOURCES;
 use crate::store::IngestOutcome;
@@ -24,19 +26,6 @@ pub struct IngestPublicArgs {
     /// Ingest only these sources (repeatable or comma-separated; see `traces/SOURCES.md`).
     #[arg(long, value_delimiter = ',')]
     pub only: Vec<String>,
-}
-
-fn format_arg(f: hazardserve_ingest::Format) -> FormatArg {
-    use hazardserve_ingest::Format as F;
-    match f {
-        F::TickJson => FormatArg::TickJson,
-        F::ProbeCsv => FormatArg::ProbeCsv,
-        F::SkynomadRounds => FormatArg::SkynomadRounds,
-        F::GceOperations => FormatArg::GceOperations,
-        F::AddRemove => FormatArg::AddRemove,
-        F::Fta => FormatArg::Fta,
-        F::Stunner => FormatArg::Stunner,
-    }
 }
 
 /// Runs `ingest-public`.
@@ -126,8 +115,13 @@ pub fn run(globals: &Globals, args: IngestPublicArgs) -> anyhow::Result<()> {
             .collect();
         let files = read_inputs(globals, &paths).with_context(|| format!("source {}", s.source))?;
         let options = s.options();
-        let parsed = parse_inputs(format_arg(s.format), &files, &options, &Default::default())
-            .with_context(|| format!("source {}", s.source))?;
+        let parsed = parse_inputs(
+            InputFormat::Trace(s.format),
+            &files,
+            &options,
+            &Default::default(),
+        )
+        .with_context(|| format!("source {}", s.source))?;
         report_parse(globals, &parsed);
         if let Parsed::Trace(_, tr) = &parsed {
             sessions += tr.sessions.len();

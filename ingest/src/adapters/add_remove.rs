@@ -37,10 +37,22 @@ use std::collections::{HashMap, HashSet};
 
 use serde_json::Value;
 
+use super::format::{Adapter, Format};
 use crate::csv_input::{csv_rows, first_record};
 use crate::model::{EndCause, NodeKey};
 use crate::{
     IngestError, InputFile, Kind, NodeInfo, Options, Rejects, Result, Session, TimeBase, Trace,
+};
+
+/// The `add-remove` adapter.
+pub const FORMAT: Format = Format(&ADAPTER);
+
+const ADAPTER: Adapter = Adapter {
+    name: "add-remove",
+    about: "`t_ms,add|remove,node` event logs and SpotServe JSON-lines segments",
+    parse,
+    sniff,
+    keys_from_file_names: true,
 };
 
 /// Parses the files of one source (each file is its own event log).

@@ -52,8 +52,20 @@
 
 use std::collections::HashMap;
 
+use super::format::{Adapter, Format};
 use crate::{
     IngestError, InputFile, Kind, NodeInfo, Options, Rejects, Result, Session, TimeBase, Trace,
+};
+
+/// The `fta` adapter.
+pub const FORMAT: Format = Format(&ADAPTER);
+
+const ADAPTER: Adapter = Adapter {
+    name: "fta",
+    about: "Failure Trace Archive `event_trace.tab`",
+    parse,
+    sniff,
+    keys_from_file_names: false,
 };
 
 /// Smallest first timestamp taken as Unix epoch seconds rather than relative seconds.

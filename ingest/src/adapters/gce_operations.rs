@@ -60,8 +60,20 @@ use std::collections::HashMap;
 use chrono::DateTime;
 use serde_json::Value;
 
+use super::format::{Adapter, Format};
 use crate::{
     IngestError, InputFile, Kind, NodeInfo, Options, Rejects, Result, Session, TimeBase, Trace,
+};
+
+/// The `gce-operations` adapter.
+pub const FORMAT: Format = Format(&ADAPTER);
+
+const ADAPTER: Adapter = Adapter {
+    name: "gce-operations",
+    about: "GCE operation logs of preemptible VMs (per-VM lifetimes)",
+    parse,
+    sniff,
+    keys_from_file_names: false,
 };
 
 /// A preemption of a session at least this long (seconds) is the 24-hour lifetime cap

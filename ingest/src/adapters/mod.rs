@@ -1,9 +1,11 @@
 //! The format adapters and the `--format` switch.
 //!
 //! Each adapter module has `parse(files, options) -> Trace` and `sniff(file) -> bool`
-//! (a cheap look at one file that says "this is mine").
+//! (a cheap look at one file that says "this is mine"), and registers both as its
+//! [`Format`] in [`ADAPTERS`].
 
 pub mod add_remove;
+mod format;
 pub mod fta;
 pub mod gce_operations;
 pub mod probe_csv;
@@ -11,69 +13,21 @@ pub mod skynomad_rounds;
 pub mod stunner;
 pub mod tick_json;
 
+pub use format::{Adapter, Format};
+
 use crate::{input::duplicate_notes, IngestError, InputFile, Options, Rejects, Result, Trace};
 
-/// An availability-trace format (`hazardserve ingest --format NAME`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// `{"metadata":{"gap_seconds":G},"data":[...]}` tick series (binary or k-of-N counts).
-    TickJson,
-    /// Timestamped probe logs: `clock,timestamp,fail` or `date,availability`.
-    ProbeCsv,
-    /// One JSON per probe round with per-zone created counts (SkyNomad H100).
-    SkynomadRounds,
-    /// GCE operation logs of preemptible VMs (per-VM lifetimes).
-    GceOperations,
-    /// `t_ms,add|remove,node` event logs and SpotServe JSON-lines segments.
-    AddRemove,
-    /// Failure Trace Archive `event_trace.tab`.
-    Fta,
-    /// STUNner smartphone per-user-week alternating on/off durations.
-    Stunner,
-}
-
-impl Format {
-    /// Every format, in the order `auto` tries them.
-    pub const ALL: [Format; 7] = [
-        Format::SkynomadRounds,
-        Format::GceOperations,
-        Format::TickJson,
-        Format::Fta,
-        Format::Stunner,
-        Format::ProbeCsv,
-        Format::AddRemove,
-    ];
-
-    /// The command-line name.
-    pub fn name(self) -> &'static str {
-        match self {
-            Format::TickJson => "tick-json",
-            Format::ProbeCsv => "probe-csv",
-            Format::SkynomadRounds => "skynomad-rounds",
-            Format::GceOperations => "gce-operations",
-            Format::AddRemove => "add-remove",
-            Format::Fta => "fta",
-            Format::Stunner => "stunner",
-        }
-    }
-
-    /// Looks a command-line name up.
-    pub fn from_name(name: &str) -> Option<Format> {
-        Format::ALL.into_iter().find(|f| f.name() == name)
-    }
-
-    fn sniff_one(self, f: &InputFile) -> bool {
-        match self {
-            Format::TickJson => tick_json::sniff(f),
-            Format::ProbeCsv => probe_csv::sniff(f),
-            Format::SkynomadRounds => skynomad_rounds::sniff(f),
-            Format::GceOperations => gce_operations::sniff(f),
-            Format::AddRemove => add_remove::sniff(f),
-            Format::Fta => fta::sniff(f),
-            Format::Stunner => stunner::sniff(f),
-        }
-    }
-}
+/// Every availability-trace adapter, in the order `--format auto` tries them. Adding an
+/// adapter: its file in this folder (with `pub const FORMAT`) and one line here.
+pub static ADAPTERS: &[Format] = &[
+    skynomad_rounds::FORMAT,
+    gce_operations::FORMAT,
+    tick_json::FORMAT,
+    fta::FORMAT,
+    stunner::FORMAT,
+    probe_csv::FORMAT,
+    add_remove::FORMAT,
+];
 
 /// Decides the format of a set of files (`--format auto`): the first file that some format
 /// claims decides it, and every other file must be claimed by that format too, or by none (a
@@ -89,7 +43,7 @@ pub fn sniff(files: &[InputFile]) -> Result<Format> {
     if readable.is_empty() {
         return Err(defect_error(first));
     }
-    let claim = |f: &InputFile| Format::ALL.into_iter().find(|fmt| fmt.sniff_one(f));
+    let claim = |f: &InputFile| Format::all().find(|fmt| fmt.sniff_one(f));
     let Some((decider, format)) = readable.iter().find_map(|f| claim(f).map(|fmt| (*f, fmt)))
     else {
         return Err(IngestError::UnknownFormat(readable[0].display()));
@@ -181,10 +135,7 @@ pub fn parse(format: Format, files: &[InputFile], options: &Options) -> Result<T
     }
     let mut defects = Rejects::new(options.strict);
     let good = readable_inputs(files, &mut defects)?;
-    if matches!(
-        format,
-        Format::TickJson | Format::ProbeCsv | Format::AddRemove | Format::Stunner
-    ) {
+    if format.0.keys_from_file_names {
         check_unique_keys(good.iter())?;
     }
     let mut trace = dispatch(format, &good, options)?;
@@ -197,15 +148,7 @@ pub fn parse(format: Format, files: &[InputFile], options: &Options) -> Result<T
 }
 
 fn dispatch(format: Format, files: &[InputFile], options: &Options) -> Result<Trace> {
-    match format {
-        Format::TickJson => tick_json::parse(files, options),
-        Format::ProbeCsv => probe_csv::parse(files, options),
-        Format::SkynomadRounds => skynomad_rounds::parse(files, options),
-        Format::GceOperations => gce_operations::parse(files, options),
-        Format::AddRemove => add_remove::parse(files, options),
-        Format::Fta => fta::parse(files, options),
-        Format::Stunner => stunner::parse(files, options),
-    }
+    (format.0.parse)(files, options)
 }
 
 /// Under `strict`, the error for the first problem in file order when some input is defective:

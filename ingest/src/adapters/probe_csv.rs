@@ -50,10 +50,22 @@ use chrono::{DateTime, NaiveDate, NaiveDateTime, NaiveTime};
 
 use crate::csv_input::{csv_rows, first_record, CsvRow};
 
+use super::format::{Adapter, Format};
 use super::tick_json::{agree, check_options, group_of, name_attributes};
 use crate::model::{Kind, NodeInfo, Observation, Polarity, Rejects, Session, TimeBase};
 use crate::sessionize::{samples_to_sessions, series_node, Sample, SeriesLabels};
 use crate::{IngestError, InputFile, Options, Result, Trace};
+
+/// The `probe-csv` adapter.
+pub const FORMAT: Format = Format(&ADAPTER);
+
+const ADAPTER: Adapter = Adapter {
+    name: "probe-csv",
+    about: "Timestamped probe logs: `clock,timestamp,fail` or `date,availability`",
+    parse,
+    sniff,
+    keys_from_file_names: true,
+};
 
 /// Marker in the name of the Bamboo figure-data file whose `elapsed` column is in hours.
 const HOURS_FILE_MARKER: &str = "p2-xlarge-2020-11-20-to-2020-11-23";

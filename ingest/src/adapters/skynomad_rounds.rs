@@ -27,10 +27,22 @@ use std::collections::BTreeMap;
 use chrono::DateTime;
 use serde_json::Value;
 
+use super::format::{Adapter, Format};
 use super::tick_json::{check_options, group_of, observed_segments, segmented_sessions};
 use crate::model::{Kind, NodeInfo, Observation, Rejects, TimeBase};
 use crate::sessionize::{Sample, SeriesLabels};
 use crate::{IngestError, InputFile, Options, Result, Trace};
+
+/// The `skynomad-rounds` adapter.
+pub const FORMAT: Format = Format(&ADAPTER);
+
+const ADAPTER: Adapter = Adapter {
+    name: "skynomad-rounds",
+    about: "One JSON per probe round with per-zone created counts (SkyNomad H100)",
+    parse,
+    sniff,
+    keys_from_file_names: false,
+};
 
 /// The VM type every SkyNomad H100 round probes (artifact README).
 pub const INSTANCE_TYPE: &str = "a3-highgpu-1g";

@@ -36,8 +36,20 @@
 
 use std::collections::HashMap;
 
+use super::format::{Adapter, Format};
 use crate::{
     IngestError, InputFile, Kind, NodeInfo, Options, Rejects, Result, Session, TimeBase, Trace,
+};
+
+/// The `stunner` adapter.
+pub const FORMAT: Format = Format(&ADAPTER);
+
+const ADAPTER: Adapter = Adapter {
+    name: "stunner",
+    about: "STUNner smartphone per-user-week alternating on/off durations",
+    parse,
+    sniff,
+    keys_from_file_names: true,
 };
 
 /// Parses the files of one source.

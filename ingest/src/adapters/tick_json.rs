@@ -46,9 +46,22 @@ use std::path::Component;
 use chrono::DateTime;
 use serde_json::{Map, Value};
 
+use super::format::{Adapter, Format};
 use crate::model::{Kind, NodeInfo, Observation, Polarity, Rejects, Session, TimeBase};
 use crate::sessionize::{samples_to_sessions, Sample, SeriesLabels};
 use crate::{IngestError, InputFile, Options, Result, Trace};
+
+/// The `tick-json` adapter.
+pub const FORMAT: Format = Format(&ADAPTER);
+
+const ADAPTER: Adapter = Adapter {
+    name: "tick-json",
+    about:
+        "`{\"metadata\":{\"gap_seconds\":G},\"data\":[...]}` tick series (binary or k-of-N counts)",
+    parse,
+    sniff,
+    keys_from_file_names: true,
+};
 
 /// Whether `file` looks like a tick-json series: a JSON object with `data` and `metadata` keys
 /// (and not a SkyNomad probe round).

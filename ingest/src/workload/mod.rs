@@ -70,6 +70,17 @@ impl WorkloadFormat {
         }
     }
 
+    /// What the files look like (one line, for `--help`).
+    pub fn about(self) -> &'static str {
+        match self {
+            WorkloadFormat::AzureLlm => "Azure LLM inference trace 2023 (requests)",
+            WorkloadFormat::Mooncake => "Mooncake JSON lines (requests)",
+            WorkloadFormat::LengthsCsv => {
+                "Any CSV of request arrivals and token lengths (requests)"
+            }
+        }
+    }
+
     /// Whether `file` looks like this format.
     pub fn sniff(self, file: &InputFile) -> bool {
         match self {
