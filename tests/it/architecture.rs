@@ -714,7 +714,8 @@ fn the_graph_sees_the_edges_that_matter_in_the_tree() {
     assert!(edge(&g, "replay::run", "replay::engine"));
     assert!(edge(&g, "cli", "cli::fit_cmd"));
     assert!(edge(&g, "", "cli"));
-    assert!(edge(&g, "tui::view", "tui::screens::nodes"));
+    assert!(edge(&g, "tui::view", "tui::screens"));
+    assert!(edge(&g, "tui::screens", "tui::screens::nodes"));
     // `crate::store::Store` is defined in store/dir.rs, re-exported by store/mod.rs.
     assert!(edge(&g, "fit::load", "store::dir"));
     assert!(!edge(&g, "fit::load", "store"));
@@ -856,4 +857,45 @@ fn long_files_say_why_they_are_one_concept() {
         "files over 800 lines without a `//! Size:` reason in their opening comment:\n{}",
         unexplained.join("\n")
     );
+}
+
+#[test]
+fn the_readme_layout_names_every_module_at_its_layer() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .unwrap_or_default();
+    let start = readme
+        .find("## Layout")
+        .expect("README has a Layout section");
+    let block = &readme[start..];
+    let block = &block[..block[3..].find("\n## ").map_or(block.len(), |e| e + 3)];
+    // The drawing: the ```text block of the section.
+    let from = block
+        .find("```text")
+        .expect("the Layout section draws the layers");
+    let block = &block[from..];
+    let block = &block[..block[3..].find("```").map_or(block.len(), |e| e + 3)];
+    // Each module's row: the layer number leads the first line that names the module.
+    let lines: Vec<&str> = block.lines().collect();
+    for &(name, layer) in LAYERS {
+        let shown = if name == "lib" { "lib.rs" } else { name };
+        let Some(at) = lines.iter().position(|l| {
+            l.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+                .any(|w| w == shown)
+        }) else {
+            panic!("the README's Layout does not name {shown}");
+        };
+        // The nearest layer number at or above that line.
+        let row_layer = lines[..=at].iter().rev().find_map(|l| {
+            let t = l.trim_start();
+            let n: String = t.chars().take_while(char::is_ascii_digit).collect();
+            (!n.is_empty() && l.starts_with("  "))
+                .then(|| n.parse::<u32>().ok())
+                .flatten()
+        });
+        assert_eq!(
+            row_layer,
+            Some(layer),
+            "the README draws {shown} at layer {row_layer:?}, the guard has {layer}"
+        );
+    }
 }

@@ -18,6 +18,7 @@ mod policy_policies;
 mod policy_trigger;
 mod public_traces;
 mod readme_tables;
+mod registries;
 mod replay_announced;
 mod replay_controls;
 mod replay_engine;
