@@ -5,9 +5,10 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use criterion::{criterion_group, criterion_main, Criterion};
+use hazardserve::ingest_job::{commit_parsed, parse_inputs, source_record, Parsed};
 use hazardserve::public::PUBLIC_SOURCES;
-use hazardserve::store::{commit_trace, InputRecord, SourceRecord, Store, WriteLock};
-use hazardserve_ingest::{expand_paths, parse, InputFile};
+use hazardserve::store::{Store, WriteLock};
+use hazardserve_ingest::{expand_paths, InputFile, InputFormat};
 
 fn traces_dir() -> Option<std::path::PathBuf> {
     let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/traces-public");
@@ -29,24 +30,20 @@ fn ingest_all(dir: &Path, store_dir: &Path, commit: bool) -> usize {
         for (path, rel) in expand_paths(&args).expect("paths") {
             files.extend(InputFile::read_all(&path, &rel).expect("read"));
         }
-        let trace = parse(s.format, &files, &s.options()).expect("parse");
-        sessions += trace.sessions.len();
+        let parsed = parse_inputs(
+            InputFormat::Trace(s.format),
+            &files,
+            &s.options(),
+            &Default::default(),
+        )
+        .expect("parse");
+        if let Parsed::Trace(_, t) = &parsed {
+            sessions += t.sessions.len();
+        }
         if commit {
-            let rec = SourceRecord {
-                source: s.source.into(),
-                adapter: s.format.name().into(),
-                files: files
-                    .iter()
-                    .map(|f| InputRecord {
-                        path: f.display(),
-                        sha256: f.sha256.clone(),
-                        bytes: f.bytes.len() as u64,
-                    })
-                    .collect(),
-                options: serde_json::Value::Null,
-                content_key: format!("bench-{}", std::process::id()),
-            };
-            commit_trace(&store, &lock, &rec, &trace, true).expect("commit");
+            // The library's own ingest job, as `hazardserve ingest-public` runs it.
+            let rec = source_record(s.source, &parsed, &serde_json::Value::Null, &files);
+            commit_parsed(&store, &lock, &rec, &parsed, true).expect("commit");
         }
     }
     sessions

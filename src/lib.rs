@@ -9,6 +9,7 @@
 //! - [`queries`]: the program's own SQL statements against the store, as typed rows;
 //! - [`named_queries`]: the documented SQL analyses users run by name (`hazardserve query`);
 //! - [`public`]: the catalogue of public traces and how each is ingested;
+//! - [`ingest_job`]: one ingest (parse, describe, commit), shared by every front end;
 //! - [`survival`]: Kaplan-Meier, shrinkage, parametric fits, validation and hazard priors;
 //! - [`fit`]: survival of a stored source (loading its sessions, fitting groups);
 //! - [`policy`]: the cost model and every scheduling policy;
@@ -27,6 +28,7 @@
 mod cli;
 pub mod diag;
 pub mod fit;
+pub mod ingest_job;
 pub mod named_queries;
 pub mod output;
 pub mod policy;

@@ -123,6 +123,34 @@ pub fn emit_rows(
     }
 }
 
+/// Writes a JSON document (pretty, with a final newline) to `out`, or to standard output when
+/// `out` is `None`: the JSON of results whose rows are nested objects (a policy comparison, a
+/// regime map), on the same path as [`emit`] (a file is written atomically).
+pub fn emit_json(value: &serde_json::Value, out: Option<&Path>) -> Result<(), RenderError> {
+    let write = |w: &mut dyn Write| -> Result<(), RenderError> {
+        serde_json::to_writer_pretty(&mut *w, value)
+            .map_err(|e| RenderError::Io(std::io::Error::other(e)))?;
+        writeln!(w)?;
+        Ok(())
+    };
+    match out {
+        None => {
+            let stdout = std::io::stdout();
+            let mut lock = stdout.lock();
+            write(&mut lock)?;
+            lock.flush()?;
+            Ok(())
+        }
+        Some(path) => crate::store::replace_file(path, |tmp| {
+            let file = std::fs::File::create(tmp).map_err(crate::store::io_err(path))?;
+            let mut w = std::io::BufWriter::new(file);
+            write(&mut w)?;
+            w.flush().map_err(crate::store::io_err(path))?;
+            Ok::<(), RenderError>(())
+        }),
+    }
+}
+
 /// Writes `batches` in `format` to `out`. An empty result is `(no rows)` as a table, the header
 /// only (when the schema is known) as CSV, `[]` as JSON, and a file without rows as Parquet.
 /// Parquet keeps every type it can hold; unions and month-day-nano intervals (which it cannot)

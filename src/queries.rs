@@ -9,9 +9,10 @@ use duckdb::{Row, ToSql};
 
 use crate::store::{Catalog, Result, SourceSummary, Store};
 
-/// A named query.
+/// One of the program's own statements (a file of `queries/`; the documented analyses users run
+/// by name are [`crate::named_queries::NamedQuery`]).
 #[derive(Debug, Clone, Copy)]
-pub struct NamedQuery {
+pub struct Statement {
     /// Name (the file name without `.sql`).
     pub name: &'static str,
     /// Number of `?` parameters it takes.
@@ -25,14 +26,14 @@ macro_rules! statements {
     ($($(#[$doc:meta])* $id:ident = $file:literal / $params:literal;)*) => {
         $(
             $(#[$doc])*
-            pub const $id: NamedQuery = NamedQuery {
+            pub const $id: Statement = Statement {
                 name: $file,
                 params: $params,
                 sql: include_str!(concat!("../queries/", $file, ".sql")),
             };
         )*
         /// Every statement the program runs through a [`Reader`].
-        pub const STATEMENTS: &[NamedQuery] = &[$($id),*];
+        pub const STATEMENTS: &[Statement] = &[$($id),*];
     };
 }
 
@@ -53,6 +54,26 @@ statements! {
     EVENTFUL_REQUESTS = "eventful_requests" / 4;
     /// One stored request.
     REPLAY_REQUEST = "replay_request" / 6;
+    /// The time base, kind and observation span of one source.
+    SOURCE_META = "source_meta" / 1;
+    /// Every node of one source with its group under one attribute.
+    NODE_GROUPS = "node_groups" / 2;
+    /// Every up-session of one source.
+    SOURCE_SESSIONS = "source_sessions" / 1;
+    /// Every node of one source with its attributes and observation span.
+    NODE_ATTRIBUTES = "node_attributes" / 1;
+    /// Every request of one workload source.
+    WORKLOAD_REQUESTS = "workload_requests" / 1;
+    /// The most recent replay run.
+    LATEST_RUN = "latest_run" / 0;
+    /// The comparison rows of one run.
+    RUN_SUMMARY = "run_summary" / 1;
+    /// The cells of one sweep.
+    SWEEP_CELLS = "sweep_cells" / 1;
+    /// Every stored sweep, oldest first.
+    SWEEP_LIST = "sweep_list" / 0;
+    /// The most recent sweep.
+    LATEST_SWEEP = "latest_sweep" / 0;
 }
 
 /// Levels of the completion-time quantiles of [`COMPLETION_QUANTILES`]: `0, 1/50, ..., 1`.
@@ -243,7 +264,7 @@ impl Reader {
     /// Runs `q` with `params` bound and maps every row with `f`.
     fn rows<T>(
         &self,
-        q: &NamedQuery,
+        q: &Statement,
         params: &[&dyn ToSql],
         f: impl FnMut(&Row<'_>) -> duckdb::Result<T>,
     ) -> Result<Vec<T>> {
@@ -256,7 +277,7 @@ impl Reader {
     /// Runs `q`, which returns exactly one row, with `params` bound.
     fn one<T>(
         &self,
-        q: &NamedQuery,
+        q: &Statement,
         params: &[&dyn ToSql],
         f: impl FnOnce(&Row<'_>) -> duckdb::Result<T>,
     ) -> Result<T> {

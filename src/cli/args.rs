@@ -49,6 +49,21 @@ impl OutputArgs {
         }
         Ok(())
     }
+
+    /// Writes a JSON document of `rows` nested objects where the flags say (`--format json`
+    /// of a result whose rows are not flat).
+    pub fn emit_json(
+        &self,
+        globals: &Globals,
+        value: &serde_json::Value,
+        rows: usize,
+    ) -> anyhow::Result<()> {
+        crate::output::emit_json(value, self.out.as_deref())?;
+        if let Some(path) = &self.out {
+            globals.say(format!("wrote {} ({rows} rows)", path.display()));
+        }
+        Ok(())
+    }
 }
 
 /// `--format` and `--out` of listing commands.

@@ -4,16 +4,14 @@ use std::path::{Path, PathBuf};
 
 use anyhow::Context;
 use clap::Args;
-use hazardserve_ingest::{Options, Polarity};
-
-use super::args::{Globals, ListArgs, OutputArgs};
 use hazardserve_ingest::adapters::{fta, gce_operations, tick_json};
 use hazardserve_ingest::workload::WorkloadFormat;
-use hazardserve_ingest::InputFormat;
+use hazardserve_ingest::{InputFormat, Options, Polarity};
 
-use super::ingest::{ingest_parsed, parse_inputs, read_inputs, report_parse, source_record};
+use super::args::{Globals, ListArgs, OutputArgs};
+use super::ingest::{ingest_parsed, read_inputs, report_parse};
 use super::list;
-use crate::output::OutputFormat;
+use crate::ingest_job::{parse_inputs, source_record, Parsed};
 use crate::store::IngestOutcome;
 use crate::synth;
 
@@ -88,8 +86,8 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
         let parsed = parse_inputs(*format, &files, &options, &Default::default())?;
         report_parse(globals, &parsed);
         let opts = match &parsed {
-            super::ingest::Parsed::Trace(..) => serde_json::to_value(&options),
-            super::ingest::Parsed::Workload(..) => {
+            Parsed::Trace(..) => serde_json::to_value(&options),
+            Parsed::Workload(..) => {
                 serde_json::to_value(hazardserve_ingest::workload::WorkloadOptions::default())
             }
         }
@@ -140,7 +138,7 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
     };
     let result = super::replay_cmd::run_scenario(globals, &cfg, &opts)?;
     let run = result.run_id;
-    super::replay_cmd::print_rows(&result.rows, OutputFormat::Table)?;
+    super::replay_cmd::print_rows(globals, &result.rows, &OutputArgs::table())?;
     demo_sweep(globals)?;
     let store = globals.store.display();
     use std::io::IsTerminal;
@@ -172,16 +170,10 @@ fn demo_sweep(globals: &Globals) -> anyhow::Result<()> {
         cells.len()
     );
     let store = crate::store::Store::open(&globals.store)?;
-    let key = sweep::content_key(&store, DEMO_GRID, sweep::grid_sources(&cells))?;
-    let results = if sweep::is_stored(&store, DEMO_SWEEP, &key) {
+    let (results, reused) = sweep::run_or_reuse(&store, DEMO_SWEEP, DEMO_GRID, &cells, 0, &|_| {})?;
+    if reused {
         globals.say(format!("{DEMO_SWEEP}: already in the store"));
-        sweep::load_sweep(&store, DEMO_SWEEP)?
-    } else {
-        let results = sweep::run_cells(&store, &cells, 0, &|_| {})?;
-        let lock = crate::store::WriteLock::acquire_wait(&store)?;
-        sweep::save_sweep(&store, &lock, DEMO_SWEEP, &key, DEMO_GRID, &results)?;
-        results
-    };
+    }
     let pays = results.iter().filter(|r| r.pays()).count();
     println!(
         "stored as {DEMO_SWEEP}: hazard beats the best hazard-blind baseline and uptime in {pays} of {} cells (`hazardserve sweep summary {DEMO_SWEEP}`, or the TUI's Sweep screen)",

@@ -5,14 +5,12 @@ use std::path::Path;
 
 use anyhow::{bail, Context};
 use clap::Args;
-use hazardserve_ingest::workload::{self, Workload, WorkloadFormat, WorkloadOptions};
-use hazardserve_ingest::{
-    self as ingest, Format, InputFile, InputFormat, Options, Polarity, Trace,
-};
-use sha2::{Digest, Sha256};
+use hazardserve_ingest::workload::WorkloadOptions;
+use hazardserve_ingest::{self as ingest, InputFile, InputFormat, Options, Polarity};
 
 use super::args::Globals;
-use crate::store::{self, IngestOutcome, InputRecord, SourceRecord, Store, WriteLock};
+use crate::ingest_job::{commit_parsed, parse_inputs, source_record, Parsed};
+use crate::store::{self, IngestOutcome, SourceRecord, Store, WriteLock};
 
 /// `--format`: every value the ingest crate knows ([`InputFormat::all`]), each with its line of
 /// help; the command line keeps no list of its own.
@@ -237,149 +235,6 @@ pub fn read_inputs_with(
     Ok(files)
 }
 
-/// The content key of an ingest: adapter, options and every input's content hash.
-fn content_key(adapter: &str, options: &serde_json::Value, files: &[InputFile]) -> String {
-    let mut h = Sha256::new();
-    // A new parser or schema version re-ingests the same files.
-    h.update(env!("CARGO_PKG_VERSION").as_bytes());
-    h.update(hazardserve_ingest::batch::SCHEMA_VERSION.to_le_bytes());
-    h.update(adapter.as_bytes());
-    h.update(options.to_string().as_bytes());
-    let mut hashes: Vec<(&str, &str)> = files
-        .iter()
-        .map(|f| (f.rel.as_str(), f.content_hash.as_str()))
-        .collect();
-    hashes.sort();
-    for (rel, hash) in hashes {
-        h.update(rel.as_bytes());
-        h.update(hash.as_bytes());
-    }
-    ingest::input::hex(&h.finalize())
-}
-
-/// What a set of inputs parsed into.
-pub enum Parsed {
-    /// An availability trace.
-    Trace(Format, Trace),
-    /// An LLM request workload.
-    Workload(WorkloadFormat, Workload),
-}
-
-impl Parsed {
-    /// The adapter's name.
-    pub fn adapter(&self) -> &'static str {
-        match self {
-            Parsed::Trace(f, _) => f.name(),
-            Parsed::Workload(f, _) => f.name(),
-        }
-    }
-
-    /// Notes and rejects, for the report on stderr.
-    fn notes_and_rejects(&self) -> (&[String], &[ingest::Reject]) {
-        match self {
-            Parsed::Trace(_, t) => (&t.notes, &t.rejects),
-            Parsed::Workload(_, w) => (&w.notes, &w.rejects),
-        }
-    }
-
-    /// One-line summary of what was parsed.
-    pub fn summary(&self) -> String {
-        match self {
-            Parsed::Trace(f, t) => {
-                let events = t.sessions.iter().filter(|s| s.event).count();
-                format!(
-                    "{} ({}): {} nodes, {} sessions ({} ended, {} censored), {} rejected",
-                    f.name(),
-                    t.kind.as_str(),
-                    t.nodes.len(),
-                    t.sessions.len(),
-                    events,
-                    t.sessions.len() - events,
-                    t.rejects.len()
-                )
-            }
-            Parsed::Workload(f, w) => format!(
-                "{} (llm-requests): {} requests over {:.0} s, {} rejected",
-                f.name(),
-                w.requests.len(),
-                w.requests.last().map_or(0.0, |r| r.arrival_s),
-                w.rejects.len()
-            ),
-        }
-    }
-}
-
-/// Parses the inputs (no store involved). `auto` sniffs availability formats first, then
-/// request workloads.
-pub fn parse_inputs(
-    format: InputFormat,
-    files: &[InputFile],
-    options: &Options,
-    wopts: &WorkloadOptions,
-) -> anyhow::Result<Parsed> {
-    let first = files.first().map(|f| f.display()).unwrap_or_default();
-    let parsed = match format {
-        InputFormat::Trace(f) => Parsed::Trace(f, ingest::parse(f, files, options)?),
-        InputFormat::Workload(f) => Parsed::Workload(f, workload::parse(f, files, wopts)?),
-        InputFormat::Auto => match ingest::sniff(files) {
-            Ok(f) => Parsed::Trace(f, ingest::parse(f, files, options)?),
-            Err(ingest::IngestError::UnknownFormat(_)) => {
-                let Some(f) = files
-                    .first()
-                    .and_then(|file| WorkloadFormat::ALL.into_iter().find(|f| f.sniff(file)))
-                else {
-                    return Err(ingest::IngestError::UnknownFormat(first).into());
-                };
-                Parsed::Workload(f, workload::parse(f, files, wopts)?)
-            }
-            Err(e) => return Err(e.into()),
-        },
-    };
-    let (empty, rejects) = match &parsed {
-        Parsed::Trace(_, t) => (t.sessions.is_empty() && t.nodes.is_empty(), &t.rejects),
-        Parsed::Workload(_, w) => (w.requests.is_empty(), &w.rejects),
-    };
-    if empty {
-        if rejects.is_empty() {
-            bail!("{first}: empty input: no records found");
-        }
-        let r = &rejects[0];
-        bail!(
-            "{}: nothing usable: all {} record(s) were rejected; first: {}:{}: {}",
-            first,
-            rejects.len(),
-            r.file,
-            r.line,
-            r.reason
-        );
-    }
-    Ok(parsed)
-}
-
-/// The record of source `source` made of `files` as parsed: what [`ingest_parsed`] stores
-/// (the input bytes can be dropped once it is made).
-pub fn source_record(
-    source: &str,
-    parsed: &Parsed,
-    options: &serde_json::Value,
-    files: &[InputFile],
-) -> SourceRecord {
-    SourceRecord {
-        source: source.to_string(),
-        adapter: parsed.adapter().to_string(),
-        files: files
-            .iter()
-            .map(|f| InputRecord {
-                path: f.display(),
-                sha256: f.sha256.clone(),
-                bytes: f.bytes.len() as u64,
-            })
-            .collect(),
-        options: options.clone(),
-        content_key: content_key(parsed.adapter(), options, files),
-    }
-}
-
 /// Ingests parsed inputs as a source (`rec` from [`source_record`]); returns what happened.
 pub fn ingest_parsed(
     globals: &Globals,
@@ -390,10 +245,7 @@ pub fn ingest_parsed(
     store::validate_source_name(&rec.source)?;
     let st = Store::open_or_create(&globals.store)?;
     let lock = WriteLock::acquire(&st)?;
-    Ok(match parsed {
-        Parsed::Trace(_, t) => store::commit_trace(&st, &lock, rec, t, replace)?,
-        Parsed::Workload(_, w) => store::commit_workload(&st, &lock, rec, w, replace)?,
-    })
+    Ok(commit_parsed(&st, &lock, rec, parsed, replace)?)
 }
 
 /// `hazardserve ingest`.

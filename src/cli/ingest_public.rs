@@ -5,12 +5,11 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Args;
 
-use super::args::Globals;
 use hazardserve_ingest::InputFormat;
 
-use super::ingest::{
-    ingest_parsed, parse_inputs, read_inputs, report_parse, source_record, Parsed,
-};
+use super::args::Globals;
+use super::ingest::{ingest_parsed, read_inputs, report_parse};
+use crate::ingest_job::{parse_inputs, source_record, Parsed};
 use crate::public::PUBLIC_SOURCES;
 use crate::store::IngestOutcome;
 

@@ -2,13 +2,11 @@
 
 use std::path::PathBuf;
 
-use std::io::Write;
-
 use anyhow::{bail, Context};
 use clap::Args;
 
-use super::args::Globals;
-use crate::output::{self, render, Col, OutputFormat};
+use super::args::{Globals, OutputArgs};
+use crate::output::{self, Col, OutputFormat};
 use crate::replay::{ForecastCalibration, Metric, PolicySummary, METRICS};
 use crate::scenario::config::DEFAULT_CONFIG;
 use crate::scenario::{self, RunOptions, RunResult, ScenarioConfig};
@@ -95,9 +93,9 @@ pub struct ReplayArgs {
     /// Print the comparison without storing the run.
     #[arg(long)]
     pub no_save: bool,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 impl ReplayArgs {
@@ -152,7 +150,9 @@ impl ReplayArgs {
             cfg.workload.rate_scale = r;
         }
         if let Some(e) = &self.estimator {
-            cfg.workload.estimator = e.clone();
+            cfg.workload.estimator = e.parse().map_err(|e: crate::replay::ReplayError| {
+                crate::scenario::ScenarioError::invalid("workload.estimator", e.to_string())
+            })?;
         }
         if let Some(n) = self.sample {
             cfg.nodes.sample = n;
@@ -161,7 +161,16 @@ impl ReplayArgs {
             cfg.nodes.announced_causes = self.announced.clone();
         }
         if let Some(m) = &self.gap_metric {
-            cfg.replay.gap_metric = m.clone();
+            cfg.replay.gap_metric = crate::replay::Metric::from_key(m).ok_or_else(|| {
+                let keys: Vec<&str> = crate::replay::METRICS.iter().map(|d| d.key).collect();
+                crate::scenario::ScenarioError::invalid(
+                    "replay.gap_metric",
+                    format!(
+                        "must be a metric key, got {m:?}; known: {}",
+                        keys.join(", ")
+                    ),
+                )
+            })?;
         }
         cfg.validate()?;
         Ok(cfg)
@@ -192,7 +201,7 @@ pub fn replay(globals: &Globals, args: ReplayArgs) -> anyhow::Result<()> {
         fixed_id: None,
     };
     let result = run_scenario(globals, &cfg, &opts)?;
-    print_rows(&result.rows, args.format)
+    print_rows(globals, &result.rows, &args.output)
 }
 
 /// `compare` arguments.
@@ -203,9 +212,9 @@ pub fn replay(globals: &Globals, args: ReplayArgs) -> anyhow::Result<()> {
 pub struct CompareArgs {
     /// Run id (default: the latest run).
     pub run: Option<String>,
-    /// Output format.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `hazardserve compare`.
@@ -221,24 +230,25 @@ pub fn compare(globals: &Globals, args: CompareArgs) -> anyhow::Result<()> {
         bail!("no run {run:?} in the store");
     }
     globals.say(format!("run {run}"));
-    print_rows(&rows, args.format)
+    print_rows(globals, &rows, &args.output)
 }
 
 /// Prints comparison rows: JSON as [`PolicySummary::to_json`] objects; CSV flat with
 /// `<metric>_ci_lo`/`_ci_hi` columns, the paired difference to `fastest` per metric
 /// (`vs_fastest_<metric>` with its interval) and `gap_closed`; a table with `value [lo, hi]`
 /// cells for the main metrics. A gap closed without a gap to close prints as "none".
-pub fn print_rows(rows: &[PolicySummary], format: OutputFormat) -> anyhow::Result<()> {
-    let stdout = std::io::stdout();
-    let mut out = stdout.lock();
+pub fn print_rows(
+    globals: &Globals,
+    rows: &[PolicySummary],
+    output: &OutputArgs,
+) -> anyhow::Result<()> {
+    let format = output.format;
     if format == OutputFormat::Json {
         let v: Vec<serde_json::Value> = rows.iter().map(PolicySummary::to_json).collect();
-        serde_json::to_writer_pretty(&mut out, &v)?;
-        writeln!(out)?;
-        return Ok(());
+        return output.emit_json(globals, &serde_json::Value::Array(v), rows.len());
     }
     let labels = Col::Str(rows.iter().map(|r| Some(r.label.to_string())).collect());
-    if format == OutputFormat::Csv {
+    if format != OutputFormat::Table {
         let mut owned: Vec<(String, Col)> = vec![
             ("policy".into(), labels),
             (
@@ -316,8 +326,7 @@ pub fn print_rows(rows: &[PolicySummary], format: OutputFormat) -> anyhow::Resul
             ));
         }
         let cols: Vec<(&str, Col)> = owned.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
-        render(&[output::batch(cols)?], format, &mut out)?;
-        return Ok(());
+        return output.emit(globals, &[output::batch(cols)?]);
     }
     let interval =
         |v: f64, ci: Option<[f64; 2]>| output::interval_text(v, ci.map(|[lo, hi]| (lo, hi)));
@@ -374,6 +383,5 @@ pub fn print_rows(rows: &[PolicySummary], format: OutputFormat) -> anyhow::Resul
     };
     cols.push(("t_forecast/served", forecast(|f| f.t_ratio_median, 3)));
     cols.push(("interruption_brier", forecast(|f| f.interruption_brier, 4)));
-    render(&[output::batch(cols)?], format, &mut out)?;
-    Ok(())
+    output.emit(globals, &[output::batch(cols)?])
 }

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::{Args, Subcommand};
 
-use super::args::{Globals, Verbosity};
+use super::args::{Globals, OutputArgs, Verbosity};
 use crate::output::{self, human_float, render, Col, OutputFormat};
 use crate::replay::Metric;
 use crate::store::{Store, WriteLock};
@@ -119,9 +119,9 @@ pub struct SummaryArgs {
     /// With --axis: mean_completion_s, p99_completion_s or unplanned_interruptions.
     #[arg(long, default_value = "mean_completion_s", requires = "axis")]
     pub metric: String,
-    /// Output format: table, csv or json.
-    #[arg(long, value_enum, default_value_t = OutputFormat::Table)]
-    pub format: OutputFormat,
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `sweep merge` arguments.
@@ -358,21 +358,22 @@ fn summary(globals: &Globals, args: SummaryArgs) -> anyhow::Result<()> {
                 args.reference.as_deref(),
                 metric,
             )?;
-            print_axis(&rows, args.within.as_deref(), metric, args.format)
+            print_axis(globals, &rows, args.within.as_deref(), metric, &args.output)
         }
-        None => print_summary(&cells, args.format),
+        None => print_summary(globals, &cells, &args.output),
     }
 }
 
 /// Prints an axis comparison: JSON objects `{within, value, reference, contexts, diff, ci_low,
 /// ci_high, better, worse}`; CSV the same columns; a table with `diff [lo, hi]`.
 fn print_axis(
+    globals: &Globals,
     rows: &[sweep::AxisRow],
     within: Option<&str>,
     metric: Metric,
-    format: OutputFormat,
+    output: &OutputArgs,
 ) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let format = output.format;
     let diff = |r: &sweep::AxisRow| r.diff;
     let mut cols: Vec<(String, Col)> = Vec::new();
     if let Some(w) = within {
@@ -438,8 +439,7 @@ fn print_axis(
         Col::I64(rows.iter().map(|r| Some(r.worse as i64)).collect()),
     ));
     let cols: Vec<(&str, Col)> = cols.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
-    render(&[output::batch(cols)?], format, &mut out)?;
-    Ok(())
+    output.emit(globals, &[output::batch(cols)?])
 }
 
 /// Prints the regime map: JSON as [`CellResult::summary_json`] objects; CSV flat (one column
@@ -447,13 +447,15 @@ fn print_axis(
 /// `opportunity_s`); a table with the declared reference, its q-value, the opportunity and
 /// `diff [lo, hi]` cells on mean completion and interruptions. A gap closed without a gap
 /// prints as "none".
-pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+pub fn print_summary(
+    globals: &Globals,
+    cells: &[CellResult],
+    output: &OutputArgs,
+) -> anyhow::Result<()> {
+    let format = output.format;
     if format == OutputFormat::Json {
         let v: Vec<serde_json::Value> = cells.iter().map(CellResult::summary_json).collect();
-        serde_json::to_writer_pretty(&mut out, &v)?;
-        writeln!(out)?;
-        return Ok(());
+        return output.emit_json(globals, &serde_json::Value::Array(v), cells.len());
     }
     let axes: Vec<String> = cells
         .first()
@@ -592,6 +594,5 @@ pub fn print_summary(cells: &[CellResult], format: OutputFormat) -> anyhow::Resu
         ),
     ));
     let cols: Vec<(&str, Col)> = cols.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
-    render(&[output::batch(cols)?], format, &mut out)?;
-    Ok(())
+    output.emit(globals, &[output::batch(cols)?])
 }

@@ -48,6 +48,8 @@ pub struct SourceSessions {
     pub causes: Vec<String>,
     /// The observation tick of each session (parallel to `sessions`; 0 when times are exact).
     pub resolution_s: Vec<f64>,
+    /// Whether each session was already up when observation began (parallel to `sessions`).
+    pub left_truncated: Vec<bool>,
     /// Left-truncated sessions of unknown age that were left out.
     pub excluded_truncated: usize,
 }
@@ -69,8 +71,40 @@ impl SourceSessions {
                 .iter()
                 .filter_map(|&i| self.resolution_s.get(i).copied())
                 .collect(),
+            left_truncated: rows
+                .iter()
+                .filter_map(|&i| self.left_truncated.get(i).copied())
+                .collect(),
             ..self.clone()
         }
+    }
+
+    /// The same source without the left-truncated sessions of unknown age (no entry age:
+    /// they cannot enter an estimator), counted in `excluded_truncated`: what
+    /// [`load_sessions`] returns without `include_truncated`.
+    pub fn known_ages(&self) -> SourceSessions {
+        let unknown = |i: usize| {
+            self.left_truncated.get(i).copied().unwrap_or(false) && self.sessions[i].entry == 0.0
+        };
+        let rows: Vec<usize> = (0..self.sessions.len()).filter(|&i| !unknown(i)).collect();
+        let mut out = SourceSessions {
+            sessions: rows.iter().map(|&i| self.sessions[i]).collect(),
+            causes: rows
+                .iter()
+                .filter_map(|&i| self.causes.get(i).cloned())
+                .collect(),
+            resolution_s: rows
+                .iter()
+                .filter_map(|&i| self.resolution_s.get(i).copied())
+                .collect(),
+            left_truncated: rows
+                .iter()
+                .filter_map(|&i| self.left_truncated.get(i).copied())
+                .collect(),
+            ..self.clone()
+        };
+        out.excluded_truncated = self.excluded_truncated + self.sessions.len() - rows.len();
+        out
     }
 
     /// The rows of `sessions` in `group` that lasted longer than an instant (what every
@@ -109,18 +143,12 @@ pub fn load_sessions(
     store.manifest(source)?;
     let cat = store.query()?;
     let conn = cat.connection();
-    let (time_base, kind, obs_start, obs_end): (String, String, f64, f64) = conn.query_row(
-        "SELECT time_base, kind, observation_start, observation_end FROM sources WHERE source = ?",
-        [source],
-        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)),
-    )?;
-    let group_expr = match by {
-        Some(b) => format!("coalesce({}, '(none)')", b.sql()),
-        None => "'all'".to_string(),
-    };
-    let mut stmt = conn.prepare(&format!(
-        "SELECT node_id, {group_expr}, observed_from, observed_to FROM nodes WHERE source = ? ORDER BY node_id"
-    ))?;
+    let (time_base, kind, obs_start, obs_end): (String, String, f64, f64) =
+        conn.query_row(crate::queries::SOURCE_META.sql, [source], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
+    let group_column = by.map_or("", |b| b.sql());
+    let mut stmt = conn.prepare(crate::queries::NODE_GROUPS.sql)?;
     let mut out = SourceSessions {
         source: source.to_string(),
         time_base,
@@ -128,7 +156,7 @@ pub fn load_sessions(
         observation: (obs_start, obs_end),
         ..SourceSessions::default()
     };
-    let rows = stmt.query_map([source], |r| {
+    let rows = stmt.query_map([group_column, source], |r| {
         Ok((
             r.get::<_, String>(0)?,
             r.get::<_, String>(1)?,
@@ -148,9 +176,7 @@ pub fn load_sessions(
         .enumerate()
         .map(|(i, id)| (id.as_str(), i as u32))
         .collect();
-    let mut stmt = conn.prepare(
-        "SELECT node_id, start, \"end\", event, entry_s, left_truncated, end_cause, resolution_s FROM sessions WHERE source = ? ORDER BY node_id, session_index",
-    )?;
+    let mut stmt = conn.prepare(crate::queries::SOURCE_SESSIONS.sql)?;
     let rows = stmt.query_map([source], |r| {
         Ok((
             r.get::<_, String>(0)?,
@@ -164,13 +190,8 @@ pub fn load_sessions(
         ))
     })?;
     let mut sessions = Vec::new();
-    let mut excluded = 0;
     for row in rows {
         let (id, start, end, event, entry, lt, cause, resolution) = row?;
-        if lt && entry == 0.0 && !include_truncated {
-            excluded += 1;
-            continue;
-        }
         // Sessions of nodes missing from `nodes` cannot happen in a valid store; skip them.
         let Some(&node) = index.get(id.as_str()) else {
             continue;
@@ -178,8 +199,12 @@ pub fn load_sessions(
         sessions.push(SurvivalSession::new(node, start, end, event != 0).with_entry(entry));
         out.causes.push(cause.unwrap_or_default());
         out.resolution_s.push(resolution);
+        out.left_truncated.push(lt);
     }
     out.sessions = sessions;
-    out.excluded_truncated = excluded;
-    Ok(out)
+    Ok(if include_truncated {
+        out
+    } else {
+        out.known_ages()
+    })
 }

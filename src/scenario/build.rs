@@ -11,15 +11,16 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::config::{HardwareOverrides, NodeAttribute, NodesConfig, ScenarioConfig};
+use super::config::{
+    CurveReading, HardwareOverrides, NodeAttribute, NodesConfig, Resolved, ScenarioConfig,
+    TailModel,
+};
 use super::error::ScenarioError;
 use crate::fit::causes::CauseGroup;
 use crate::fit::{load_sessions, parse_time, SourceSessions};
-use crate::policy::presets;
 use crate::policy::PolicyKind;
 use crate::replay::{
-    self, Cluster, Grid, LengthEstimator, Node, NodeSpec, ParamPoint, ReplayConfig, Request,
-    Window, Workload,
+    self, Cluster, Grid, Node, NodeSpec, ParamPoint, ReplayConfig, Request, Window, Workload,
 };
 use crate::rng::Rng;
 use crate::store::Store;
@@ -80,9 +81,10 @@ pub struct SelectedNodes {
 
 fn node_rows(store: &Store, source: &str) -> Result<HashMap<String, NodeRow>, ScenarioError> {
     let cat = store.query()?;
-    let mut stmt = cat.connection().prepare(
-        "SELECT node_id, zone, instance_type, node_group, observed_from, observed_to FROM nodes WHERE source = ?",
-    ).map_err(crate::store::StoreError::from)?;
+    let mut stmt = cat
+        .connection()
+        .prepare(crate::queries::NODE_ATTRIBUTES.sql)
+        .map_err(crate::store::StoreError::from)?;
     let rows = stmt
         .query_map([source], |r| {
             Ok((
@@ -167,9 +169,7 @@ pub fn load_requests(store: &Store, cfg: &ScenarioConfig) -> Result<Vec<Request>
     let cat = store.query()?;
     let mut stmt = cat
         .connection()
-        .prepare(
-            "SELECT request_id, arrival_s, prompt_tokens, output_tokens FROM requests WHERE source = ? ORDER BY arrival_s, request_id",
-        )
+        .prepare(crate::queries::WORKLOAD_REQUESTS.sql)
         .map_err(crate::store::StoreError::from)?;
     let rows = stmt
         .query_map([wsrc.as_str()], |r| {
@@ -254,7 +254,7 @@ pub fn place_windows(
 /// lifetimes: the fit leaves them out (as `fit` and `priors export` do). A training part
 /// without any event gives `None` (flat priors, S = 1) and a note, not an error.
 pub fn fit_node_priors(
-    store: &Store,
+    _store: &Store,
     cfg: &ScenarioConfig,
     data: &SourceSessions,
     cutoff: f64,
@@ -267,10 +267,7 @@ pub fn fit_node_priors(
         time_base: data.time_base.clone(),
         node_ids: data.node_ids.clone(),
     };
-    let fit_data = censor_announced(
-        load_sessions(store, source, None, false)?,
-        &cfg.nodes.announced()?,
-    );
+    let fit_data = censor_announced(data.known_ages(), &cfg.nodes.announced()?);
     let any_event = fit_data.sessions.iter().any(|s| s.event && s.end <= cutoff);
     if !any_event {
         notes.push(format!(
@@ -373,12 +370,9 @@ pub fn memoryless_rates(data: &SourceSessions, cutoff: f64, fallback_mean_s: f64
 
 /// Step 6: the hardware of one node: the `[hardware]` preset and link, its explicit figures,
 /// then every matching `[[hardware.groups]]` entry in order.
-fn node_hardware(
-    cfg: &ScenarioConfig,
-    row: &NodeRow,
-    bandwidth_bytes_s: f64,
-) -> Result<NodeSpec, ScenarioError> {
-    let base = presets::find_hardware(&cfg.hardware.preset)?;
+fn node_hardware(cfg: &ScenarioConfig, resolved: &Resolved, row: &NodeRow) -> NodeSpec {
+    let base = &resolved.hardware;
+    let bandwidth_bytes_s = resolved.link.bandwidth_bytes_s;
     let mut spec = NodeSpec {
         slots: cfg.hardware.slots.max(1),
         kv_capacity_tokens: cfg.hardware.kv_capacity_tokens,
@@ -387,21 +381,19 @@ fn node_hardware(
         bandwidth_bytes_s,
     };
     apply(&mut spec, &cfg.hardware.overrides);
-    for g in &cfg.hardware.groups {
-        let attr = NodeAttribute::parse(&g.attribute, "hardware.groups.attribute")?;
+    for (g, (attr, preset)) in cfg.hardware.groups.iter().zip(&resolved.groups) {
         if row
-            .attribute(attr)
+            .attribute(*attr)
             .is_some_and(|v| v.contains(g.value.as_str()))
         {
-            if let Some(p) = &g.preset {
-                let hw = presets::find_hardware(p)?;
+            if let Some(hw) = preset {
                 spec.prefill_tok_s = hw.prefill_tok_s;
                 spec.decode_tok_s = hw.decode_tok_s;
             }
             apply(&mut spec, &g.overrides);
         }
     }
-    Ok(spec)
+    spec
 }
 
 /// Applies explicit figures (validated positive by [`ScenarioConfig::validate`]).
@@ -427,22 +419,20 @@ fn apply(spec: &mut NodeSpec, o: &HardwareOverrides) {
 /// in hand-made inputs) merged. Each keeps whether its end was observed (`event`) or censored,
 /// its end cause, and its left truncation, so the engine can treat censored ends as "not
 /// observed" and give truncated sessions their age.
-fn timeline(
-    data: &SourceSessions,
-    causes: &SessionCauses,
-    announced: &[CauseGroup],
-    i: usize,
-) -> Vec<replay::UpSession> {
-    let mut sessions: Vec<replay::UpSession> = data
-        .sessions
-        .iter()
-        .zip(&causes.per_session)
-        .filter(|(s, _)| s.node as usize == i && s.end > s.start)
-        .map(|(s, c)| {
+fn timeline(data: &SourceSessions, announced: &[CauseGroup], i: usize) -> Vec<replay::UpSession> {
+    let mut sessions: Vec<replay::UpSession> = (0..data.sessions.len())
+        .filter(|&k| {
+            let s = &data.sessions[k];
+            s.node as usize == i && s.end > s.start
+        })
+        .map(|k| {
+            let s = &data.sessions[k];
+            let cause = data.causes.get(k).map_or("", String::as_str);
+            let truncated = data.left_truncated.get(k).copied().unwrap_or(false);
             replay::UpSession::new(us(s.start), us(s.end))
-                .with_end(!s.event, &c.cause)
-                .with_truncation(c.left_truncated, s.entry)
-                .with_announced(NodesConfig::is_announced(announced, &c.cause))
+                .with_end(!s.event, cause)
+                .with_truncation(truncated, s.entry)
+                .with_announced(NodesConfig::is_announced(announced, cause))
         })
         .collect();
     sessions.sort_by_key(|s| s.start_us);
@@ -462,43 +452,6 @@ fn timeline(
         }
     }
     merged
-}
-
-/// End cause and truncation of each session of a [`SourceSessions`] (same order).
-struct SessionCauses {
-    per_session: Vec<SessionEnd>,
-}
-
-#[derive(Debug, Clone, Default)]
-struct SessionEnd {
-    cause: String,
-    left_truncated: bool,
-}
-
-/// Reads `end_cause` and `left_truncated` in the order [`load_sessions`] returns sessions
-/// (node, session index), with truncated sessions included.
-fn session_causes(store: &Store, source: &str, n: usize) -> Result<SessionCauses, ScenarioError> {
-    let cat = store.query()?;
-    let mut stmt = cat
-        .connection()
-        .prepare(
-            "SELECT coalesce(end_cause, ''), left_truncated FROM sessions WHERE source = ? ORDER BY node_id, session_index",
-        )
-        .map_err(crate::store::StoreError::from)?;
-    let rows = stmt
-        .query_map([source], |r| {
-            Ok(SessionEnd {
-                cause: r.get(0)?,
-                left_truncated: r.get(1)?,
-            })
-        })
-        .map_err(crate::store::StoreError::from)?;
-    let mut per_session = Vec::with_capacity(n);
-    for row in rows {
-        per_session.push(row.map_err(crate::store::StoreError::from)?);
-    }
-    per_session.resize(n, SessionEnd::default());
-    Ok(SessionCauses { per_session })
 }
 
 /// Step 6: the generating laws of the selected nodes from `policy.truth`, for `hazard-truth`:
@@ -592,11 +545,11 @@ fn listed_policies(cfg: &ScenarioConfig) -> Result<Vec<PolicyKind>, ScenarioErro
 /// replaces it with the hazard of the curve's own last interval,
 /// `-ln(s_n / s_{n-1}) / (t_n - t_{n-1})` (kept when that is undefined); `exponential` and
 /// `weibull` keep the pooled rate (the Weibull tail is a wrapper, see [`build`]).
-fn with_tail(steps: StepCurve, tail: &str) -> StepCurve {
+fn with_tail(steps: StepCurve, tail: TailModel) -> StepCurve {
     let (t, s) = (steps.times(), steps.values());
     let rate = match tail {
-        "flat" => None,
-        "last-interval" => {
+        TailModel::Flat => None,
+        TailModel::LastInterval => {
             let n = t.len();
             let (t0, s0) = match n {
                 0 => return steps,
@@ -610,7 +563,7 @@ fn with_tail(steps: StepCurve, tail: &str) -> StepCurve {
                 return steps;
             }
         }
-        _ => return steps,
+        TailModel::Exponential | TailModel::Weibull => return steps,
     };
     StepCurve::new(t.to_vec(), s.to_vec(), rate).unwrap_or(steps)
 }
@@ -747,16 +700,14 @@ pub fn steady_state_margins(
 
 /// What scenarios built from one store share, so a sweep's cells that share a source,
 /// selection and training cut read the store and fit the priors once: the selected nodes and
-/// their sessions (by source, filter, sample and seed), the workload's requests (by source),
-/// the sessions' end causes (by source) and the fitted priors (by source, announced causes
-/// and cutoff). Safe to
-/// share between threads; a value two threads ask for at once may be computed twice, never
+/// their sessions with their end causes (by source, filter, sample and seed; the store's
+/// sessions are read once per build), the workload's requests (by source) and the fitted
+/// priors (by source, announced causes and cutoff). Safe to share between threads; a value two threads ask for at once may be computed twice, never
 /// stored twice. Only for one store whose inputs do not change while it lives.
 #[derive(Default)]
 pub struct BuildCache {
     nodes: Mutex<HashMap<String, Arc<SelectedNodes>>>,
     requests: Mutex<HashMap<String, Arc<Vec<Request>>>>,
-    causes: Mutex<HashMap<String, Arc<SessionCauses>>>,
     priors: Mutex<HashMap<(String, u64), Arc<FittedPriors>>>,
 }
 
@@ -836,14 +787,11 @@ pub fn build_with(
     } else {
         memoryless_rates(&censor_announced(data.clone(), &announced), cutoff, length)
     };
-    let causes = cached(&cache.causes, cfg.nodes.source.clone(), || {
-        session_causes(store, &cfg.nodes.source, data.sessions.len())
-    })?;
-    let link = presets::find_link(&cfg.hardware.link)?;
-    let model = presets::find_model(&cfg.model.preset)?;
-    let linear = cfg.policy.survival_curve == "linear";
-    let weibull = match (priors, cfg.policy.tail.as_str()) {
-        (Some(p), "weibull") => match &p.pooled.parametric {
+    let resolved = cfg.resolve()?;
+    let model = resolved.model;
+    let linear = cfg.policy.survival_curve == CurveReading::Linear;
+    let weibull = match (priors, cfg.policy.tail) {
+        (Some(p), TailModel::Weibull) => match &p.pooled.parametric {
             Some(w) => Some((w.weibull_shape, w.weibull_scale_s)),
             None => {
                 notes.push(
@@ -865,7 +813,7 @@ pub fn build_with(
             None => StepCurve::new(Vec::new(), Vec::new(), None)
                 .map_err(|e| ScenarioError::invalid("policy.survival_curve", e.to_string()))?,
         };
-        let steps = with_tail(steps, &cfg.policy.tail);
+        let steps = with_tail(steps, cfg.policy.tail);
         let last_t = steps.times().last().copied().unwrap_or(0.0);
         let curve: Arc<dyn ConditionalSurvival> = match (linear, weibull) {
             (true, None) => Arc::new(LinearCurve::new(steps)),
@@ -883,8 +831,8 @@ pub fn build_with(
         };
         cluster_nodes.push(Node {
             name: id.clone(),
-            spec: node_hardware(cfg, &row, link.bandwidth_bytes_s)?,
-            sessions: timeline(data, &causes, &announced, i),
+            spec: node_hardware(cfg, &resolved, &row),
+            sessions: timeline(data, &announced, i),
             survival: curve,
             exp_rate_per_s: rates[i],
             truth: laws.as_ref().and_then(|l| l.get(id)).map(|l| l.curve()),
@@ -892,17 +840,11 @@ pub fn build_with(
     }
 
     let r = &cfg.replay;
-    let estimator: LengthEstimator =
-        cfg.workload
-            .estimator
-            .parse()
-            .map_err(|e: replay::ReplayError| {
-                ScenarioError::invalid("workload.estimator", e.to_string())
-            })?;
+    let estimator = cfg.workload.estimator;
     let params = cfg.policy.params(model.kv_bytes_per_token);
     let batch_slowdown = match r.batch_slowdown {
         Some(b) => b,
-        None => presets::find_hardware(&cfg.hardware.preset)?.batch_slowdown,
+        None => resolved.hardware.batch_slowdown,
     };
     // `workload.load`: each window at the fraction `load` of its own up capacity.
     let mut windows = windows;

@@ -3,6 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::choices::{estimator_text, metric_key};
+pub use super::choices::{CurveReading, TailModel};
 use super::error::{ConfigError, ScenarioError};
 use crate::fit::causes::CauseGroup;
 use crate::fit::parse_time;
@@ -291,13 +293,12 @@ pub struct PolicyConfig {
     pub forecast: ForecastKind,
     /// Draws of the unknown lengths the forecast averages over ([`Params::length_draws`]).
     pub length_draws: u32,
-    /// How policies read the fitted curves: `step` (the Kaplan-Meier steps as they are) or
-    /// `linear` (each drop spread over the interval before it).
-    pub survival_curve: String,
-    /// The tail model past the last knot: `exponential`, `last-interval`, `flat`, `weibull`.
-    /// The default (`linear` reading, `exponential` tail) is what the regime map found best:
-    /// no other reading was faster in the paired comparison of the committed grid.
-    pub tail: String,
+    /// How policies read the fitted curves ([`CurveReading`]).
+    pub survival_curve: CurveReading,
+    /// The tail model past the last knot ([`TailModel`]). The default (`linear` reading,
+    /// `exponential` tail) is what the regime map found best: no other reading was faster in
+    /// the paired comparison of the committed grid.
+    pub tail: TailModel,
     /// The generating laws of a synthetic fleet (a CSV `synth traces --fleet` writes; see
     /// [`crate::survival::truth`]), read by `hazard-truth` only. Empty, or a file without a row for
     /// `nodes.source`: `hazard-truth` is not run (a note says so).
@@ -319,8 +320,8 @@ impl Default for PolicyConfig {
             overlap: p.overlap,
             forecast: p.forecast,
             length_draws: p.length_draws,
-            survival_curve: "linear".into(),
-            tail: "exponential".into(),
+            survival_curve: CurveReading::Linear,
+            tail: TailModel::Exponential,
             truth: String::new(),
         }
     }
@@ -351,8 +352,9 @@ impl PolicyConfig {
 pub struct WorkloadConfig {
     /// Request source.
     pub source: String,
-    /// Output-length estimator.
-    pub estimator: String,
+    /// Output-length estimator, written as its text (`exact`, `lognormal:SIGMA`, `bucket`).
+    #[serde(with = "estimator_text")]
+    pub estimator: LengthEstimator,
     /// Arrival-rate multiplier.
     pub rate_scale: f64,
     /// Offered load as a fraction of each window's up capacity (replaces `rate_scale`).
@@ -365,7 +367,9 @@ impl Default for WorkloadConfig {
     fn default() -> Self {
         WorkloadConfig {
             source: "sample-requests".into(),
-            estimator: "lognormal:0.5".into(),
+            estimator: LengthEstimator::Lognormal {
+                sigma: LengthEstimator::DEFAULT_SIGMA,
+            },
             rate_scale: 1.0,
             load: None,
             loop_workload: true,
@@ -402,7 +406,8 @@ pub struct ReplaySection {
     pub batch_slowdown: Option<f64>,
     /// The metric "gap closed" is measured on (a metric key, default
     /// `unplanned_interruptions`: the oracle is a tested reference only on that metric).
-    pub gap_metric: String,
+    #[serde(with = "metric_key")]
+    pub gap_metric: crate::replay::Metric,
     /// The declared reference of the verdict "does hazard pay" (the regime map's `pays`):
     /// a hazard-blind policy (`least-loaded`, the default, `fastest`, `random`), `uptime`, or
     /// `best-blind` (the best of the three, chosen inside each bootstrap resample).
@@ -460,7 +465,7 @@ impl Default for ReplaySection {
             seed: 1,
             slo_factor: 5.0,
             batch_slowdown: None,
-            gap_metric: crate::replay::DEFAULT_GAP_METRIC.key().into(),
+            gap_metric: crate::replay::DEFAULT_GAP_METRIC,
             reference: REFERENCES[0].into(),
             warmup_s: None,
             drain_s: None,
@@ -485,9 +490,6 @@ pub struct ScenarioConfig {
     /// `[replay]`.
     pub replay: ReplaySection,
 }
-
-/// The tail models of `policy.tail`.
-pub const TAILS: [&str; 4] = ["exponential", "last-interval", "flat", "weibull"];
 
 /// Most windows a scenario may ask for (each window is a full replay of every policy).
 pub const MAX_WINDOWS: usize = 10_000;
@@ -540,10 +542,6 @@ impl ScenarioConfig {
                 ));
             }
         }
-        self.workload
-            .estimator
-            .parse::<LengthEstimator>()
-            .map_err(|e| ScenarioError::invalid("workload.estimator", e.to_string()))?;
         let r = &self.replay;
         if r.windows == 0 || r.windows > MAX_WINDOWS {
             return Err(ScenarioError::invalid(
@@ -558,17 +556,6 @@ impl ScenarioConfig {
             ));
         }
         nonneg("replay.window_length_s", r.window_length_s)?;
-        if crate::replay::Metric::from_key(&r.gap_metric).is_none() {
-            let keys: Vec<&str> = crate::replay::METRICS.iter().map(|d| d.key).collect();
-            return Err(ScenarioError::invalid(
-                "replay.gap_metric",
-                format!(
-                    "must be a metric key, got {:?}; known: {}",
-                    r.gap_metric,
-                    keys.join(", ")
-                ),
-            ));
-        }
         if !REFERENCES.contains(&r.reference.as_str()) {
             return Err(ScenarioError::invalid(
                 "replay.reference",
@@ -616,18 +603,6 @@ impl ScenarioConfig {
                 )
             })?;
         }
-        if !matches!(self.policy.survival_curve.as_str(), "step" | "linear") {
-            return Err(ScenarioError::invalid(
-                "policy.survival_curve",
-                format!("{:?}: use step or linear", self.policy.survival_curve),
-            ));
-        }
-        if !TAILS.contains(&self.policy.tail.as_str()) {
-            return Err(ScenarioError::invalid(
-                "policy.tail",
-                format!("{:?}: use {}", self.policy.tail, TAILS.join(", ")),
-            ));
-        }
         let p = &self.policy;
         nonneg("policy.transfer_overhead_s", p.transfer_overhead_s)?;
         nonneg("policy.recompute_overhead_s", p.recompute_overhead_s)?;
@@ -635,22 +610,53 @@ impl ScenarioConfig {
         positive("policy.check_interval_s", p.check_interval_s)?;
         nonneg("policy.hysteresis_s", p.hysteresis_s)?;
         nonneg("policy.min_remaining_s", p.min_remaining_s)?;
-        presets::find_hardware(&self.hardware.preset)?;
-        presets::find_link(&self.hardware.link)?;
-        presets::find_model(&self.model.preset)?;
+        self.resolve()?;
         self.hardware.overrides.validate("hardware")?;
         if let Some(a) = &self.nodes.filter_attribute {
             NodeAttribute::parse(a, "nodes.filter_attribute")?;
         }
         for g in &self.hardware.groups {
-            NodeAttribute::parse(&g.attribute, "hardware.groups.attribute")?;
-            if let Some(p) = &g.preset {
-                presets::find_hardware(p)?;
-            }
             g.overrides.validate("hardware.groups")?;
         }
         Ok(())
     }
+
+    /// The presets and group attributes the scenario names, looked up once (an unknown name is
+    /// the error [`ScenarioConfig::validate`] reports).
+    pub fn resolve(&self) -> Result<Resolved, ScenarioError> {
+        let groups = self
+            .hardware
+            .groups
+            .iter()
+            .map(|g| {
+                let attribute = NodeAttribute::parse(&g.attribute, "hardware.groups.attribute")?;
+                let preset = match &g.preset {
+                    Some(p) => Some(presets::find_hardware(p)?),
+                    None => None,
+                };
+                Ok((attribute, preset))
+            })
+            .collect::<Result<Vec<_>, ScenarioError>>()?;
+        Ok(Resolved {
+            hardware: presets::find_hardware(&self.hardware.preset)?,
+            link: presets::find_link(&self.hardware.link)?,
+            model: presets::find_model(&self.model.preset)?,
+            groups,
+        })
+    }
+}
+
+/// What a scenario's names stand for, looked up once ([`ScenarioConfig::resolve`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Resolved {
+    /// The `[hardware]` preset.
+    pub hardware: presets::HardwarePreset,
+    /// The link preset.
+    pub link: presets::LinkPreset,
+    /// The model preset.
+    pub model: presets::ModelPreset,
+    /// Each `[[hardware.groups]]` entry's attribute and preset, in order.
+    pub groups: Vec<(NodeAttribute, Option<presets::HardwarePreset>)>,
 }
 
 /// The node attributes a scenario can select or group nodes by.

@@ -6,6 +6,7 @@
 //! and comparison rows, and [`error`] says what went wrong.
 
 pub mod build;
+pub mod choices;
 pub mod config;
 pub mod error;
 pub mod explain;
@@ -13,7 +14,7 @@ pub mod results;
 pub mod run;
 
 pub use build::{build, Scenario};
-pub use config::ScenarioConfig;
+pub use config::{CurveReading, ScenarioConfig, TailModel};
 pub use error::{ConfigError, ScenarioError};
 pub use results::{latest_run, load_summary, save_run, RunInfo};
 pub use run::{run, RunOptions, RunResult};

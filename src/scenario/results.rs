@@ -213,9 +213,7 @@ pub fn save_run(
 /// The most recent run id in the store, if any.
 pub fn latest_run(store: &Store) -> Result<Option<String>, StoreError> {
     let cat = store.query()?;
-    let mut stmt = cat
-        .connection()
-        .prepare("SELECT run_id FROM runs ORDER BY created_at DESC, run_id DESC LIMIT 1")?;
+    let mut stmt = cat.connection().prepare(crate::queries::LATEST_RUN.sql)?;
     let mut rows = stmt.query([])?;
     Ok(match rows.next()? {
         Some(r) => Some(r.get(0)?),
@@ -226,9 +224,7 @@ pub fn latest_run(store: &Store) -> Result<Option<String>, StoreError> {
 /// The comparison rows of a stored run, in their order.
 pub fn load_summary(store: &Store, run_id: &str) -> Result<Vec<PolicySummary>, StoreError> {
     let cat = store.query()?;
-    let mut stmt = cat
-        .connection()
-        .prepare("SELECT summary FROM replay_summary WHERE run_id = ? ORDER BY position")?;
+    let mut stmt = cat.connection().prepare(crate::queries::RUN_SUMMARY.sql)?;
     let rows = stmt.query_map([run_id], |r| r.get::<_, String>(0))?;
     let mut out = Vec::new();
     for row in rows {

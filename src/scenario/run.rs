@@ -88,8 +88,7 @@ pub fn run(
         simulated as f64 / secs.max(1e-9)
     ));
     let opts_agg = AggregateOptions {
-        gap_metric: crate::replay::Metric::from_key(&cfg.replay.gap_metric)
-            .unwrap_or(crate::replay::DEFAULT_GAP_METRIC),
+        gap_metric: cfg.replay.gap_metric,
         ..AggregateOptions::default()
     };
     let rows = comparison_rows(summarize(&runs, &opts_agg));

@@ -109,8 +109,7 @@ pub fn run_cell_with(
     let sc = build_with(store, cfg, cache)?;
     let runs = run_grid_metrics(&sc.cluster, &sc.workload, &sc.config, &sc.grid)?;
     let opts = AggregateOptions {
-        gap_metric: Metric::from_key(&cfg.replay.gap_metric)
-            .unwrap_or(crate::replay::DEFAULT_GAP_METRIC),
+        gap_metric: cfg.replay.gap_metric,
         ..AggregateOptions::default()
     };
     Ok(result_of(cell, &runs, &opts))

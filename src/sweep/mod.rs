@@ -27,7 +27,7 @@ pub use error::SweepError;
 pub use filter::AxisFilter;
 pub use grid::{Cell, GridFile};
 pub use layout::{MapLayout, SweepAxis};
-pub use run::{run_cells, shard_cells, Shard};
+pub use run::{run_cells, run_or_reuse, shard_cells, Shard};
 pub use stored::{
     content_key, grid_sources, is_stored, latest_sweep, list_sweeps, load_sweep, read_shards,
     result_sources, save_sweep, write_shard, ShardInfo, SweepRow,

@@ -1,4 +1,5 @@
-//! Running a grid's cells in parallel, and splitting a grid into shards.
+//! Running a grid's cells in parallel (or reusing a stored sweep of the same grid and inputs),
+//! and splitting a grid into shards.
 
 use std::path::PathBuf;
 
@@ -7,7 +8,8 @@ use rayon::prelude::*;
 use super::cell::{run_cell_with, CellResult};
 use super::error::SweepError;
 use super::grid::Cell;
-use crate::store::Store;
+use super::stored::{content_key, grid_sources, is_stored, load_sweep, save_sweep};
+use crate::store::{Store, WriteLock};
 
 /// A slice of a grid: shard `index` of `count` (0-based).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -82,4 +84,25 @@ pub fn run_cells(
             .collect()
     });
     results.into_iter().collect()
+}
+
+/// Runs `cells` (of the grid `grid_text`) and stores them as sweep `id`, unless the store
+/// already holds sweep `id` of this grid over these inputs (the same content key), which is
+/// then read back instead. Returns the cells in grid order and whether they were reused.
+pub fn run_or_reuse(
+    store: &Store,
+    id: &str,
+    grid_text: &str,
+    cells: &[Cell],
+    jobs: usize,
+    progress: &(dyn Fn(usize) + Sync),
+) -> Result<(Vec<CellResult>, bool), SweepError> {
+    let key = content_key(store, grid_text, grid_sources(cells))?;
+    if is_stored(store, id, &key) {
+        return Ok((load_sweep(store, id)?, true));
+    }
+    let results = run_cells(store, cells, jobs, progress)?;
+    let lock = WriteLock::acquire_wait(store)?;
+    save_sweep(store, &lock, id, &key, grid_text, &results)?;
+    Ok((results, false))
 }

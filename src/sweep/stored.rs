@@ -258,9 +258,7 @@ pub fn load_sweep(store: &Store, sweep_id: &str) -> Result<Vec<CellResult>, Swee
     let cat = store.query()?;
     let conn = cat.connection();
     let mut stmt = conn
-        .prepare(
-            "SELECT sweep_id, position, cell, axes, config, requests, result FROM sweep_cells WHERE sweep_id = ? ORDER BY position",
-        )
+        .prepare(crate::queries::SWEEP_CELLS.sql)
         .map_err(StoreError::from)?;
     let batches: Vec<RecordBatch> = stmt
         .query_arrow([sweep_id])
@@ -293,7 +291,7 @@ pub fn list_sweeps(store: &Store) -> Result<Vec<SweepRow>, SweepError> {
     let cat = store.query()?;
     let mut stmt = cat
         .connection()
-        .prepare("SELECT sweep_id, created_at, cells FROM sweeps ORDER BY created_at, sweep_id")
+        .prepare(crate::queries::SWEEP_LIST.sql)
         .map_err(StoreError::from)?;
     let rows = stmt
         .query_map([], |r| {
@@ -316,7 +314,7 @@ pub fn latest_sweep(store: &Store) -> Result<Option<String>, SweepError> {
     let cat = store.query()?;
     let mut stmt = cat
         .connection()
-        .prepare("SELECT sweep_id FROM sweeps ORDER BY created_at DESC, sweep_id DESC LIMIT 1")
+        .prepare(crate::queries::LATEST_SWEEP.sql)
         .map_err(StoreError::from)?;
     let mut rows = stmt.query([]).map_err(StoreError::from)?;
     Ok(match rows.next().map_err(StoreError::from)? {

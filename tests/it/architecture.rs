@@ -22,6 +22,7 @@ const LAYERS: &[(&str, u32)] = &[
     ("queries", 2),
     ("named_queries", 2),
     ("output", 2),
+    ("ingest_job", 2),
     ("replay", 3),
     ("fit", 3),
     ("synth", 4),

@@ -1,0 +1,5 @@
+-- The most recent sweep.
+SELECT sweep_id
+FROM sweeps
+ORDER BY created_at DESC, sweep_id DESC
+LIMIT 1

@@ -1,0 +1,4 @@
+-- Every stored sweep, oldest first.
+SELECT sweep_id, created_at, cells
+FROM sweeps
+ORDER BY created_at, sweep_id
