@@ -20,6 +20,7 @@ pub mod formats;
 pub mod input;
 pub mod model;
 pub mod sessionize;
+pub mod survival_csv;
 pub mod workload;
 
 pub use adapters::{parse, sniff, Format};

@@ -6,6 +6,10 @@ use std::path::PathBuf;
 use anyhow::{bail, Context};
 use clap::Args;
 
+use hazardserve_ingest::survival_csv::{
+    intern, read_survival_csv, SurvivalColumns, SurvivalCsvSpec,
+};
+
 use super::args::{Globals, OutputArgs};
 use crate::output::{self, Col};
 use crate::survival::competing::aalen_johansen;
@@ -120,269 +124,27 @@ impl GroupTest {
     }
 }
 
-fn parse_flag(s: &str) -> Option<bool> {
-    match s {
-        "1" => return Some(true),
-        "0" => return Some(false),
-        _ => {}
+/// The columns `args` names, as the ingest crate's survival CSV reader takes them.
+fn csv_spec(args: &KmArgs) -> SurvivalCsvSpec {
+    SurvivalCsvSpec {
+        duration: args.duration.clone(),
+        event: args.event.clone(),
+        entry: args.entry.clone(),
+        group: args.group.clone(),
+        strata: args.strata.clone(),
+        cause: args.cause.clone(),
+        lower: args.lower.clone(),
+        upper: args.upper.clone(),
     }
-    match s.trim().to_ascii_lowercase().as_str() {
-        "1" | "true" | "t" | "yes" | "1.0" => Some(true),
-        "0" | "false" | "f" | "no" | "0.0" => Some(false),
-        _ => None,
-    }
-}
-
-/// The columns `km` read from its CSV.
-#[derive(Debug, Default)]
-struct KmColumns {
-    dur: Vec<f64>,
-    ev: Vec<bool>,
-    ent: Vec<f64>,
-    /// Group (or cause) labels in order of first appearance, and each row's index into them
-    /// (for causes: 0 = censored, k = labels[k - 1]).
-    labels: Vec<String>,
-    grp: Vec<usize>,
-    /// Each row's stratum label (`--strata` only).
-    strata: Vec<String>,
-    lower: Vec<f64>,
-    upper: Vec<f64>,
-}
-
-/// Where `km`'s columns are in its CSV.
-struct KmIndices {
-    duration: Option<usize>,
-    event: Option<usize>,
-    entry: Option<usize>,
-    group: Option<usize>,
-    strata: Option<usize>,
-    cause: Option<usize>,
-    bounds: Option<(usize, usize)>,
-}
-
-/// Finds the columns `args` names in the header `cols`.
-fn km_indices(name: &str, args: &KmArgs, cols: &[&str]) -> anyhow::Result<KmIndices> {
-    let find = |what: &str, c: &str| {
-        cols.iter()
-            .position(|h| h.trim_matches('"').eq_ignore_ascii_case(c))
-            .with_context(|| {
-                format!(
-                    "{name}:1: no {what} column {c:?} (columns: {})",
-                    cols.join(", ")
-                )
-            })
-    };
-    let interval = args.lower.is_some();
-    let opt = |what: &str, c: &Option<String>| c.as_deref().map(|c| find(what, c)).transpose();
-    let idx = KmIndices {
-        duration: if interval {
-            None
-        } else {
-            Some(find("duration", &args.duration)?)
-        },
-        event: match &args.event {
-            Some(c) => Some(find("event", c)?),
-            None if interval => None,
-            None => cols.iter().position(|h| h.eq_ignore_ascii_case("event")),
-        },
-        entry: opt("entry", &args.entry)?,
-        group: opt("group", &args.group)?,
-        strata: opt("strata", &args.strata)?,
-        cause: opt("cause", &args.cause)?,
-        bounds: match (opt("lower", &args.lower)?, opt("upper", &args.upper)?) {
-            (Some(l), Some(u)) => Some((l, u)),
-            _ => None,
-        },
-    };
-    if idx.group.is_some() && args.test.is_none() && args.rmst.is_none() {
-        bail!("--group needs --test or --rmst (the curve itself is pooled)");
-    }
-    Ok(idx)
-}
-
-/// Reads the CSV of `km` into the columns its flags ask for; errors name the file, line and
-/// value. A plain file (no quotes) is cut at line ends and read on every core, the pieces then
-/// joined in order (labels keep their order of first appearance in the file).
-fn read_km_csv(args: &KmArgs) -> anyhow::Result<KmColumns> {
-    let name = args.input.display().to_string();
-    let bytes = std::fs::read(&args.input).with_context(|| format!("{name}: cannot read"))?;
-    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-    // A record error (not UTF-8) with the file's name; the visitors' own errors already have it.
-    let named = |e: anyhow::Error| match e.downcast_ref::<hazardserve_ingest::CsvRecordError>() {
-        Some(c) => anyhow::anyhow!("{name}:{}: {}", c.line, c.reason),
-        None => e,
-    };
-    let plain = hazardserve_ingest::csv_plain_parts(&bytes, cores).map_err(|c| named(c.into()))?;
-    let out = match plain {
-        Some(plain) => {
-            let ix = km_indices(&name, args, &plain.header)?;
-            let pieces: Vec<anyhow::Result<KmColumns>> = std::thread::scope(|sc| {
-                let handles: Vec<_> = plain
-                    .parts
-                    .iter()
-                    .map(|&(first, body)| {
-                        let (name, ix) = (&name, &ix);
-                        sc.spawn(move || {
-                            let mut out = KmColumns::default();
-                            let mut index = Default::default();
-                            hazardserve_ingest::csv_visit_part::<anyhow::Error>(
-                                first,
-                                body,
-                                |line, f| km_record(name, ix, line, f, &mut out, &mut index),
-                            )?;
-                            Ok(out)
-                        })
-                    })
-                    .collect();
-                handles
-                    .into_iter()
-                    .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                    .collect()
-            });
-            let mut out = KmColumns::default();
-            let mut index = Default::default();
-            for piece in pieces {
-                let piece = piece.map_err(named)?;
-                out.append(piece, ix.cause.is_some(), &mut index);
-            }
-            out
-        }
-        None => {
-            let mut ix: Option<KmIndices> = None;
-            let mut out = KmColumns::default();
-            let mut index = Default::default();
-            // Quoted fields, CRLF and a byte-order mark are handled by the CSV reader.
-            let visited =
-                hazardserve_ingest::csv_visit::<anyhow::Error>(&bytes, |line, f| match &ix {
-                    None => {
-                        ix = Some(km_indices(&name, args, f)?);
-                        Ok(())
-                    }
-                    Some(ix) => km_record(&name, ix, line, f, &mut out, &mut index),
-                });
-            visited.map_err(named)?;
-            if ix.is_none() {
-                bail!("{name}: empty input");
-            }
-            out
-        }
-    };
-    if out.dur.is_empty() && out.lower.is_empty() {
-        bail!("{name}: no data rows");
-    }
-    Ok(out)
-}
-
-impl KmColumns {
-    /// Appends the rows of `other` (read from a later piece of the same file), re-indexing its
-    /// labels into this one's (`cause`: index 0 is censoring, label k is index k + 1).
-    fn append(
-        &mut self,
-        other: KmColumns,
-        cause: bool,
-        index: &mut std::collections::HashMap<String, usize>,
-    ) {
-        let remap: Vec<usize> = other
-            .labels
-            .iter()
-            .map(|l| intern(l, &mut self.labels, index))
-            .collect();
-        self.dur.extend(other.dur);
-        self.ev.extend(other.ev);
-        self.ent.extend(other.ent);
-        self.lower.extend(other.lower);
-        self.upper.extend(other.upper);
-        self.strata.extend(other.strata);
-        self.grp
-            .extend(other.grp.into_iter().map(|g| match (cause, g) {
-                (true, 0) => 0,
-                (true, g) => remap[g - 1] + 1,
-                (false, g) => remap[g],
-            }));
-    }
-}
-
-/// One data record of `km`'s CSV into `out` (labels interned through `index`).
-fn km_record(
-    name: &str,
-    ix: &KmIndices,
-    lineno: u64,
-    f: &[&str],
-    out: &mut KmColumns,
-    index: &mut std::collections::HashMap<String, usize>,
-) -> anyhow::Result<()> {
-    let number = |what: &str, v: &str| -> anyhow::Result<f64> {
-        v.parse::<f64>()
-            .ok()
-            .filter(|v| v.is_finite())
-            .with_context(|| format!("{name}:{lineno}: {what} {v:?} is not a number"))
-    };
-    let get = |k: usize| f.get(k).copied().unwrap_or("");
-    if let Some((l, u)) = ix.bounds {
-        let lo = number("lower bound", get(l))?;
-        let up = match get(u).to_ascii_lowercase().as_str() {
-            "" | "inf" | "+inf" | "infinity" => f64::INFINITY,
-            _ => number("upper bound", get(u))?,
-        };
-        if up < lo {
-            bail!("{name}:{lineno}: upper bound {up} is below lower bound {lo}");
-        }
-        out.lower.push(lo);
-        out.upper.push(up);
-        return Ok(());
-    }
-    if let Some(k) = ix.duration {
-        out.dur.push(number("duration", get(k))?);
-    }
-    let e = match ix.event {
-        Some(k) => parse_flag(get(k))
-            .with_context(|| format!("{name}:{lineno}: event {:?} is not 0/1", get(k)))?,
-        None => true,
-    };
-    out.ev.push(e);
-    if let Some(k) = ix.entry {
-        out.ent.push(number("entry", get(k))?);
-    }
-    if let Some(k) = ix.group {
-        let l = get(k);
-        if l.is_empty() {
-            bail!("{name}:{lineno}: the group is empty");
-        }
-        out.grp.push(intern(l, &mut out.labels, index));
-    }
-    if let Some(k) = ix.strata {
-        out.strata.push(get(k).to_string());
-    }
-    if let Some(k) = ix.cause {
-        let l = get(k);
-        let censored = !e || l.is_empty() || l == "0" || l.eq_ignore_ascii_case("censored");
-        out.grp.push(if censored {
-            0
-        } else {
-            intern(l, &mut out.labels, index) + 1
-        });
-    }
-    Ok(())
-}
-
-/// The index of `label` in `labels`, appended when new.
-fn intern(
-    label: &str,
-    labels: &mut Vec<String>,
-    index: &mut std::collections::HashMap<String, usize>,
-) -> usize {
-    if let Some(&g) = index.get(label) {
-        return g;
-    }
-    labels.push(label.to_string());
-    index.insert(label.to_string(), labels.len() - 1);
-    labels.len() - 1
 }
 
 /// `hazardserve km`.
 pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
     let name = args.input.display().to_string();
-    let c = read_km_csv(&args)?;
+    if args.group.is_some() && args.test.is_none() && args.rmst.is_none() {
+        bail!("--group needs --test or --rmst (the curve itself is pooled)");
+    }
+    let c = read_survival_csv(&args.input, &csv_spec(&args))?;
     if args.lower.is_some() {
         let b = interval_table(globals, &name, &c, args.open_lower)?;
         return args.output.emit(globals, &[b]);
@@ -470,7 +232,7 @@ pub fn km(globals: &Globals, args: KmArgs) -> anyhow::Result<()> {
 /// `km --cause`: one block of rows per cause (incidence, interval, cause-specific hazard).
 fn competing_table(
     name: &str,
-    c: &KmColumns,
+    c: &SurvivalColumns,
     entry: Option<&[f64]>,
 ) -> anyhow::Result<arrow::record_batch::RecordBatch> {
     let causes: Vec<u32> = c.grp.iter().map(|&g| g as u32).collect();
@@ -535,7 +297,7 @@ fn competing_table(
 fn interval_table(
     globals: &Globals,
     name: &str,
-    c: &KmColumns,
+    c: &SurvivalColumns,
     open_lower: bool,
 ) -> anyhow::Result<arrow::record_batch::RecordBatch> {
     let bounds = if open_lower {
