@@ -109,7 +109,7 @@ pub fn get(name: &str) -> Option<&'static NamedQuery> {
 }
 
 /// Parses `KEY=VALUE` arguments.
-pub fn parse_params(args: &[String]) -> Result<Vec<(String, String)>, BindError> {
+pub(crate) fn parse_params(args: &[String]) -> Result<Vec<(String, String)>, BindError> {
     args.iter()
         .map(|a| {
             a.split_once('=')
@@ -120,7 +120,7 @@ pub fn parse_params(args: &[String]) -> Result<Vec<(String, String)>, BindError>
 }
 
 /// The header of a query text.
-pub fn doc_of(sql: &str) -> QueryDoc {
+pub(crate) fn doc_of(sql: &str) -> QueryDoc {
     let mut doc = QueryDoc::default();
     let mut in_purpose = false;
     for line in sql.lines() {
@@ -176,7 +176,7 @@ impl NamedQuery {
 }
 
 /// Binds `given` to the declared `params` of `sql` (see [`NamedQuery::bind`]).
-pub fn bind_sql(
+pub(crate) fn bind_sql(
     query: &str,
     sql: &str,
     params: &[Param],

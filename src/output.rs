@@ -82,7 +82,7 @@ pub enum RenderError {
 /// Writes `batches` (one table) in `format` to `out`, or to standard output when `out` is `None`.
 /// A file is written atomically (temporary file, fsync, rename; see
 /// [`crate::store::replace_file`]). Parquet is refused on a terminal.
-pub fn emit(
+pub(crate) fn emit(
     batches: &[RecordBatch],
     format: OutputFormat,
     out: Option<&Path>,
@@ -92,7 +92,7 @@ pub fn emit(
 
 /// [`emit`], with the rows a table shows on standard output (a table written to a file has
 /// every row).
-pub fn emit_rows(
+pub(crate) fn emit_rows(
     batches: &[RecordBatch],
     format: OutputFormat,
     out: Option<&Path>,
@@ -126,7 +126,7 @@ pub fn emit_rows(
 /// Writes a JSON document (pretty, with a final newline) to `out`, or to standard output when
 /// `out` is `None`: the JSON of results whose rows are nested objects (a policy comparison, a
 /// regime map), on the same path as [`emit`] (a file is written atomically).
-pub fn emit_json(value: &serde_json::Value, out: Option<&Path>) -> Result<(), RenderError> {
+pub(crate) fn emit_json(value: &serde_json::Value, out: Option<&Path>) -> Result<(), RenderError> {
     let write = |w: &mut dyn Write| -> Result<(), RenderError> {
         serde_json::to_writer_pretty(&mut *w, value)
             .map_err(|e| RenderError::Io(std::io::Error::other(e)))?;
@@ -663,7 +663,7 @@ fn json_object<'a>(pairs: impl Iterator<Item = (&'a String, &'a String)>) -> Str
 }
 
 /// `value [lo, hi]` with [`human_float`] numbers, or `value` without an interval.
-pub fn interval_text(v: f64, ci: Option<(f64, f64)>) -> String {
+pub(crate) fn interval_text(v: f64, ci: Option<(f64, f64)>) -> String {
     match ci {
         Some((lo, hi)) => format!(
             "{} [{}, {}]",
@@ -717,7 +717,7 @@ pub fn duration_text(s: f64) -> String {
 
 /// A link bandwidth in bytes/s as people quote it, in bits per second (`100 Mb/s`,
 /// `10 Gb/s`).
-pub fn rate_text(bytes_s: f64) -> String {
+pub(crate) fn rate_text(bytes_s: f64) -> String {
     let bits = bytes_s * 8.0;
     if bits >= 1e9 {
         format!("{} Gb/s", human_float(bits / 1e9))
@@ -790,7 +790,7 @@ pub fn batch(cols: Vec<(&str, Col)>) -> Result<RecordBatch, RenderError> {
 
 /// A time on a source's clock as people read it: ISO-8601 UTC on a UTC clock, seconds on a
 /// relative one.
-pub fn clock_time(t: f64, time_base: &str) -> String {
+pub(crate) fn clock_time(t: f64, time_base: &str) -> String {
     if time_base == "utc" {
         if let Some(d) = chrono::DateTime::from_timestamp(t.floor() as i64, 0) {
             return d.format("%Y-%m-%dT%H:%M:%SZ").to_string();

@@ -16,7 +16,7 @@ use crate::store::Store;
 use crate::survival::curve::{ConditionalSurvival, Exponential, Weibull};
 
 /// Parses `weibull:SHAPE,SCALE_S` or `exp:MEAN_S`.
-pub fn parse_survival(spec: &str) -> anyhow::Result<Box<dyn ConditionalSurvival>> {
+fn parse_survival(spec: &str) -> anyhow::Result<Box<dyn ConditionalSurvival>> {
     let (kind, rest) = spec
         .split_once(':')
         .with_context(|| format!("--survival {spec:?}: use weibull:SHAPE,SCALE_S or exp:MEAN_S"))?;

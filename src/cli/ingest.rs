@@ -137,7 +137,7 @@ impl IngestArgs {
 }
 
 /// Derives a source name from a path argument: its last component, sanitised.
-pub fn derive_source_name(path: &str) -> String {
+fn derive_source_name(path: &str) -> String {
     let base = Path::new(path.trim_end_matches('/'))
         .file_name()
         .map(|s| s.to_string_lossy().into_owned())
@@ -171,7 +171,7 @@ pub fn derive_source_name(path: &str) -> String {
 }
 
 /// Parses a size: bytes, or a number with a K, M or G suffix (powers of 1024).
-pub fn parse_size(s: &str) -> Result<u64, String> {
+fn parse_size(s: &str) -> Result<u64, String> {
     let t = s.trim();
     let (num, mult) = match t.char_indices().last() {
         Some((i, c)) if c.is_ascii_alphabetic() => {
@@ -203,7 +203,7 @@ pub fn read_inputs(globals: &Globals, paths: &[String]) -> anyhow::Result<Vec<In
 /// Reads every input, with a progress bar on a terminal. A file that cannot be read (or
 /// decompresses past `options`' cap) becomes a defective input that the adapters report as a
 /// reject (lenient) or an error (strict); it never stops the others.
-pub fn read_inputs_with(
+fn read_inputs_with(
     globals: &Globals,
     paths: &[String],
     options: &ingest::ReadOptions,

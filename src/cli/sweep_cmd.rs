@@ -447,7 +447,7 @@ fn print_axis(
 /// `opportunity_s`); a table with the declared reference, its q-value, the opportunity and
 /// `diff [lo, hi]` cells on mean completion and interruptions. A gap closed without a gap
 /// prints as "none".
-pub fn print_summary(
+fn print_summary(
     globals: &Globals,
     cells: &[CellResult],
     output: &OutputArgs,

@@ -60,7 +60,7 @@ impl CauseGroup {
 
 /// The name a session's end cause is reported under: the first matching group's name, else
 /// the cause itself (`unknown` when the store has none).
-pub fn cause_name<'a>(cause: &'a str, groups: &'a [CauseGroup]) -> &'a str {
+fn cause_name<'a>(cause: &'a str, groups: &'a [CauseGroup]) -> &'a str {
     match groups.iter().find(|g| g.matches(cause)) {
         Some(g) => &g.name,
         None if cause.is_empty() => "unknown",
@@ -92,7 +92,7 @@ impl GroupCauses {
 
 /// The competing-risk fit of one group of `data` (its sessions as [`super::group_columns`]
 /// takes them: entry ages honoured, instantaneous sessions left out).
-pub fn group_causes(
+pub(crate) fn group_causes(
     data: &SourceSessions,
     group: &str,
     groups: &[CauseGroup],

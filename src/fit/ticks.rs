@@ -35,7 +35,7 @@ impl TickFit {
 
 /// The tick width of a group's sessions: the largest `resolution_s` among `rows`, `None` when
 /// every time is exact.
-pub fn tick_resolution(data: &SourceSessions, rows: &[usize]) -> Option<f64> {
+fn tick_resolution(data: &SourceSessions, rows: &[usize]) -> Option<f64> {
     let r = rows
         .iter()
         .filter_map(|&i| data.resolution_s.get(i).copied())
@@ -46,7 +46,10 @@ pub fn tick_resolution(data: &SourceSessions, rows: &[usize]) -> Option<f64> {
 /// The interval-censored fit of one group (module docs); `None` when the group's times are
 /// exact, or when some session has a known entry age (the NPMLE here does not take left
 /// truncation; Kaplan-Meier does).
-pub fn group_ticks(data: &SourceSessions, group: &str) -> Result<Option<TickFit>, SurvivalError> {
+pub(crate) fn group_ticks(
+    data: &SourceSessions,
+    group: &str,
+) -> Result<Option<TickFit>, SurvivalError> {
     let rows = data.group_rows(group);
     let Some(r) = tick_resolution(data, &rows) else {
         return Ok(None);

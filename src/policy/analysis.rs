@@ -287,7 +287,7 @@ pub struct CrossoverRow {
 }
 
 /// Destination prefill rates of the default table: every hardware preset.
-pub fn default_prefill_rates() -> Vec<f64> {
+pub(crate) fn default_prefill_rates() -> Vec<f64> {
     HARDWARE.iter().map(|h| h.prefill_tok_s).collect()
 }
 

@@ -285,7 +285,7 @@ fn split_at_announced_end<C: ConditionalSurvival + ?Sized>(
 /// hop it makes just before the end ([`UnplannedLoss::hop_at`]`(R)`, never above the unplanned
 /// `U(R)`), else 0. An unknown `R` (`None`) counts as never failing.
 #[inline]
-pub fn oracle_loss(remaining_up: Option<f64>, horizon: f64, u: &UnplannedLoss) -> f64 {
+fn oracle_loss(remaining_up: Option<f64>, horizon: f64, u: &UnplannedLoss) -> f64 {
     match remaining_up {
         Some(r) if r < horizon => u.hop_at(nonneg(r)),
         _ => 0.0,
@@ -493,7 +493,7 @@ pub fn placement_cost(
 /// `E_i` of a running request on its current node: no queue wait, prefill only for context not
 /// yet resident.
 #[inline]
-pub fn running_cost(
+pub(crate) fn running_cost(
     node: &NodeView<'_>,
     req: &RequestView,
     fallback_prefill_tok_s: f64,
@@ -520,7 +520,7 @@ pub fn running_cost(
 /// The general form: `T_i` from `queue_wait_s`, `prefill_tokens`, `remaining_tokens`; `U_i`
 /// for context `context_tokens`; `L_i` over `[0, T_i]`.
 #[inline]
-pub fn request_cost(
+fn request_cost(
     node: &NodeView<'_>,
     queue_wait_s: f64,
     prefill_tokens: f64,
@@ -552,7 +552,7 @@ pub fn request_cost(
 /// implies, [`ServiceTime::decode_rate`]), `L_i` over `[0, T_i]` under `model`. Returns the
 /// cost and the `U_i` behind it.
 #[inline]
-pub fn cost_from_service(
+pub(crate) fn cost_from_service(
     node: &NodeView<'_>,
     st: ServiceTime,
     decode_tok_s: f64,
@@ -596,7 +596,7 @@ pub fn cost_from_service(
 /// `c / p_j + sigma` (issue text), plus `O_r` so it equals `U` at the failure time; pass
 /// `recompute_overhead_s = 0` for the bare form. Generated tokens were streamed and are not
 /// lost; the KV cache is.
-pub fn unplanned_recovery_s(
+pub(crate) fn unplanned_recovery_s(
     context_tokens: f64,
     prefill_tok_s: f64,
     stall_penalty_s: f64,

@@ -248,7 +248,7 @@ pub struct MoveCost {
 /// Non-overlapped planned move: the request stops, the context `c` moves by
 /// [`planned_cost`], the request resumes on the destination. `C = C_planned(c)`.
 #[inline]
-pub fn planned_move(
+pub(crate) fn planned_move(
     context_tokens: f64,
     kv_bytes_per_token: f64,
     bandwidth_src: f64,
@@ -340,7 +340,7 @@ pub fn overlapped_move(
 
 /// The trigger: migrate iff `risk_gain > h` and `dT < h`.
 #[inline]
-pub fn trigger_fires(risk_gain: f64, dt: f64, hysteresis_s: f64) -> bool {
+pub(crate) fn trigger_fires(risk_gain: f64, dt: f64, hysteresis_s: f64) -> bool {
     risk_gain > hysteresis_s && dt < hysteresis_s
 }
 
@@ -462,7 +462,7 @@ pub fn assess_move(q: &MoveQuery<'_>) -> MoveAssessment {
 /// The move's cost for the request on `src` to `dst`: [`overlapped_move`] with
 /// `params.overlap`, else [`planned_move`].
 #[inline]
-pub fn move_cost(
+pub(crate) fn move_cost(
     src: &NodeView<'_>,
     source: &SourceState,
     dst: &NodeView<'_>,
@@ -513,7 +513,7 @@ pub type DestinationForecast<'f> = &'f dyn Fn(&MoveCost, f64) -> Option<ServiceT
 ///   through the window, priced over `[0, min(W, T_i)]` with `U_i`. A recompute needs no source;
 /// * `l_j` = those losses summed, `risk_gain = L_i - (C + l_j)`, `dT = W + C + T_j - T_i`.
 #[inline]
-pub fn price_move(q: &MoveQuery<'_>, mv: MoveCost) -> MoveAssessment {
+pub(crate) fn price_move(q: &MoveQuery<'_>, mv: MoveCost) -> MoveAssessment {
     price_move_with(q, mv, None)
 }
 
@@ -522,7 +522,7 @@ pub fn price_move(q: &MoveQuery<'_>, mv: MoveCost) -> MoveAssessment {
 /// destination's decode starting at `w - W` after the cut-over, `(w, T)` the forecast's
 /// start and completion. A pruned assessment reports the view formula's `T_j` and `dT`.
 #[inline]
-pub fn price_move_with(
+pub(crate) fn price_move_with(
     q: &MoveQuery<'_>,
     mv: MoveCost,
     forecast: Option<DestinationForecast<'_>>,

@@ -283,7 +283,7 @@ impl RequestView {
 /// `E[L - d | L > d]` for `ln L ~ N(ln median, sigma^2)`; 0 when `sigma <= 0` or the inputs
 /// are degenerate. Numerically safe in the far tail (uses the Mills-ratio asymptote when the
 /// survival mass underflows).
-pub fn conditional_excess(median: f64, sigma: f64, d: f64) -> f64 {
+pub(crate) fn conditional_excess(median: f64, sigma: f64, d: f64) -> f64 {
     if !(sigma > 0.0 && median > 0.0 && sigma.is_finite()) {
         return 0.0;
     }
@@ -303,7 +303,7 @@ pub fn conditional_excess(median: f64, sigma: f64, d: f64) -> f64 {
 
 /// The standard normal quantile `Phi^-1(p)` for `p` in (0, 1) (Acklam's rational
 /// approximation, relative error below 1.2e-9; +-infinity at 0 and 1, NaN outside).
-pub fn norm_quantile(p: f64) -> f64 {
+pub(crate) fn norm_quantile(p: f64) -> f64 {
     const A: [f64; 6] = [
         -3.969_683_028_665_376e1,
         2.209_460_984_245_205e2,
@@ -360,7 +360,7 @@ pub fn norm_quantile(p: f64) -> f64 {
 }
 
 /// The standard normal CDF (Abramowitz-Stegun 7.1.26 via `erfc`, |error| < 1.5e-7).
-pub fn norm_cdf(z: f64) -> f64 {
+pub(crate) fn norm_cdf(z: f64) -> f64 {
     0.5 * erfc(-z / std::f64::consts::SQRT_2)
 }
 

@@ -293,7 +293,7 @@ pub const LINKS: [LinkPreset; 5] = [WAN_100M, GBE_1, GBE_10, RDMA_100G, NVLINK];
 
 /// A link preset by its short name: `wan`, `1gbe`, `10gbe`, `rdma`, `nvlink` (or a full
 /// preset name).
-pub fn link_by_alias(name: &str) -> Option<LinkPreset> {
+fn link_by_alias(name: &str) -> Option<LinkPreset> {
     match name.to_ascii_lowercase().as_str() {
         "wan" => Some(WAN_100M),
         "rdma" => Some(RDMA_100G),

@@ -109,7 +109,7 @@ impl ServiceTime {
 /// Per-request decode rate on a node with `decoders` requests decoding (the request itself
 /// included, at least 1): `d / (1 + f (decoders - 1))`.
 #[inline]
-pub fn decode_rate(decode_tok_s: f64, batch_slowdown: f64, decoders: u32) -> f64 {
+pub(crate) fn decode_rate(decode_tok_s: f64, batch_slowdown: f64, decoders: u32) -> f64 {
     decode_tok_s / (1.0 + batch_slowdown * f64::from(decoders.saturating_sub(1)))
 }
 
@@ -126,7 +126,7 @@ pub fn progress(done: f64, rate: f64, since_us: i64, end_us: i64, t_us: i64, tar
 
 /// When a request decoding from `t_us` with `done` of `target` tokens at `rate` finishes.
 #[inline]
-pub fn decode_end_us(t_us: i64, done: f64, target: f64, rate: f64) -> i64 {
+pub(crate) fn decode_end_us(t_us: i64, done: f64, target: f64, rate: f64) -> i64 {
     t_us.saturating_add(secs_to_us(secs((target - done).max(0.0), rate)))
 }
 
@@ -514,7 +514,7 @@ fn imposed_delay(
 /// queued request. A newcomer joins the queue's tail and prefills do not contend, so it can
 /// only slow the requests that decode beside it (the batch slowdown) and hold a slot a queued
 /// request would have taken: `D_i >= 0`. `None` when [`forecast`] is `None`.
-pub fn forecast_marginal(state: NodeState<'_>, newcomer: Waiting) -> Option<Marginal> {
+pub(crate) fn forecast_marginal(state: NodeState<'_>, newcomer: Waiting) -> Option<Marginal> {
     let NodeState {
         serving,
         now_us,

@@ -35,7 +35,7 @@ use super::output::{RunOutput, RunSpec, RunStats};
 
 /// The union of every node's up intervals within `[start_us, end_us)` under `cfg`'s censoring
 /// rule, sorted and merged: the times when at least one node is up.
-pub fn any_up_intervals(
+fn any_up_intervals(
     cluster: &Cluster,
     start_us: i64,
     end_us: i64,
@@ -59,7 +59,7 @@ pub fn any_up_intervals(
 
 /// Seconds after `arrival_us` until `service_s` seconds of up-time (per `up`, sorted and
 /// disjoint) have accumulated; `None` when the intervals run out first.
-pub fn time_to_accumulate(up: &[(i64, i64)], arrival_us: i64, service_s: f64) -> Option<f64> {
+fn time_to_accumulate(up: &[(i64, i64)], arrival_us: i64, service_s: f64) -> Option<f64> {
     let mut need = if service_s > 0.0 { service_s } else { 0.0 };
     let mut cursor = arrival_us;
     let k = up.partition_point(|&(_, b)| b <= arrival_us);

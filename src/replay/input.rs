@@ -780,7 +780,7 @@ pub(crate) const SALT_ESTIMATE: u64 = 0x6573_7469_6d61_7465;
 /// The seed of a run's streams: `splitmix(seed) ^ splitmix(window + salt)`, so that different
 /// (seed, window) pairs give unrelated streams. Each request's stream is then
 /// `Rng::stream(run_stream_seed(seed, window) ^ salt, request index)`.
-pub fn run_stream_seed(seed: u64, window: u64) -> u64 {
+pub(crate) fn run_stream_seed(seed: u64, window: u64) -> u64 {
     let mut a = Rng::new(seed);
     let mut b = Rng::new(window.wrapping_add(0x5EED_0FA1_1D0E_5EED));
     a.next_u64() ^ b.next_u64().rotate_left(17)
@@ -788,7 +788,7 @@ pub fn run_stream_seed(seed: u64, window: u64) -> u64 {
 
 /// Bucket of a prompt length for [`LengthEstimator::Bucket`]: `floor(log2 P) + 1`, 0 for `P = 0`.
 #[inline]
-pub fn prompt_bucket(prompt_tokens: u64) -> usize {
+fn prompt_bucket(prompt_tokens: u64) -> usize {
     (64 - prompt_tokens.leading_zeros()) as usize
 }
 
@@ -797,7 +797,7 @@ pub fn prompt_bucket(prompt_tokens: u64) -> usize {
 /// `span + span / (n - 1)` (`span` the last scaled arrival; at least 1 s) so that the gap
 /// between copies is one mean inter-arrival time, kept if they arrive before `length_us`, sorted
 /// stably by (arrival, copy, workload position), and given their estimates.
-pub fn prepare_jobs(
+pub(crate) fn prepare_jobs(
     workload: &Workload,
     length_us: i64,
     cfg: &ReplayConfig,

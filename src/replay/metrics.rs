@@ -108,7 +108,7 @@ pub struct RequestRecord {
 /// Percentile `q` in [0, 1] of sorted values by linear interpolation between closest ranks
 /// (Hyndman-Fan type 7: `x[floor(h)] + (h - floor(h)) (x[floor(h)+1] - x[floor(h)])`,
 /// `h = (n - 1) q`); `None` for no values.
-pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
+pub(crate) fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
     let n = sorted.len();
     if n == 0 {
         return None;
@@ -543,7 +543,7 @@ impl RunSummary {
 
 /// Whether a request arriving `arrival_s` seconds after its window's start is scored: it
 /// arrived in the scored span `[from, to)` ([`super::input::ReplayConfig::scored_span`]).
-pub fn is_scored(arrival_s: f64, [from, to]: [f64; 2]) -> bool {
+pub(crate) fn is_scored(arrival_s: f64, [from, to]: [f64; 2]) -> bool {
     arrival_s >= from && arrival_s < to
 }
 
@@ -592,7 +592,7 @@ impl Default for AggregateOptions {
 /// Percentile-bootstrap 95% interval `[q_2.5, q_97.5]` of the mean of `values`: `resamples`
 /// means of `n` values drawn with replacement from a stream seeded by `seed`. `None` with fewer
 /// than two values or no resamples.
-pub fn bootstrap_mean_ci(values: &[f64], resamples: usize, seed: u64) -> Option<[f64; 2]> {
+pub(crate) fn bootstrap_mean_ci(values: &[f64], resamples: usize, seed: u64) -> Option<[f64; 2]> {
     let n = values.len();
     if n < 2 || resamples == 0 {
         return None;
@@ -616,7 +616,7 @@ pub fn bootstrap_mean_ci(values: &[f64], resamples: usize, seed: u64) -> Option<
 /// Paired-bootstrap 95% interval of the ratio of sums `sum(num) / sum(den)`: windows (pairs
 /// `(num_w, den_w)`) are resampled with replacement; resamples whose denominator is 0 are
 /// skipped. `None` with fewer than two pairs or when every resample has a zero denominator.
-pub fn bootstrap_ratio_ci(
+pub(crate) fn bootstrap_ratio_ci(
     num: &[f64],
     den: &[f64],
     resamples: usize,

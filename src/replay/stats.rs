@@ -72,7 +72,7 @@ fn beta_inc(a: f64, b: f64, x: f64) -> f64 {
 }
 
 /// Two-sided p-value of Student's t with `df` degrees of freedom: `P(|T| >= |t|)`.
-pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
+fn t_two_sided_p(t: f64, df: f64) -> f64 {
     if t.is_nan() || !(df > 0.0) {
         return f64::NAN;
     }
@@ -84,7 +84,7 @@ pub fn t_two_sided_p(t: f64, df: f64) -> f64 {
 
 /// The quantile `t_{df}(q)` of Student's t for `q` in (0.5, 1), by bisection on
 /// [`t_two_sided_p`] (to 1e-12).
-pub fn t_quantile(q: f64, df: f64) -> f64 {
+fn t_quantile(q: f64, df: f64) -> f64 {
     let target = 2.0 * (1.0 - q);
     let (mut lo, mut hi) = (0.0f64, 1.0f64);
     while t_two_sided_p(hi, df) > target {
@@ -121,7 +121,7 @@ pub struct PairedT {
 
 /// [`PairedT`] of `diffs`; `None` with fewer than two. Identical differences give a zero-width
 /// interval and p = 1 when they are all 0, p = 0 otherwise.
-pub fn paired_t(diffs: &[f64]) -> Option<PairedT> {
+pub(crate) fn paired_t(diffs: &[f64]) -> Option<PairedT> {
     let n = diffs.len();
     if n < 2 || diffs.iter().any(|d| !d.is_finite()) {
         return None;

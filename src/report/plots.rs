@@ -321,7 +321,10 @@ pub fn lines(
 }
 
 /// Completion-time CDFs: per policy, (seconds, share of requests completed by then).
-pub fn cdfs(title: &str, series: &[(String, Vec<(f64, f64)>)]) -> Result<String, ReportError> {
+pub(crate) fn cdfs(
+    title: &str,
+    series: &[(String, Vec<(f64, f64)>)],
+) -> Result<String, ReportError> {
     let series: Vec<Line> = series
         .iter()
         .enumerate()
@@ -410,7 +413,7 @@ pub enum Sign {
 }
 
 /// The regime map: rows x columns of cells marked by sign, with their labels.
-pub fn heatmap(
+pub(crate) fn heatmap(
     title: &str,
     x_desc: &str,
     rows: &[String],

@@ -109,7 +109,7 @@ fn node_rows(store: &Store, source: &str) -> Result<HashMap<String, NodeRow>, Sc
 
 /// Step 1: the `[nodes]` selection: every node of the source that was ever up, filtered by
 /// attribute and sampled (seeded) as the scenario says.
-pub fn select_nodes(store: &Store, cfg: &ScenarioConfig) -> Result<SelectedNodes, ScenarioError> {
+fn select_nodes(store: &Store, cfg: &ScenarioConfig) -> Result<SelectedNodes, ScenarioError> {
     let source = &cfg.nodes.source;
     let data = load_sessions(store, source, None, true)?;
     let rows = node_rows(store, source)?;
@@ -163,7 +163,7 @@ fn us(t: f64) -> i64 {
 }
 
 /// Step 2: the workload's requests, in arrival order.
-pub fn load_requests(store: &Store, cfg: &ScenarioConfig) -> Result<Vec<Request>, ScenarioError> {
+fn load_requests(store: &Store, cfg: &ScenarioConfig) -> Result<Vec<Request>, ScenarioError> {
     let wsrc = &cfg.workload.source;
     store.manifest(wsrc)?;
     let cat = store.query()?;
@@ -203,7 +203,7 @@ pub fn load_requests(store: &Store, cfg: &ScenarioConfig) -> Result<Vec<Request>
 /// workload's length divided by its rate scale, at least 60 s), the first starts after
 /// `train_fraction` of the span (or at `window_start`), and they are spaced evenly or at seeded
 /// random starts up to the end of the span. Returns the starts and the length.
-pub fn place_windows(
+fn place_windows(
     cfg: &ScenarioConfig,
     span_s: (f64, f64),
     workload_len_s: f64,
@@ -253,7 +253,7 @@ pub fn place_windows(
 /// before `cutoff` (no leakage). Left-truncated sessions of unknown age are timelines, not
 /// lifetimes: the fit leaves them out (as `fit` and `priors export` do). A training part
 /// without any event gives `None` (flat priors, S = 1) and a note, not an error.
-pub fn fit_node_priors(
+fn fit_node_priors(
     _store: &Store,
     cfg: &ScenarioConfig,
     data: &SourceSessions,
@@ -300,7 +300,7 @@ pub fn fit_node_priors(
 /// curves are then the survival of the unannounced causes, `exp(-sum of their cumulative
 /// hazards)`, the cause-specific reading in which a planned end is "not a failure" (it is
 /// priced as a planned hop instead, [`crate::policy::cost::announced_loss`]).
-pub fn censor_announced(mut data: SourceSessions, announced: &[CauseGroup]) -> SourceSessions {
+fn censor_announced(mut data: SourceSessions, announced: &[CauseGroup]) -> SourceSessions {
     if announced.is_empty() {
         return data;
     }
@@ -348,7 +348,7 @@ fn check_announced(data: &SourceSessions, announced: &[CauseGroup]) -> Result<()
 /// age signal from the session live at the cutoff. Each node gets one pseudo-event at the
 /// pooled rate `lambda_0`: `(d_i + 1) / (E_i + 1 / lambda_0)`, so a node without failures yet
 /// is not taken to be immortal. `fallback_mean_s` sets `lambda_0` when nothing ended.
-pub fn memoryless_rates(data: &SourceSessions, cutoff: f64, fallback_mean_s: f64) -> Vec<f64> {
+fn memoryless_rates(data: &SourceSessions, cutoff: f64, fallback_mean_s: f64) -> Vec<f64> {
     let n = data.node_ids.len();
     let (mut d, mut e) = (vec![0.0f64; n], vec![0.0f64; n]);
     for s in data.sessions.iter().filter(|s| s.end <= cutoff) {
@@ -669,7 +669,7 @@ pub fn offered_load(
 /// [`crate::scenario::config::auto_warmup_s`] and [`crate::scenario::config::auto_drain_s`]
 /// of each request's unloaded service time `P_r / p + L_r / d` on the median node (the
 /// median prefill and decode rates of the cluster).
-pub fn steady_state_margins(
+fn steady_state_margins(
     cfg: &ScenarioConfig,
     nodes: &[Node],
     requests: &[replay::Request],
@@ -737,7 +737,7 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
 
 /// [`build`], reusing what `cache` already holds from earlier scenarios of the same store
 /// (a sweep passes one cache to every cell).
-pub fn build_with(
+pub(crate) fn build_with(
     store: &Store,
     cfg: &ScenarioConfig,
     cache: &BuildCache,

@@ -426,7 +426,7 @@ pub const AUTO_MARGIN_MAX_SHARE: f64 = 0.2;
 /// The automatic warm-up: three mean unloaded service times (`service_s`, one per request, on
 /// the cluster's median node), so that the cluster holds a steady load before scoring starts;
 /// at most [`AUTO_MARGIN_MAX_SHARE`] of the window.
-pub fn auto_warmup_s(service_s: &[f64], window_length_s: f64) -> f64 {
+pub(crate) fn auto_warmup_s(service_s: &[f64], window_length_s: f64) -> f64 {
     let n = service_s.len().max(1) as f64;
     let mean = service_s.iter().sum::<f64>() / n;
     (3.0 * mean)
@@ -437,7 +437,7 @@ pub fn auto_warmup_s(service_s: &[f64], window_length_s: f64) -> f64 {
 /// The automatic drain margin: the 90th percentile of the unloaded service times, so that
 /// most scored arrivals can finish before the window ends; at most
 /// [`AUTO_MARGIN_MAX_SHARE`] of the window.
-pub fn auto_drain_s(service_s: &[f64], window_length_s: f64) -> f64 {
+pub(crate) fn auto_drain_s(service_s: &[f64], window_length_s: f64) -> f64 {
     let mut v: Vec<f64> = service_s
         .iter()
         .copied()

@@ -140,7 +140,7 @@ pub fn rebuild(store: &Store, run: &str) -> anyhow::Result<Scenario> {
 
 /// Explains the stored request `stored` of `policy` at parameter point `param` (`default` or
 /// `overlap`) of run `run`, whose scenario is `sc` (module docs).
-pub fn explain_request(
+pub(crate) fn explain_request(
     sc: &Scenario,
     run: &str,
     policy: &str,

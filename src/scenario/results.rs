@@ -37,7 +37,7 @@ pub struct RunInfo {
 
 /// The rows a comparison shows: every policy of the default parameter point, plus the overlap
 /// point's `hazard` (`hazard --overlap`) when the grid has one.
-pub fn comparison_rows(summaries: Vec<PolicySummary>) -> Vec<PolicySummary> {
+pub(crate) fn comparison_rows(summaries: Vec<PolicySummary>) -> Vec<PolicySummary> {
     summaries
         .into_iter()
         .filter(|s| match s.label.param.as_deref() {

@@ -38,7 +38,7 @@ fn new_run_id() -> String {
 }
 
 /// One line describing a built scenario (for progress output).
-pub fn describe(sc: &Scenario, cfg: &ScenarioConfig) -> String {
+pub(crate) fn describe(sc: &Scenario, cfg: &ScenarioConfig) -> String {
     let n_runs = sc.grid.specs(&sc.config).len();
     format!(
         "replaying {} requests over {} nodes of {}: {} runs ({} policies x {} windows x {} seeds{}), priors fitted before {:.0}",

@@ -20,7 +20,7 @@ pub fn write_parquet(path: &Path, batch: &RecordBatch) -> Result<String> {
 
 /// Writes `batches` (all of `schema`) to `path` as zstd Parquet, one at a time, fsyncs it, and
 /// returns its sha256 and row count.
-pub fn write_parquet_batches(
+pub(crate) fn write_parquet_batches(
     path: &Path,
     schema: SchemaRef,
     batches: impl Iterator<Item = Result<RecordBatch>>,
@@ -49,7 +49,7 @@ pub fn write_parquet_batches(
 
 /// Whether `path` looks like a complete Parquet file: at least 12 bytes, starting and ending
 /// with the magic `PAR1` (a file cut short by a crash or a full disk lacks the trailing one).
-pub fn has_parquet_footer(path: &Path) -> bool {
+pub(crate) fn has_parquet_footer(path: &Path) -> bool {
     use std::io::{Read, Seek, SeekFrom};
     let check = || -> std::io::Result<bool> {
         let mut f = File::open(path)?;

@@ -76,7 +76,7 @@ impl Manifest {
 
 /// The path (relative to the store root) of the file of `table` that transaction `txid`
 /// writes for `source`.
-pub fn owned_path(table: &str, source: &str, txid: &str) -> String {
+pub(crate) fn owned_path(table: &str, source: &str, txid: &str) -> String {
     format!("{table}/source={source}/part-{txid}.parquet")
 }
 
@@ -103,7 +103,7 @@ pub struct Scan {
 
 /// Reads every `*.json` in `dir`. One damaged file does not hide the others: it is reported in
 /// [`Scan::damaged`].
-pub fn scan(dir: &Path) -> Result<Scan> {
+pub(crate) fn scan(dir: &Path) -> Result<Scan> {
     let mut out = Scan::default();
     let entries = match std::fs::read_dir(dir) {
         Ok(e) => e,

@@ -65,7 +65,7 @@ pub const TABLES: &[TableDef] = &[
 ];
 
 /// Schema of `runs`.
-pub fn runs_schema() -> SchemaRef {
+pub(crate) fn runs_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("run_id", DataType::Utf8, false),
         Field::new("created_at", DataType::Utf8, false),
@@ -80,7 +80,7 @@ pub fn runs_schema() -> SchemaRef {
 }
 
 /// Schema of `replay_requests`.
-pub fn replay_requests_schema() -> SchemaRef {
+pub(crate) fn replay_requests_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("run_id", DataType::Utf8, false),
         Field::new("policy", DataType::Utf8, false),
@@ -112,7 +112,7 @@ pub fn replay_requests_schema() -> SchemaRef {
 }
 
 /// Schema of `replay_summary`.
-pub fn replay_summary_schema() -> SchemaRef {
+pub(crate) fn replay_summary_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("run_id", DataType::Utf8, false),
         Field::new("position", DataType::Int64, false),
@@ -122,7 +122,7 @@ pub fn replay_summary_schema() -> SchemaRef {
 }
 
 /// Schema of `sweeps`: one row per sweep.
-pub fn sweeps_schema() -> SchemaRef {
+pub(crate) fn sweeps_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("sweep_id", DataType::Utf8, false),
         Field::new("created_at", DataType::Utf8, false),
@@ -133,7 +133,7 @@ pub fn sweeps_schema() -> SchemaRef {
 }
 
 /// Schema of `sweep_cells`: one row per cell, its result as JSON.
-pub fn sweep_cells_schema() -> SchemaRef {
+pub(crate) fn sweep_cells_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("sweep_id", DataType::Utf8, false),
         Field::new("position", DataType::Int64, false),
@@ -146,7 +146,7 @@ pub fn sweep_cells_schema() -> SchemaRef {
 }
 
 /// Schema of the `sources` table (the `source` column comes from the partition path).
-pub fn sources_schema() -> SchemaRef {
+pub(crate) fn sources_schema() -> SchemaRef {
     Arc::new(Schema::new(vec![
         Field::new("adapter", DataType::Utf8, false),
         Field::new("kind", DataType::Utf8, false),

@@ -597,7 +597,8 @@ impl PrefixSums {
 /// The least-squares cross-validation score CV_ω(b) of the module docs on the axis `scale`
 /// (bandwidth in units of that axis, score in the unscaled formula's unit). `NaN` for b ≤ 0,
 /// NaN b, b above half the smoothing range, or a log axis with a single event time.
-pub fn cv_score(na: &NelsonAalen, bandwidth: f64, weight: CvWeight, scale: TimeScale) -> f64 {
+#[cfg(test)]
+fn cv_score(na: &NelsonAalen, bandwidth: f64, weight: CvWeight, scale: TimeScale) -> f64 {
     let (Some(&t1), Some(&tm)) = (na.times.first(), na.times.last()) else {
         return f64::NAN;
     };
@@ -646,7 +647,7 @@ fn select_bandwidth(ps: &PrefixSums, k: usize, weight: CvWeight) -> (f64, bool) 
 /// Errors: empty input, length mismatch, NaN/∞/negative values, an exit not after its entry
 /// ([`HazardError::InvalidValue`]), no event, or a non-positive / NaN fixed bandwidth or zero
 /// grid points ([`HazardError::InvalidArgument`]).
-pub fn smoothed_hazard(
+pub(crate) fn smoothed_hazard(
     durations: &[f64],
     events: &[bool],
     entry: Option<&[f64]>,

@@ -67,7 +67,7 @@ pub fn nelson_aalen(data: &SurvivalData<'_>, smoothed: bool) -> Result<NelsonAal
 /// The Nelson-Aalen estimate from an event table: distinct times, the number at risk and the
 /// number of events at each (module docs). Shared with the cause-specific hazards of
 /// [`super::competing`], whose risk set is the all-cause one.
-pub fn from_counts(
+pub(crate) fn from_counts(
     timeline: &[f64],
     n_at_risk: &[u32],
     n_event: &[u32],

@@ -14,7 +14,7 @@
 /// erf(x) = 2x/√π · e^{−x²} Σ_{n≥0} (2x²)^n / (1·3···(2n+1));
 /// x ≥ 2: the continued fraction erfc(x) = e^{−x²}/√π · 1/(x + (1/2)/(x + 1/(x + (3/2)/(x + …))))
 /// evaluated with the modified Lentz algorithm; erfc(−x) = 2 − erfc(x).
-pub fn erfc(x: f64) -> f64 {
+pub(crate) fn erfc(x: f64) -> f64 {
     if x.is_nan() {
         return f64::NAN;
     }
@@ -72,7 +72,7 @@ fn erf_series(x: f64) -> f64 {
 }
 
 /// Survival function of χ² with one degree of freedom: P(χ²₁ > x) = erfc(√(x/2)).
-pub fn chi2_1df_sf(x: f64) -> f64 {
+pub(crate) fn chi2_1df_sf(x: f64) -> f64 {
     if x <= 0.0 {
         return 1.0;
     }
@@ -90,7 +90,7 @@ fn ln_erfc(x: f64) -> f64 {
 }
 
 /// ln Q(z) = ln(1 − Φ(z)) = ln(erfc(z/√2)/2), finite for every finite z.
-pub fn normal_ln_sf(z: f64) -> f64 {
+pub(crate) fn normal_ln_sf(z: f64) -> f64 {
     ln_erfc(z * std::f64::consts::FRAC_1_SQRT_2) - std::f64::consts::LN_2
 }
 
@@ -101,7 +101,7 @@ pub(crate) fn normal_ln_pdf(z: f64) -> f64 {
 
 /// ln Γ(x) for x > 0 by the Lanczos approximation (g = 7, 9 coefficients; relative error of
 /// Γ ≈ 1e−15), with the reflection ln Γ(x) = ln(π / sin πx) − ln Γ(1 − x) for x < ½.
-pub fn ln_gamma(x: f64) -> f64 {
+pub(crate) fn ln_gamma(x: f64) -> f64 {
     const G: f64 = 7.0;
     const P: [f64; 9] = [
         0.999_999_999_999_809_9,
@@ -136,7 +136,7 @@ pub fn ln_gamma(x: f64) -> f64 {
 ///
 /// Accuracy: relative error of Q below ~1e−13 for a ∈ [0.02, 50] (limited by ln Γ; tested
 /// against Q(1, x) = e^{−x}, Q(½, x) = erfc √x and integer a). NaN for a ≤ 0, NaN or x < 0.
-pub fn gamma_ln_q(a: f64, x: f64) -> f64 {
+pub(crate) fn gamma_ln_q(a: f64, x: f64) -> f64 {
     if a.is_nan() || a <= 0.0 || x.is_nan() || x < 0.0 {
         return f64::NAN;
     }
@@ -190,7 +190,7 @@ pub fn gamma_ln_q(a: f64, x: f64) -> f64 {
 }
 
 /// Q(a, x) = exp([`gamma_ln_q`]).
-pub fn gamma_q(a: f64, x: f64) -> f64 {
+pub(crate) fn gamma_q(a: f64, x: f64) -> f64 {
     gamma_ln_q(a, x).exp()
 }
 

@@ -435,7 +435,7 @@ fn pooled_tail_rate(model: &ShrinkageModel, fraction: f64) -> f64 {
 /// Builds the priors from a fitted shrinkage model (trained on data known at `meta.cutoff_s`),
 /// optional pooled parametric fits and the node ages at the cutoff (`age_at_cutoff[i]` for node
 /// index i; missing = down). Exports every node index of the model.
-pub fn build_priors(
+pub(crate) fn build_priors(
     model: &ShrinkageModel,
     parametric: Option<&HazardShapeTest>,
     meta: &PriorsMeta,
@@ -608,7 +608,7 @@ pub const MIN_CAUSE_EVENTS: usize = 10;
 /// entry ages honoured), one per cause with at least `min_events` ends, or none when fewer
 /// than two causes qualify. `causes[i]` is the end cause of `sessions[i]` (ignored for censored
 /// sessions). Curves longer than `max_points` keep every k-th knot and the last.
-pub fn cause_priors(
+pub(crate) fn cause_priors(
     sessions: &[SurvivalSession],
     causes: &[String],
     cutoff: f64,

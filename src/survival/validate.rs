@@ -91,7 +91,7 @@ impl SurvivalSession {
 }
 
 /// Checks every session: finite `start`, `end`, `entry`; `end ≥ start`; `entry ≥ 0`.
-pub fn check_sessions(sessions: &[SurvivalSession]) -> Result<(), SurvivalError> {
+fn check_sessions(sessions: &[SurvivalSession]) -> Result<(), SurvivalError> {
     if sessions.is_empty() {
         return Err(SurvivalError::Empty);
     }
@@ -120,7 +120,7 @@ pub fn check_sessions(sessions: &[SurvivalSession]) -> Result<(), SurvivalError>
 }
 
 /// Observation span [min start, max end] of the sessions (`None` when empty).
-pub fn observation_span(sessions: &[SurvivalSession]) -> Option<(f64, f64)> {
+fn observation_span(sessions: &[SurvivalSession]) -> Option<(f64, f64)> {
     let lo = sessions.iter().map(|s| s.start).min_by(f64::total_cmp)?;
     let hi = sessions.iter().map(|s| s.end).max_by(f64::total_cmp)?;
     Some((lo, hi))
@@ -128,7 +128,7 @@ pub fn observation_span(sessions: &[SurvivalSession]) -> Option<(f64, f64)> {
 
 /// The split time T = lo + f·(hi − lo) for a fraction f ∈ (0, 1) of the observation span
 /// [lo, hi] = [`observation_span`].
-pub fn split_time_from_fraction(
+pub(crate) fn split_time_from_fraction(
     sessions: &[SurvivalSession],
     fraction: f64,
 ) -> Result<f64, SurvivalError> {
@@ -292,7 +292,7 @@ pub fn split_at(sessions: &[SurvivalSession], t: f64) -> Result<SplitSets, Survi
 /// Empirical quantile by inverse ECDF ("type 1"): the smallest x_(k) with k/n ≥ q,
 /// i.e. x_(⌈q n⌉) of the sorted values (x_(1) for q ≤ 0). `None` when `x` is empty or
 /// contains NaN, or q is NaN.
-pub fn empirical_quantile(x: &[f64], q: f64) -> Option<f64> {
+pub(crate) fn empirical_quantile(x: &[f64], q: f64) -> Option<f64> {
     if x.is_empty() || q.is_nan() || x.iter().any(|v| v.is_nan()) {
         return None;
     }
@@ -429,7 +429,7 @@ pub fn integrated_brier_score(times: &[f64], bs: &[f64]) -> Option<f64> {
 /// curve Ĝ, its own comparable pairs) with the cases' predictions `on_grid` (per case, Ŝ at
 /// each `grid` time) and risks. Resamples without a score (no comparable pair, a degenerate
 /// Ĝ) are left out; fewer than 20 scored resamples, or fewer than two cases, give `None`.
-pub fn bootstrap_scores(
+fn bootstrap_scores(
     res: &[Residual],
     grid: &[f64],
     on_grid: &[Vec<f64>],
@@ -488,7 +488,7 @@ pub fn brier_grid(horizon: f64, intervals: usize) -> Vec<f64> {
 /// residuals r_j (events and censored). If Ĝ(τ) = 0 (τ at or past the time where the
 /// censoring KM reaches 0, e.g. administrative censoring at the trace end), τ is lowered to the
 /// largest residual strictly before that time. `None` when no positive such time exists.
-pub fn ibs_horizon(res: &[Residual], quantile: f64) -> Result<Option<f64>, SurvivalError> {
+pub(crate) fn ibs_horizon(res: &[Residual], quantile: f64) -> Result<Option<f64>, SurvivalError> {
     let r: Vec<f64> = res.iter().map(|x| x.time).collect();
     let Some(mut tau) = empirical_quantile(&r, quantile) else {
         return Ok(None);
@@ -807,7 +807,7 @@ pub fn validate(
 }
 
 /// [`validate`] on an already computed split (`n_sessions` is only reported).
-pub fn validate_split(
+fn validate_split(
     sets: &SplitSets,
     n_sessions: usize,
     opts: &ValidateOptions,

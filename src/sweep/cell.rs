@@ -100,7 +100,7 @@ pub fn run_cell(store: &Store, cell: &Cell) -> Result<CellResult, ScenarioError>
 
 /// [`run_cell`] reusing the sessions, requests and priors that earlier cells of the same store
 /// put in `cache`.
-pub fn run_cell_with(
+pub(crate) fn run_cell_with(
     store: &Store,
     cell: &Cell,
     cache: &BuildCache,
@@ -116,7 +116,7 @@ pub fn run_cell_with(
 }
 
 /// The cell's result from its runs.
-pub fn result_of(cell: &Cell, runs: &[RunMetrics], opts: &AggregateOptions) -> CellResult {
+fn result_of(cell: &Cell, runs: &[RunMetrics], opts: &AggregateOptions) -> CellResult {
     let rows = aggregate(runs, opts);
     let hazard = PolicyLabel::new(PolicyKind::Hazard);
     let reference = cell.config.replay.reference.clone();

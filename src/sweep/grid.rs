@@ -75,7 +75,7 @@ impl Cell {
 
 /// A value as a cell key shows it: strings bare, the values of a joint axis joined by `+`,
 /// everything else as TOML.
-pub fn value_text(v: &Value) -> String {
+pub(crate) fn value_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Array(a) => a.iter().map(value_text).collect::<Vec<_>>().join("+"),

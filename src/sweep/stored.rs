@@ -51,7 +51,7 @@ fn result_json(c: &CellResult) -> String {
 }
 
 /// The `sweep_cells` rows of `cells` under `sweep_id`, in grid order.
-pub fn cells_batch(sweep_id: &str, cells: &[CellResult]) -> Result<RecordBatch, SweepError> {
+fn cells_batch(sweep_id: &str, cells: &[CellResult]) -> Result<RecordBatch, SweepError> {
     let mut cells: Vec<&CellResult> = cells.iter().collect();
     cells.sort_by_key(|c| c.index);
     let cols: Vec<ArrayRef> = vec![
@@ -77,7 +77,7 @@ pub fn cells_batch(sweep_id: &str, cells: &[CellResult]) -> Result<RecordBatch, 
 }
 
 /// Reads `sweep_cells` rows back into results.
-pub fn cells_from_batch(b: &RecordBatch) -> Result<Vec<CellResult>, SweepError> {
+fn cells_from_batch(b: &RecordBatch) -> Result<Vec<CellResult>, SweepError> {
     let corrupt = |m: String| {
         SweepError::Store(StoreError::Corrupt {
             path: "sweep_cells".into(),

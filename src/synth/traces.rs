@@ -210,7 +210,7 @@ pub fn write_samples(dir: &Path, seed: u64) -> std::io::Result<Vec<PathBuf>> {
 }
 
 /// Writes `files` under `dir` (atomically per file); returns the paths written.
-pub fn write_files(dir: &Path, files: Vec<SampleFile>) -> std::io::Result<Vec<PathBuf>> {
+pub(crate) fn write_files(dir: &Path, files: Vec<SampleFile>) -> std::io::Result<Vec<PathBuf>> {
     let mut written = Vec::new();
     for f in files {
         let path = dir.join(&f.rel);

@@ -461,7 +461,7 @@ pub enum Loaded {
 }
 
 /// Splits a comparison display name into the stored (policy, param).
-pub fn split_display(display: &str) -> (String, String) {
+pub(crate) fn split_display(display: &str) -> (String, String) {
     match display.strip_suffix(" --overlap") {
         Some(base) => (base.to_string(), "overlap".to_string()),
         None => (display.to_string(), "default".to_string()),
@@ -469,7 +469,7 @@ pub fn split_display(display: &str) -> (String, String) {
 }
 
 /// Length of the prefix shared by every id, cut after its last `/` (0 when none).
-pub fn shared_prefix(ids: &[String]) -> usize {
+pub(crate) fn shared_prefix(ids: &[String]) -> usize {
     let Some(first) = ids.first() else {
         return 0;
     };

@@ -449,7 +449,7 @@ fn pooled_hazard(data: &fit::SourceSessions) -> Option<crate::survival::hazard::
 }
 
 /// Loads and fits one availability source.
-pub fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
+fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
     let data = fit::load_sessions(store, source, None, false)?;
     let (obs_start, obs_end) = data.observation;
     let span_len = (obs_end - obs_start).max(1e-9);

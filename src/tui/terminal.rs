@@ -32,7 +32,7 @@ pub struct TerminalGuard {
 }
 
 /// Puts the terminal in TUI mode and installs the panic hook and signal handlers.
-pub fn setup() -> anyhow::Result<TerminalGuard> {
+pub(crate) fn setup() -> anyhow::Result<TerminalGuard> {
     if !std::io::stdout().is_terminal() {
         anyhow::bail!("standard output is not a terminal");
     }
@@ -69,7 +69,7 @@ pub fn setup() -> anyhow::Result<TerminalGuard> {
 }
 
 /// Leaves TUI mode (idempotent; safe to call from any thread).
-pub fn restore() {
+fn restore() {
     if ACTIVE.swap(false, Ordering::SeqCst) {
         let _ = disable_raw_mode();
         let mut stdout = std::io::stdout();

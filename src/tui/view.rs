@@ -52,7 +52,7 @@ pub fn view(app: &App, f: &mut Frame) {
 /// `NO_COLOR`: every cell in the terminal's own colours; what a background colour marked (the
 /// selected row, the active tab) is shown reversed instead. Curves and map cells stay apart by
 /// their markers.
-pub fn strip_colour(buf: &mut ratatui::buffer::Buffer) {
+fn strip_colour(buf: &mut ratatui::buffer::Buffer) {
     for cell in buf.content.iter_mut() {
         if cell.bg != Color::Reset {
             cell.modifier.insert(Modifier::REVERSED);
@@ -134,7 +134,7 @@ fn render_status(app: &App, f: &mut Frame, area: Rect) {
 }
 
 /// The key help, by screen.
-pub fn help_lines(app: &App) -> Vec<Line<'static>> {
+fn help_lines(app: &App) -> Vec<Line<'static>> {
     let key = |k: &str, what: &str| {
         Line::from(vec![
             Span::styled(format!("{k:>14}  "), header_style()),

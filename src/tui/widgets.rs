@@ -28,21 +28,21 @@ pub const PALETTE: [Color; 9] = [
 ];
 
 /// Style of titles and headers.
-pub fn header_style() -> Style {
+pub(crate) fn header_style() -> Style {
     Style::default()
         .fg(Color::Yellow)
         .add_modifier(Modifier::BOLD)
 }
 
 /// Style of the selected row.
-pub fn selected_style() -> Style {
+pub(crate) fn selected_style() -> Style {
     Style::default()
         .bg(Color::DarkGray)
         .add_modifier(Modifier::BOLD)
 }
 
 /// Style of secondary text.
-pub fn dim() -> Style {
+pub(crate) fn dim() -> Style {
     Style::default().fg(Color::DarkGray)
 }
 
@@ -55,17 +55,17 @@ pub fn block(title: impl Into<Line<'static>>) -> Block<'static> {
 }
 
 /// A duration for people: `45 s`, `12.5 min`, `3.4 h`, `2.1 d` ([`duration_text`]).
-pub fn fmt_dur(s: f64) -> String {
+pub(crate) fn fmt_dur(s: f64) -> String {
     duration_text(s)
 }
 
 /// An optional duration.
-pub fn fmt_dur_opt(s: Option<f64>) -> String {
+pub(crate) fn fmt_dur_opt(s: Option<f64>) -> String {
     s.map_or("-".into(), fmt_dur)
 }
 
 /// An optional number with four significant digits.
-pub fn fmt_num(x: Option<f64>) -> String {
+pub(crate) fn fmt_num(x: Option<f64>) -> String {
     match x {
         Some(v) if v.is_finite() => human_float(v),
         _ => "-".into(),
@@ -73,7 +73,7 @@ pub fn fmt_num(x: Option<f64>) -> String {
 }
 
 /// Seconds with a sign and fixed decimals for the explanation columns (`-` when NaN).
-pub fn fmt_secs(x: f64) -> String {
+pub(crate) fn fmt_secs(x: f64) -> String {
     if !x.is_finite() {
         return "-".into();
     }
@@ -88,7 +88,7 @@ pub fn fmt_secs(x: f64) -> String {
 }
 
 /// `value [lo, hi]`, or `value` without a CI.
-pub fn fmt_ci(v: Option<f64>, ci: Option<(f64, f64)>) -> String {
+pub(crate) fn fmt_ci(v: Option<f64>, ci: Option<(f64, f64)>) -> String {
     match v {
         Some(v) => crate::output::interval_text(v, ci),
         None => "-".into(),
@@ -96,7 +96,7 @@ pub fn fmt_ci(v: Option<f64>, ci: Option<(f64, f64)>) -> String {
 }
 
 /// A percentage with no decimals.
-pub fn fmt_pct(x: f64) -> String {
+pub(crate) fn fmt_pct(x: f64) -> String {
     if x.is_finite() {
         format!("{:.0}%", 100.0 * x)
     } else {
@@ -105,7 +105,7 @@ pub fn fmt_pct(x: f64) -> String {
 }
 
 /// A point in time of a source: a UTC date for `utc` sources, hours otherwise.
-pub fn fmt_instant(t: f64, time_base: &str) -> String {
+pub(crate) fn fmt_instant(t: f64, time_base: &str) -> String {
     if time_base == "utc" {
         chrono::DateTime::from_timestamp(t as i64, 0)
             .map(|d| d.format("%Y-%m-%d %H:%M").to_string())
@@ -130,7 +130,7 @@ pub fn truncate(s: &str, width: usize) -> String {
 }
 
 /// The points of a step function `S` (1 before `t[0]`) as a polyline from x = 0 to `xmax`.
-pub fn step_points(t: &[f64], s: &[f64], xmax: f64) -> Vec<(f64, f64)> {
+pub(crate) fn step_points(t: &[f64], s: &[f64], xmax: f64) -> Vec<(f64, f64)> {
     let mut out = vec![(0.0, 1.0)];
     let mut prev = 1.0;
     for (&ti, &si) in t.iter().zip(s) {
@@ -147,7 +147,7 @@ pub fn step_points(t: &[f64], s: &[f64], xmax: f64) -> Vec<(f64, f64)> {
 }
 
 /// `f` sampled at `n + 1` evenly spaced points of `[0, xmax]`.
-pub fn sampled_points(f: impl Fn(f64) -> f64, xmax: f64, n: usize) -> Vec<(f64, f64)> {
+pub(crate) fn sampled_points(f: impl Fn(f64) -> f64, xmax: f64, n: usize) -> Vec<(f64, f64)> {
     let n = n.max(1);
     (0..=n)
         .map(|i| {
@@ -159,7 +159,11 @@ pub fn sampled_points(f: impl Fn(f64) -> f64, xmax: f64, n: usize) -> Vec<(f64, 
 
 /// A filled band between `lo(x)` and `hi(x)` as one zig-zag polyline (drawn as a line, it
 /// covers the band at the chart's resolution).
-pub fn band_points(band: impl Fn(f64) -> (f64, f64), xmax: f64, n: usize) -> Vec<(f64, f64)> {
+pub(crate) fn band_points(
+    band: impl Fn(f64) -> (f64, f64),
+    xmax: f64,
+    n: usize,
+) -> Vec<(f64, f64)> {
     let n = n.max(1);
     let mut out = Vec::with_capacity(2 * n + 2);
     for i in 0..=n {
@@ -177,7 +181,7 @@ pub fn band_points(band: impl Fn(f64) -> (f64, f64), xmax: f64, n: usize) -> Vec
 }
 
 /// Axis labels at `ticks` evenly spaced values over `[lo, hi]`.
-pub fn axis_labels(
+pub(crate) fn axis_labels(
     lo: f64,
     hi: f64,
     ticks: usize,
@@ -191,7 +195,7 @@ pub fn axis_labels(
 
 /// A rounded upper bound for an axis (1, 1.5, 2, 3, 4, 5, 6 or 8 times a power of ten), at
 /// least `x`.
-pub fn nice_max(x: f64) -> f64 {
+pub(crate) fn nice_max(x: f64) -> f64 {
     if !(x.is_finite() && x > 0.0) {
         return 1.0;
     }
@@ -206,7 +210,7 @@ pub fn nice_max(x: f64) -> f64 {
 
 /// The availability strip of a node, `width` cells over the source's span: `█` up, `▒` up part
 /// of the cell, `·` down, blank outside the node's observation, `┃` a censored session end.
-pub fn strip_line(strip: &[u8], censor_bins: &[u16], width: usize) -> Line<'static> {
+pub(crate) fn strip_line(strip: &[u8], censor_bins: &[u16], width: usize) -> Line<'static> {
     if width == 0 || strip.is_empty() {
         return Line::default();
     }
@@ -353,7 +357,7 @@ pub fn message(title: &str, lines: Vec<Line<'static>>) -> Paragraph<'static> {
 }
 
 /// A centred rectangle of at most `w` x `h` inside `area`.
-pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
+pub(crate) fn centered(area: Rect, w: u16, h: u16) -> Rect {
     let w = w.min(area.width);
     let h = h.min(area.height);
     Rect::new(
@@ -365,7 +369,7 @@ pub fn centered(area: Rect, w: u16, h: u16) -> Rect {
 }
 
 /// One line saying a load is under way or failed (for screens waiting on data).
-pub fn load_status<T>(what: &str, load: Option<&Load<T>>) -> Line<'static> {
+pub(crate) fn load_status<T>(what: &str, load: Option<&Load<T>>) -> Line<'static> {
     match load {
         Some(Load::Failed(e)) => Line::from(Span::styled(
             format!("{what} failed: {e}"),
@@ -376,7 +380,7 @@ pub fn load_status<T>(what: &str, load: Option<&Load<T>>) -> Line<'static> {
 }
 
 /// The data of the selected source, or a message box explaining why there is none.
-pub fn source_or_message<'a>(
+pub(crate) fn source_or_message<'a>(
     app: &'a App,
     f: &mut Frame,
     area: Rect,
@@ -427,7 +431,7 @@ pub fn source_or_message<'a>(
     }
 }
 
-pub fn no_runs(app: &App) -> Vec<Line<'static>> {
+fn no_runs(app: &App) -> Vec<Line<'static>> {
     let mut lines = vec![
         Line::from("No replay runs in this store yet."),
         Line::default(),
@@ -451,7 +455,7 @@ pub fn no_runs(app: &App) -> Vec<Line<'static>> {
 }
 
 /// The shown run, or draws why there is none.
-pub fn replay_or_message<'a>(
+pub(crate) fn replay_or_message<'a>(
     app: &'a App,
     f: &mut Frame,
     area: Rect,

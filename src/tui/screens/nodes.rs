@@ -14,7 +14,7 @@ use crate::tui::widgets::{
 };
 
 /// Header of the weight column and what it means.
-pub fn weight_legend(d: &SourceData) -> (&'static str, String) {
+fn weight_legend(d: &SourceData) -> (&'static str, String) {
     match d.shrinkage.estimator.as_str() {
         "beta" => (
             "w",

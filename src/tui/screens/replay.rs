@@ -18,13 +18,13 @@ use crate::tui::widgets::{
 use crossterm::event::KeyCode;
 
 /// The colour of the `i`-th policy of a run (stored order).
-pub fn policy_color(i: usize) -> ratatui::style::Color {
+fn policy_color(i: usize) -> ratatui::style::Color {
     PALETTE[i % PALETTE.len()]
 }
 
 /// The glyph of the `i`-th policy: its CDF is drawn with it and the table shows it before the
 /// name, so curves are told apart without colour too.
-pub fn policy_mark(i: usize) -> (Marker, char) {
+fn policy_mark(i: usize) -> (Marker, char) {
     const MARKS: [char; 9] = ['•', '*', '+', 'x', 'o', '#', '~', '=', '%'];
     let c = MARKS[i % MARKS.len()];
     (Marker::Custom(c), c)

@@ -27,7 +27,7 @@ const BAND_COLOR: Color = Color::DarkGray;
 const AGE_COLOR: Color = Color::Magenta;
 
 /// A time unit for an axis spanning `xmax` seconds: (seconds per unit, suffix).
-pub fn unit_for(xmax: f64) -> (f64, &'static str) {
+fn unit_for(xmax: f64) -> (f64, &'static str) {
     if xmax < 2.0 * 3600.0 {
         (60.0, "min")
     } else if xmax < 4.0 * 86_400.0 {

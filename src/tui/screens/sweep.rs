@@ -63,7 +63,7 @@ impl Reading {
 }
 
 /// The metric the map colours by.
-pub fn map_metric(app: &App) -> Metric {
+pub(crate) fn map_metric(app: &App) -> Metric {
     MAP_METRICS[app.map_metric % MAP_METRICS.len()]
 }
 
