@@ -8,7 +8,7 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 
 use super::args::{Globals, OutputArgs, Verbosity};
-use crate::output::{self, human_float, render, Col, OutputFormat};
+use crate::output::{self, human_float, Col, OutputFormat};
 use crate::replay::Metric;
 use crate::store::{Store, WriteLock};
 use crate::sweep::{self, AxisFilter, CellResult, GridFile, Shard, ShardInfo};
@@ -78,8 +78,7 @@ pub enum SweepCommand {
     /// Commit the shard files under one or more directories into the store as one sweep.
     Merge(MergeArgs),
     /// List the stored sweeps.
-    #[command(after_help = "Example:\n  hazardserve sweep list")]
-    List,
+    List(ListSweepsArgs),
 }
 
 /// `sweep summary` arguments.
@@ -146,7 +145,7 @@ pub fn sweep(globals: &Globals, args: SweepArgs) -> anyhow::Result<()> {
     match args.command {
         Some(SweepCommand::Summary(a)) => summary(globals, a),
         Some(SweepCommand::Merge(a)) => merge(globals, a),
-        Some(SweepCommand::List) => list(globals),
+        Some(SweepCommand::List(a)) => list(globals, a),
         None => run(globals, args.run),
     }
 }
@@ -302,7 +301,18 @@ fn merge(globals: &Globals, args: MergeArgs) -> anyhow::Result<()> {
     store_sweep(globals, &store, args.id, key, &grid_text, &cells)
 }
 
-fn list(globals: &Globals) -> anyhow::Result<()> {
+/// `sweep list` arguments.
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Examples:\n  hazardserve sweep list\n  hazardserve sweep list --format json"
+)]
+pub struct ListSweepsArgs {
+    /// Output.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+fn list(globals: &Globals, args: ListSweepsArgs) -> anyhow::Result<()> {
     let store = Store::open(&globals.store)?;
     let rows = sweep::list_sweeps(&store)?;
     globals.say(format!(
@@ -329,8 +339,7 @@ fn list(globals: &Globals) -> anyhow::Result<()> {
             )),
         ),
     ])?;
-    render(&[batch], OutputFormat::Table, &mut std::io::stdout().lock())?;
-    Ok(())
+    args.output.emit(globals, &[batch])
 }
 
 fn summary(globals: &Globals, args: SummaryArgs) -> anyhow::Result<()> {

@@ -61,22 +61,7 @@ impl SourceSessions {
         let rows: Vec<usize> = (0..self.sessions.len())
             .filter(|&i| keep(&self.sessions[i]))
             .collect();
-        SourceSessions {
-            sessions: rows.iter().map(|&i| self.sessions[i]).collect(),
-            causes: rows
-                .iter()
-                .filter_map(|&i| self.causes.get(i).cloned())
-                .collect(),
-            resolution_s: rows
-                .iter()
-                .filter_map(|&i| self.resolution_s.get(i).copied())
-                .collect(),
-            left_truncated: rows
-                .iter()
-                .filter_map(|&i| self.left_truncated.get(i).copied())
-                .collect(),
-            ..self.clone()
-        }
+        self.rows(&rows)
     }
 
     /// The same source without the left-truncated sessions of unknown age (no entry age:
@@ -87,24 +72,23 @@ impl SourceSessions {
             self.left_truncated.get(i).copied().unwrap_or(false) && self.sessions[i].entry == 0.0
         };
         let rows: Vec<usize> = (0..self.sessions.len()).filter(|&i| !unknown(i)).collect();
-        let mut out = SourceSessions {
-            sessions: rows.iter().map(|&i| self.sessions[i]).collect(),
-            causes: rows
-                .iter()
-                .filter_map(|&i| self.causes.get(i).cloned())
-                .collect(),
-            resolution_s: rows
-                .iter()
-                .filter_map(|&i| self.resolution_s.get(i).copied())
-                .collect(),
-            left_truncated: rows
-                .iter()
-                .filter_map(|&i| self.left_truncated.get(i).copied())
-                .collect(),
-            ..self.clone()
-        };
+        let mut out = self.rows(&rows);
         out.excluded_truncated = self.excluded_truncated + self.sessions.len() - rows.len();
         out
+    }
+
+    /// The same source with only the sessions at `rows` (with their parallel columns).
+    fn rows(&self, rows: &[usize]) -> SourceSessions {
+        fn pick<T: Clone>(v: &[T], rows: &[usize]) -> Vec<T> {
+            rows.iter().filter_map(|&i| v.get(i).cloned()).collect()
+        }
+        SourceSessions {
+            sessions: pick(&self.sessions, rows),
+            causes: pick(&self.causes, rows),
+            resolution_s: pick(&self.resolution_s, rows),
+            left_truncated: pick(&self.left_truncated, rows),
+            ..self.clone()
+        }
     }
 
     /// The rows of `sessions` in `group` that lasted longer than an instant (what every

@@ -9,6 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
+use super::common::rs_files;
+
 /// Layer of each top-level module of `src/` (`lib` is the crate root): a module may import
 /// only modules of a strictly lower layer (or itself). Two stacks meet at `scenario`: the pure
 /// one (`survival` -> `policy` -> `replay`) and the storage one (`store` -> `queries`, `fit`).
@@ -641,20 +643,6 @@ fn resolve(
         return Some(prefix);
     }
     None
-}
-
-fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rs_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 fn src() -> PathBuf {

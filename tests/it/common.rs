@@ -184,3 +184,18 @@ pub fn ingest_control_fleet(store: &Path) {
         );
     ok(c);
 }
+
+/// Every `.rs` file under `dir`, recursively (appended to `out`).
+pub fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rs_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}

@@ -11,22 +11,10 @@ use hazardserve::tui::app::Screen;
 use hazardserve::tui::screens;
 use hazardserve_ingest::{Format, InputFormat};
 
+use super::common::rs_files;
+
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).to_path_buf()
-}
-
-fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for e in entries.flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            rs_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
-            out.push(p);
-        }
-    }
 }
 
 /// The module files of a registry folder (not `mod.rs`, not `*_tests.rs`, not `skip`).
