@@ -113,14 +113,22 @@ pub(crate) fn emit_rows(
             lock.flush()?;
             Ok(())
         }
-        Some(path) => crate::store::replace_file(path, |tmp| {
-            let file = std::fs::File::create(tmp).map_err(crate::store::io_err(path))?;
-            let mut w = std::io::BufWriter::new(file);
-            render(batches, format, &mut w)?;
-            w.flush().map_err(crate::store::io_err(path))?;
-            Ok::<(), RenderError>(())
-        }),
+        Some(path) => write_file(path, |w| render(batches, format, w)),
     }
+}
+
+/// Writes `path` atomically ([`crate::store::replace_file`]) with what `fill` writes.
+fn write_file(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), RenderError>,
+) -> Result<(), RenderError> {
+    crate::store::replace_file(path, |tmp| {
+        let file = std::fs::File::create(tmp).map_err(crate::store::io_err(path))?;
+        let mut w = std::io::BufWriter::new(file);
+        fill(&mut w)?;
+        w.flush().map_err(crate::store::io_err(path))?;
+        Ok::<(), RenderError>(())
+    })
 }
 
 /// Writes a JSON document (pretty, with a final newline) to `out`, or to standard output when
@@ -141,13 +149,7 @@ pub(crate) fn emit_json(value: &serde_json::Value, out: Option<&Path>) -> Result
             lock.flush()?;
             Ok(())
         }
-        Some(path) => crate::store::replace_file(path, |tmp| {
-            let file = std::fs::File::create(tmp).map_err(crate::store::io_err(path))?;
-            let mut w = std::io::BufWriter::new(file);
-            write(&mut w)?;
-            w.flush().map_err(crate::store::io_err(path))?;
-            Ok::<(), RenderError>(())
-        }),
+        Some(path) => write_file(path, write),
     }
 }
 

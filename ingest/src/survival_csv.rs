@@ -139,7 +139,6 @@ fn km_indices(name: &str, args: &SurvivalCsvSpec, cols: &[&str]) -> Result<KmInd
 /// ends and read on every core, the pieces then joined in order (labels keep their order of
 /// first appearance in the file).
 pub fn read_survival_csv(path: &Path, spec: &SurvivalCsvSpec) -> Result<SurvivalColumns> {
-    let args = spec;
     let name = path.display().to_string();
     let bytes = std::fs::read(path).map_err(|source| IngestError::Io {
         path: path.to_path_buf(),
@@ -154,7 +153,7 @@ pub fn read_survival_csv(path: &Path, spec: &SurvivalCsvSpec) -> Result<Survival
     let plain = csv_plain_parts(&bytes, cores).map_err(|c| named(c.into()))?;
     let out = match plain {
         Some(plain) => {
-            let ix = km_indices(&name, args, &plain.header)?;
+            let ix = km_indices(&name, spec, &plain.header)?;
             let pieces: Vec<std::result::Result<SurvivalColumns, Error>> =
                 std::thread::scope(|sc| {
                     let handles: Vec<_> = plain
@@ -193,7 +192,7 @@ pub fn read_survival_csv(path: &Path, spec: &SurvivalCsvSpec) -> Result<Survival
             // Quoted fields, CRLF and a byte-order mark are handled by the CSV reader.
             let visited = csv_visit::<Error>(&bytes, |line, f| match &ix {
                 None => {
-                    ix = Some(km_indices(&name, args, f).map_err(Error::Ingest)?);
+                    ix = Some(km_indices(&name, spec, f).map_err(Error::Ingest)?);
                     Ok(())
                 }
                 Some(ix) => {

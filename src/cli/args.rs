@@ -43,10 +43,7 @@ impl OutputArgs {
             crate::output::TableRows::Elided
         };
         crate::output::emit_rows(batches, self.format, self.out.as_deref(), rows)?;
-        if let Some(path) = &self.out {
-            let rows: usize = batches.iter().map(|b| b.num_rows()).sum();
-            globals.say(format!("wrote {} ({rows} rows)", path.display()));
-        }
+        self.say_written(globals, batches.iter().map(|b| b.num_rows()).sum());
         Ok(())
     }
 
@@ -59,10 +56,15 @@ impl OutputArgs {
         rows: usize,
     ) -> anyhow::Result<()> {
         crate::output::emit_json(value, self.out.as_deref())?;
+        self.say_written(globals, rows);
+        Ok(())
+    }
+
+    /// Says which file was written, when the result went to one.
+    fn say_written(&self, globals: &Globals, rows: usize) {
         if let Some(path) = &self.out {
             globals.say(format!("wrote {} ({rows} rows)", path.display()));
         }
-        Ok(())
     }
 }
 

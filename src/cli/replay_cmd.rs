@@ -161,16 +161,8 @@ impl ReplayArgs {
             cfg.nodes.announced_causes = self.announced.clone();
         }
         if let Some(m) = &self.gap_metric {
-            cfg.replay.gap_metric = crate::replay::Metric::from_key(m).ok_or_else(|| {
-                let keys: Vec<&str> = crate::replay::METRICS.iter().map(|d| d.key).collect();
-                crate::scenario::ScenarioError::invalid(
-                    "replay.gap_metric",
-                    format!(
-                        "must be a metric key, got {m:?}; known: {}",
-                        keys.join(", ")
-                    ),
-                )
-            })?;
+            cfg.replay.gap_metric = crate::scenario::choices::metric_key::parse(m)
+                .map_err(|e| crate::scenario::ScenarioError::invalid("replay.gap_metric", e))?;
         }
         cfg.validate()?;
         Ok(cfg)

@@ -742,7 +742,7 @@ pub(crate) fn build_with(
     cfg: &ScenarioConfig,
     cache: &BuildCache,
 ) -> Result<Scenario, ScenarioError> {
-    cfg.validate()?;
+    let resolved = cfg.validate()?;
     let mut notes = Vec::new();
     let n = &cfg.nodes;
     let nodes_key = format!(
@@ -787,7 +787,6 @@ pub(crate) fn build_with(
     } else {
         memoryless_rates(&censor_announced(data.clone(), &announced), cutoff, length)
     };
-    let resolved = cfg.resolve()?;
     let model = resolved.model;
     let linear = cfg.policy.survival_curve == CurveReading::Linear;
     let weibull = match (priors, cfg.policy.tail) {

@@ -25,7 +25,7 @@ pub(super) mod estimator_text {
 
 /// A [`crate::replay::Metric`] in a scenario file: its key (`unplanned_interruptions`, ...),
 /// checked when the file is read.
-pub(super) mod metric_key {
+pub(crate) mod metric_key {
     use serde::{Deserialize, Deserializer, Serializer};
 
     use crate::replay::{Metric, METRICS};
@@ -38,12 +38,17 @@ pub(super) mod metric_key {
     /// Reads the value from its text.
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Metric, D::Error> {
         let key = String::deserialize(d)?;
-        Metric::from_key(&key).ok_or_else(|| {
+        parse(&key).map_err(serde::de::Error::custom)
+    }
+
+    /// The metric of `key`, or why there is none (the message lists the keys).
+    pub fn parse(key: &str) -> Result<Metric, String> {
+        Metric::from_key(key).ok_or_else(|| {
             let keys: Vec<&str> = METRICS.iter().map(|m| m.key).collect();
-            serde::de::Error::custom(format!(
+            format!(
                 "must be a metric key, got {key:?}; known: {}",
                 keys.join(", ")
-            ))
+            )
         })
     }
 }

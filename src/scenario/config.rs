@@ -507,8 +507,9 @@ impl ScenarioConfig {
     }
 
     /// Checks every value that does not need the store, so a bad scenario fails before any
-    /// work: the same check applies whether a value came from the file or a flag.
-    pub fn validate(&self) -> Result<(), ScenarioError> {
+    /// work: the same check applies whether a value came from the file or a flag. Returns what
+    /// the scenario's names stand for ([`ScenarioConfig::resolve`]).
+    pub fn validate(&self) -> Result<Resolved, ScenarioError> {
         let positive = |key: &'static str, v: f64| {
             if v.is_finite() && v > 0.0 {
                 Ok(())
@@ -610,7 +611,7 @@ impl ScenarioConfig {
         positive("policy.check_interval_s", p.check_interval_s)?;
         nonneg("policy.hysteresis_s", p.hysteresis_s)?;
         nonneg("policy.min_remaining_s", p.min_remaining_s)?;
-        self.resolve()?;
+        let resolved = self.resolve()?;
         self.hardware.overrides.validate("hardware")?;
         if let Some(a) = &self.nodes.filter_attribute {
             NodeAttribute::parse(a, "nodes.filter_attribute")?;
@@ -618,7 +619,7 @@ impl ScenarioConfig {
         for g in &self.hardware.groups {
             g.overrides.validate("hardware.groups")?;
         }
-        Ok(())
+        Ok(resolved)
     }
 
     /// The presets and group attributes the scenario names, looked up once (an unknown name is

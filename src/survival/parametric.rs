@@ -306,35 +306,15 @@ pub(crate) fn weibull_mle(
     rows: impl Iterator<Item = (f64, f64, bool)>,
     bounds: (f64, f64),
 ) -> Option<WeibullMle> {
-    let rows: Vec<(f64, f64, bool)> = rows.collect();
-    let s = rows.iter().fold(0.0f64, |m, r| m.max(r.0));
-    let d = rows.iter().filter(|r| r.2).count() as f64;
-    if d <= 0.0 || s.is_nan() || s <= 0.0 {
-        return None;
+    let (mut t, mut e, mut d) = (Vec::new(), Vec::new(), Vec::new());
+    for (exit, entry, event) in rows {
+        t.push(exit);
+        e.push(entry);
+        d.push(event);
     }
-    let mut p = Prepared {
-        d,
-        s,
-        ln_t: Vec::with_capacity(rows.len()),
-        ln_e: Vec::new(),
-        b: 0.0,
-        exposure: 0.0,
-        n: rows.len() as f64,
-    };
-    for &(t, e, ev) in &rows {
-        p.exposure += t - e;
-        if t > 0.0 {
-            let l = (t / s).ln();
-            p.ln_t.push((l, 1.0));
-            if ev {
-                p.b += l;
-            }
-        }
-        if e > 0.0 {
-            p.ln_e.push(((e / s).ln(), 1.0));
-        }
-    }
-    p.weibull_mle(bounds)
+    prepare(&SurvivalData::new(&t, &d).with_entry(&e))
+        .ok()?
+        .weibull_mle(bounds)
 }
 
 /// Maximum-likelihood exponential fit S(t) = exp(−λ t): λ̂ = D / Σ w (T − e).
