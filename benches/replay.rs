@@ -3,6 +3,9 @@
 //! (event-driven checks; both targets >= 50,000 requests/s) on 100 nodes with synthetic Weibull up/down timelines and a Poisson workload, on one
 //! core (each run is single-threaded).
 //!
+//! The same at 1,000 nodes with ten times the arrival rate (the same load per node) over a
+//! shorter window (`*_1000_nodes`): the README's scaling row.
+//!
 //! Needs `[[bench]] name = "replay" harness = false` in Cargo.toml. Prints a summary line per
 //! policy (`requests/s`, `ns/event`) before the criterion measurements.
 
@@ -19,21 +22,22 @@ use hazardserve::replay::{
 const HOUR_US: i64 = 3_600_000_000;
 const WINDOW_S: f64 = 300.0;
 
-fn inputs() -> (Cluster, Workload, Window) {
+/// `nodes` synthetic nodes and a Poisson workload at ~60 % of their capacity (8 slots per node,
+/// ~5 s of service per request: one request per second per node) over `window_s` seconds.
+fn inputs(nodes: usize, window_s: f64) -> (Cluster, Workload, Window) {
     let cluster = SyntheticCluster {
-        nodes: 100,
+        nodes,
         to_us: 24 * HOUR_US,
         ..SyntheticCluster::default()
     }
     .build();
-    // ~60% of the cluster's capacity (800 slots, ~5 s of service per request).
     let workload = PoissonWorkload {
-        rate_per_s: 100.0,
-        length_s: WINDOW_S,
+        rate_per_s: nodes as f64,
+        length_s: window_s,
         ..PoissonWorkload::default()
     }
     .build();
-    let window = Window::new(6 * HOUR_US, (WINDOW_S * 1e6) as i64);
+    let window = Window::new(6 * HOUR_US, (window_s * 1e6) as i64);
     (cluster, workload, window)
 }
 
@@ -70,19 +74,29 @@ fn summary(cluster: &Cluster, workload: &Workload, window: Window, kind: PolicyK
 }
 
 fn bench_replay(c: &mut Criterion) {
-    let (cluster, workload, window) = inputs();
-    for kind in [PolicyKind::Fastest, PolicyKind::Hazard, PolicyKind::Oracle] {
-        summary(&cluster, &workload, window, kind);
-    }
     let cfg = ReplayConfig::default();
     let mut g = c.benchmark_group("replay");
     g.sample_size(10);
-    g.throughput(Throughput::Elements(workload.requests.len() as u64));
-    for kind in [PolicyKind::Fastest, PolicyKind::Hazard, PolicyKind::Oracle] {
-        let spec = RunSpec::new(kind, window, 1, cfg.params);
-        g.bench_function(format!("{kind}_100_nodes"), |b| {
-            b.iter(|| black_box(simulate(&cluster, &workload, &cfg, &spec).expect("runs")))
-        });
+    for (nodes, window_s, kinds) in [
+        (
+            100,
+            WINDOW_S,
+            &[PolicyKind::Fastest, PolicyKind::Hazard, PolicyKind::Oracle][..],
+        ),
+        (1_000, 60.0, &[PolicyKind::Fastest, PolicyKind::Hazard][..]),
+    ] {
+        let (cluster, workload, window) = inputs(nodes, window_s);
+        eprintln!("{nodes} nodes:");
+        for &kind in kinds {
+            summary(&cluster, &workload, window, kind);
+        }
+        g.throughput(Throughput::Elements(workload.requests.len() as u64));
+        for &kind in kinds {
+            let spec = RunSpec::new(kind, window, 1, cfg.params);
+            g.bench_function(format!("{kind}_{nodes}_nodes"), |b| {
+                b.iter(|| black_box(simulate(&cluster, &workload, &cfg, &spec).expect("runs")))
+            });
+        }
     }
     g.finish();
 }

@@ -112,6 +112,11 @@ impl ReplayArgs {
             None => ScenarioConfig::default(),
         };
         if let Some(s) = &self.source {
+            if !cfg.pools.is_empty() {
+                anyhow::bail!(
+                    "--source {s}: the scenario lists [[pools]], each with its own source; edit the pools instead"
+                );
+            }
             cfg.nodes.source = s.clone();
         }
         if let Some(w) = &self.workload {
@@ -349,6 +354,16 @@ pub fn print_rows(
         "mean_vs_fastest_s",
         Col::Str(rows.iter().map(diff).collect()),
     ));
+    // A priced fleet (`price_per_node_hour`): what each answer costs.
+    if rows.iter().any(|r| r.get(Metric::Dollars).value.is_some()) {
+        for m in [Metric::Dollars, Metric::GoodputPerDollar] {
+            let cell = |r: &PolicySummary| {
+                let e = r.get(m);
+                e.value.map(|v| interval(v, e.ci))
+            };
+            cols.push((m.def().title, Col::Str(rows.iter().map(cell).collect())));
+        }
+    }
     let gap = |r: &PolicySummary| {
         Some(match r.gap_closed.state {
             crate::replay::compare::GapState::NotAPolicy => "-".to_string(),

@@ -146,6 +146,7 @@ pub fn run(
         records,
         stats: RunStats::default(),
         decisions: Vec::new(),
+        cost: super::input::RunCost::default(),
     })
 }
 

@@ -276,6 +276,8 @@ pub struct PolicySummary {
     pub metrics: [Estimate; N_METRICS],
     /// Mean unplanned interruptions per window by the end cause behind them.
     pub interruptions_by_cause: BTreeMap<String, f64>,
+    /// Mean dollars per window by pool (empty when no pool has a price).
+    pub dollars_by_pool: BTreeMap<String, f64>,
     /// Paired differences against `fastest` (absent for `fastest` itself).
     pub vs_fastest: Option<Versus>,
     /// Paired differences against the best hazard-blind baseline (absent for that baseline).
@@ -368,7 +370,7 @@ impl PolicySummary {
 
     /// The JSON object of the row: `policy` (the label), `kind`, `param`, `requests`,
     /// `windows`, each metric key with `<key>_ci = [low, high]` when an interval exists,
-    /// `interruptions_by_cause`, `vs_fastest` and `vs_best_blind` (objects keyed by metric,
+    /// `interruptions_by_cause`, `dollars_by_pool` (when priced), `vs_fastest` and `vs_best_blind` (objects keyed by metric,
     /// each `{"diff", "ci_low", "ci_high"}`, with `reference`), `gap_closed` (number or null),
     /// `gap_closed_ci`, and `"gap": "none"` when there is no gap to close.
     pub fn to_json(&self) -> Value {
@@ -388,6 +390,9 @@ impl PolicySummary {
             "interruptions_by_cause".into(),
             json!(self.interruptions_by_cause),
         );
+        if !self.dollars_by_pool.is_empty() {
+            o.insert("dollars_by_pool".into(), json!(self.dollars_by_pool));
+        }
         for (key, v) in [
             ("vs_fastest", &self.vs_fastest),
             ("vs_best_blind", &self.vs_best_blind),
@@ -445,6 +450,15 @@ impl PolicySummary {
             metrics,
             interruptions_by_cause: o
                 .get("interruptions_by_cause")
+                .and_then(Value::as_object)
+                .map(|m| {
+                    m.iter()
+                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                        .collect()
+                })
+                .unwrap_or_default(),
+            dollars_by_pool: o
+                .get("dollars_by_pool")
                 .and_then(Value::as_object)
                 .map(|m| {
                     m.iter()
@@ -530,6 +544,7 @@ struct Row {
     requests: u64,
     windows: WindowValues,
     causes: BTreeMap<String, f64>,
+    pools: BTreeMap<String, f64>,
     calibration: Calibration,
 }
 
@@ -719,8 +734,16 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
                     *causes.entry(c.clone()).or_insert(0.0) += n;
                 }
             }
+            // Dollars by pool: the same mean per run.
+            let mut pools: BTreeMap<String, f64> = BTreeMap::new();
+            for r in &members {
+                for (p, d) in &r.summary.dollars_by_pool {
+                    *pools.entry(p.clone()).or_insert(0.0) += d;
+                }
+            }
             let n_runs = members.len().max(1) as f64;
             causes.values_mut().for_each(|v| *v /= n_runs);
+            pools.values_mut().for_each(|v| *v /= n_runs);
             let mut calibration = Calibration::default();
             for r in &members {
                 calibration.merge(&r.summary.calibration);
@@ -732,6 +755,7 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
                     requests,
                     windows,
                     causes,
+                    pools,
                     calibration,
                 },
             )
@@ -778,6 +802,7 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
             windows: row.windows.len(),
             metrics,
             interruptions_by_cause: row.causes.clone(),
+            dollars_by_pool: row.pools.clone(),
             vs_fastest: vs(fastest),
             vs_best_blind: best_blind
                 .filter(|b| b.label != row.label)
@@ -860,6 +885,8 @@ mod tests {
                 values,
                 interruptions_by_cause: BTreeMap::new(),
                 calibration: Default::default(),
+                dollars_by_pool: BTreeMap::new(),
+                good_tokens: 0.0,
             },
         }
     }

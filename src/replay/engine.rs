@@ -116,7 +116,7 @@ use crate::policy::{
 
 use super::input::{
     prepare_jobs, run_stream_seed, secs_to_us, validate_params, CensoredEnds, Cluster,
-    ReplayConfig, ReplayError, ReplayJob, UpSession, Workload, US_PER_S,
+    ReplayConfig, ReplayError, ReplayJob, RunCost, UpSession, Workload, US_PER_S,
 };
 use super::metrics::{DropReason, RequestRecord};
 use super::output::{LoggedDecision, RunOutput, RunSpec, RunStats};
@@ -173,9 +173,29 @@ pub(crate) fn simulate_unchecked(
         }
         _ => cfg,
     };
-    if policy.kind() == PolicyKind::Bound {
-        return super::bound::run(cluster, workload, cfg, spec);
-    }
+    let mut out = if policy.kind() == PolicyKind::Bound {
+        super::bound::run(cluster, workload, cfg, spec)?
+    } else {
+        simulate_window(cluster, workload, cfg, spec, policy)?
+    };
+    let [from, to] = out.scored_s;
+    let start = spec.window.start_us;
+    out.cost = cluster.cost(
+        start.saturating_add(secs_to_us(from)),
+        start.saturating_add(secs_to_us(to)),
+        cfg.censored_ends,
+    );
+    Ok(out)
+}
+
+/// One simulated run over the window (every policy but `bound`).
+fn simulate_window(
+    cluster: &Cluster,
+    workload: &Workload,
+    cfg: &ReplayConfig,
+    spec: &RunSpec,
+    policy: &mut dyn Policy,
+) -> Result<RunOutput, ReplayError> {
     let end = spec.window.end_us()?;
     let stream = run_stream_seed(spec.seed, spec.window_index as u64);
     let jobs = prepare_jobs(workload, spec.window.length_us, cfg, stream)?;
@@ -192,6 +212,7 @@ pub(crate) fn simulate_unchecked(
         records: sim.records(),
         stats: sim.stats,
         decisions: std::mem::take(&mut sim.decisions),
+        cost: RunCost::default(),
     })
 }
 

@@ -370,6 +370,34 @@ impl Node {
 pub struct Cluster {
     /// Nodes, indexed by [`crate::policy::NodeIdx`].
     pub nodes: Vec<Node>,
+    /// The fleet's pools (one unnamed, unpriced pool unless [`Cluster::with_pools`] says
+    /// otherwise).
+    pub pools: Vec<Pool>,
+    /// The pool of each node (index into [`Cluster::pools`]); empty: every node in pool 0.
+    pub pool_of: Vec<u16>,
+}
+
+/// One pool of a fleet: nodes bought the same way (a spot source, an on-demand reserve), with
+/// its price. The engine reads only the price, for the run's cost ([`RunCost`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Pool {
+    /// Name (shown in the cost per pool).
+    pub name: String,
+    /// Dollars per node-hour, billed while the node is up.
+    pub price_per_node_hour: f64,
+}
+
+/// What one run's fleet cost over the scored span of its window: every node billed at its
+/// pool's price for the time it was up (as the replay plays it, [`Node::up_intervals`]),
+/// `dollars = sum_i price_i * up_i / 3600` with `up_i` in seconds.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct RunCost {
+    /// Dollars over the scored span.
+    pub dollars: f64,
+    /// Dollars per pool, by name, in [`Cluster::pools`] order.
+    pub per_pool: Vec<(String, f64)>,
+    /// Whether any pool has a price (else the cost metrics are undefined).
+    pub priced: bool,
 }
 
 fn finite_pos(x: f64) -> bool {
@@ -379,7 +407,55 @@ fn finite_pos(x: f64) -> bool {
 impl Cluster {
     /// A cluster over `nodes`.
     pub fn new(nodes: Vec<Node>) -> Cluster {
-        Cluster { nodes }
+        Cluster {
+            nodes,
+            pools: vec![Pool {
+                name: "all".into(),
+                price_per_node_hour: 0.0,
+            }],
+            pool_of: Vec::new(),
+        }
+    }
+
+    /// The cluster with `pools` and each node's pool (`pool_of[i]` indexes `pools`; checked by
+    /// [`Cluster::validate`]).
+    pub fn with_pools(mut self, pools: Vec<Pool>, pool_of: Vec<u16>) -> Cluster {
+        self.pools = pools;
+        self.pool_of = pool_of;
+        self
+    }
+
+    /// The pool of node `i`.
+    pub fn pool(&self, i: usize) -> usize {
+        self.pool_of.get(i).map_or(0, |&p| usize::from(p))
+    }
+
+    /// The fleet's cost over `[start_us, end_us)` as the replay plays it under `mode`
+    /// ([`RunCost`]).
+    pub fn cost(&self, start_us: i64, end_us: i64, mode: CensoredEnds) -> RunCost {
+        let mut per_pool = vec![0.0; self.pools.len()];
+        let mut up = Vec::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            let pool = self.pool(i);
+            let price = self.pools.get(pool).map_or(0.0, |p| p.price_per_node_hour);
+            if price == 0.0 {
+                continue;
+            }
+            up.clear();
+            node.up_intervals(start_us, end_us, mode, &mut up);
+            let up_us: i64 = up.iter().map(|(a, b)| (b - a).max(0)).sum();
+            per_pool[pool] += price * up_us as f64 / (US_PER_S * 3600.0);
+        }
+        RunCost {
+            dollars: per_pool.iter().sum(),
+            per_pool: self
+                .pools
+                .iter()
+                .map(|p| p.name.clone())
+                .zip(per_pool)
+                .collect(),
+            priced: self.pools.iter().any(|p| p.price_per_node_hour > 0.0),
+        }
     }
 
     /// Checks that the cluster carries what `policy` reads beyond the common inputs:
@@ -412,6 +488,38 @@ impl Cluster {
         }
         if u32::try_from(self.nodes.len()).is_err() {
             return Err(ReplayError::BadConfig("more than 2^32 nodes".into()));
+        }
+        if self.pools.is_empty() {
+            return Err(ReplayError::BadConfig(
+                "a cluster has at least one pool".into(),
+            ));
+        }
+        if !self.pool_of.is_empty() && self.pool_of.len() != self.nodes.len() {
+            return Err(ReplayError::BadConfig(format!(
+                "{} pool assignments for {} nodes",
+                self.pool_of.len(),
+                self.nodes.len()
+            )));
+        }
+        if let Some(&p) = self
+            .pool_of
+            .iter()
+            .find(|&&p| usize::from(p) >= self.pools.len())
+        {
+            return Err(ReplayError::BadConfig(format!(
+                "node in pool {p} of {}",
+                self.pools.len()
+            )));
+        }
+        if let Some(p) = self
+            .pools
+            .iter()
+            .find(|p| !(p.price_per_node_hour.is_finite() && p.price_per_node_hour >= 0.0))
+        {
+            return Err(ReplayError::BadConfig(format!(
+                "pool {}: price_per_node_hour must be >= 0, got {}",
+                p.name, p.price_per_node_hour
+            )));
         }
         for (i, n) in self.nodes.iter().enumerate() {
             let bad = |reason| ReplayError::BadNode {

@@ -41,8 +41,8 @@ pub use compare::{
 };
 pub use engine::{simulate, simulate_with};
 pub use input::{
-    CensoredEnds, Cluster, LengthEstimator, Node, NodeSpec, ReplayConfig, ReplayError, ReplayJob,
-    Request, UpSession, Window, Workload,
+    CensoredEnds, Cluster, LengthEstimator, Node, NodeSpec, Pool, ReplayConfig, ReplayError,
+    ReplayJob, Request, RunCost, UpSession, Window, Workload,
 };
 pub use metrics::{
     AggregateOptions, Calibration, DropReason, Metric, MetricDef, ReliabilityBin, RequestRecord,

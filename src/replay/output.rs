@@ -122,13 +122,15 @@ pub struct RunOutput {
     pub stats: RunStats,
     /// The first [`ReplayConfig::decision_log`] decisions.
     pub decisions: Vec<LoggedDecision>,
+    /// The fleet's cost over the scored span (the same for every policy of a window).
+    pub cost: super::input::RunCost,
 }
 
 impl RunOutput {
     /// The run's metrics ([`RunSummary::scored`]): the requests that arrived in the scored
     /// span, over a window of `window_length_s`.
     pub fn summary(&self) -> RunSummary {
-        RunSummary::scored(&self.records, self.window_length_s, self.scored_s)
+        RunSummary::scored(&self.records, self.window_length_s, self.scored_s).with_cost(&self.cost)
     }
 
     /// The run's metrics with its key, for [`super::metrics::aggregate`].

@@ -23,7 +23,7 @@ mod sweep_map;
 
 pub use document::{Block, Report};
 pub use error::ReportError;
-pub use run::{CALIBRATION_HEADER, COMPARISON_HEADER};
+pub use run::{CALIBRATION_HEADER, COMPARISON_HEADER, COST_HEADER};
 
 pub use migration::TRIGGER_HEADER;
 pub use survival::{

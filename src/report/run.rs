@@ -50,6 +50,92 @@ fn comparison_row(s: &PolicySummary) -> Vec<String> {
     ]
 }
 
+/// The header of the cost table (a run whose fleet has prices).
+pub const COST_HEADER: [&str; 5] = [
+    "policy",
+    "dollars / window",
+    "goodput per dollar (tokens/$)",
+    "vs fastest",
+    "SLO goodput (tok/s)",
+];
+
+/// One row of the cost table.
+fn cost_row(s: &PolicySummary) -> Vec<String> {
+    let vs = s
+        .vs_fastest
+        .as_ref()
+        .and_then(|v| v.get(Metric::GoodputPerDollar))
+        .map_or("-".into(), |d| {
+            signed_interval_text(d.diff, d.ci_low.zip(d.ci_high))
+        });
+    vec![
+        s.label.to_string(),
+        cell(s, Metric::Dollars),
+        cell(s, Metric::GoodputPerDollar),
+        vs,
+        cell(s, Metric::SloGoodput),
+    ]
+}
+
+/// The cost section of a priced run: the cost table, the dollars per pool and the
+/// goodput-per-dollar bars. Nothing when no pool has a price.
+fn cost_section(run: &str, summary: &[PolicySummary], r: &mut Report) -> Result<(), ReportError> {
+    if summary
+        .iter()
+        .all(|s| s.get(Metric::Dollars).value.is_none())
+    {
+        return Ok(());
+    }
+    r.blocks.push(Block::Heading("Cost".to_string()));
+    r.blocks.push(Block::Text(
+        "Every node billed at its pool's `price_per_node_hour` while it is up (spot nodes only          while up), over the scored span of each window; goodput per dollar is the output          tokens of the requests that met their SLO per dollar. Differences are paired by          window against `fastest`; positive is better."
+            .to_string(),
+    ));
+    r.blocks.push(Block::Table(
+        COST_HEADER.map(String::from).to_vec(),
+        summary.iter().map(cost_row).collect(),
+    ));
+    if let Some(f) = summary
+        .iter()
+        .find(|s| s.label.kind == PolicyKind::Fastest && s.label.param.is_none())
+        .or_else(|| summary.first())
+        .filter(|f| !f.dollars_by_pool.is_empty())
+    {
+        let pools: Vec<String> = f
+            .dollars_by_pool
+            .iter()
+            .map(|(pool, d)| format!("`{pool}` {}", human_float(*d)))
+            .collect();
+        r.blocks.push(Block::Text(format!(
+            "Dollars per window by pool (the same for every policy: the fleet is the trace's): {}.",
+            pools.join(", ")
+        )));
+    }
+    let bars: Vec<Bar> = summary
+        .iter()
+        .filter_map(|s| {
+            let e = s.get(Metric::GoodputPerDollar);
+            Some(Bar {
+                label: s.label.to_string(),
+                value: e.value?,
+                ci: e.ci.map(|c| (c[0], c[1])),
+            })
+        })
+        .collect();
+    if !bars.is_empty() {
+        r.blocks.push(Block::Plot(
+            "goodput-per-dollar.svg".into(),
+            plots::comparison(
+                &format!("Goodput per dollar by policy, run {run}"),
+                "SLO-met output tokens per dollar, 95% CI over windows",
+                &bars,
+            )?,
+            "Goodput per dollar by policy".into(),
+        ));
+    }
+    Ok(())
+}
+
 /// The header of the forecast calibration table.
 pub const CALIBRATION_HEADER: [&str; 7] = [
     "policy",
@@ -126,6 +212,7 @@ pub(super) fn run_section(
             calibration,
         ));
     }
+    cost_section(run, &summary, r)?;
     if let Some(f) = summary
         .iter()
         .find(|s| s.label.kind == PolicyKind::Fastest && s.label.param.is_none())

@@ -12,8 +12,8 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use super::config::{
-    CurveReading, HardwareOverrides, NodeAttribute, NodesConfig, Resolved, ScenarioConfig,
-    TailModel,
+    CurveReading, HardwareOverrides, NodeAttribute, NodesConfig, PoolConfig, Resolved,
+    ScenarioConfig, TailModel,
 };
 use super::error::ScenarioError;
 use crate::fit::causes::CauseGroup;
@@ -76,6 +76,8 @@ pub struct SelectedNodes {
     pub selected: Vec<usize>,
     /// Observation span of the selected nodes (trace clock, seconds).
     pub span_s: (f64, f64),
+    /// Nodes that matched the selection before sampling.
+    pub available: usize,
     rows: HashMap<String, NodeRow>,
 }
 
@@ -107,15 +109,19 @@ fn node_rows(store: &Store, source: &str) -> Result<HashMap<String, NodeRow>, Sc
     Ok(out)
 }
 
-/// Step 1: the `[nodes]` selection: every node of the source that was ever up, filtered by
-/// attribute and sampled (seeded) as the scenario says.
-fn select_nodes(store: &Store, cfg: &ScenarioConfig) -> Result<SelectedNodes, ScenarioError> {
-    let source = &cfg.nodes.source;
+/// Step 1: a pool's selection: every node of its source that was ever up, filtered by
+/// attribute and sampled (seeded by `seed`) as the pool says.
+fn select_nodes(
+    store: &Store,
+    pool: &PoolConfig,
+    seed: u64,
+) -> Result<SelectedNodes, ScenarioError> {
+    let source = pool.source.as_deref().unwrap_or_default();
     let data = load_sessions(store, source, None, true)?;
     let rows = node_rows(store, source)?;
     let row = |i: usize| rows.get(&data.node_ids[i]).cloned().unwrap_or_default();
     let mut selected: Vec<usize> = (0..data.node_ids.len()).collect();
-    if let (Some(attr), Some(value)) = (&cfg.nodes.filter_attribute, &cfg.nodes.filter_value) {
+    if let (Some(attr), Some(value)) = (&pool.filter_attribute, &pool.filter_value) {
         let attr = NodeAttribute::parse(attr, "nodes.filter_attribute")?;
         selected.retain(|&i| {
             row(i)
@@ -129,13 +135,14 @@ fn select_nodes(store: &Store, cfg: &ScenarioConfig) -> Result<SelectedNodes, Sc
         has_sessions[s.node as usize] = true;
     }
     selected.retain(|&i| has_sessions[i]);
-    if cfg.nodes.sample > 0 && selected.len() > cfg.nodes.sample {
-        let mut rng = Rng::new(cfg.replay.seed ^ 0x5A3D_1E5E);
-        for i in 0..cfg.nodes.sample {
+    let available = selected.len();
+    if pool.sample > 0 && selected.len() > pool.sample {
+        let mut rng = Rng::new(seed ^ 0x5A3D_1E5E);
+        for i in 0..pool.sample {
             let j = i + rng.below((selected.len() - i) as u64) as usize;
             selected.swap(i, j);
         }
-        selected.truncate(cfg.nodes.sample);
+        selected.truncate(pool.sample);
         selected.sort_unstable();
     }
     if selected.is_empty() {
@@ -153,8 +160,30 @@ fn select_nodes(store: &Store, cfg: &ScenarioConfig) -> Result<SelectedNodes, Sc
         data,
         selected,
         span_s,
+        available,
         rows,
     })
+}
+
+/// The pool of every node of `source` that scenario `cfg` puts in a `[[pools]]` pool (the
+/// same selection as [`build`]: filter, seeded sample), by node id; empty for a scenario
+/// without `[[pools]]` or whose pools do not read `source`.
+pub fn pool_membership(
+    store: &Store,
+    cfg: &ScenarioConfig,
+    source: &str,
+) -> Result<HashMap<String, String>, ScenarioError> {
+    let mut out = HashMap::new();
+    for pool in &cfg.pools {
+        if pool.source.as_deref() != Some(source) {
+            continue;
+        }
+        let nodes = select_nodes(store, pool, cfg.replay.seed)?;
+        for &i in &nodes.selected {
+            out.insert(nodes.data.node_ids[i].clone(), pool.label());
+        }
+    }
+    Ok(out)
 }
 
 /// Seconds on the trace clock to engine microseconds.
@@ -199,54 +228,60 @@ fn load_requests(store: &Store, cfg: &ScenarioConfig) -> Result<Vec<Request>, Sc
     Ok(requests)
 }
 
-/// Step 3: window starts on the trace clock. Windows are `window_length_s` long (0: the
-/// workload's length divided by its rate scale, at least 60 s), the first starts after
-/// `train_fraction` of the span (or at `window_start`), and they are spaced evenly or at seeded
-/// random starts up to the end of the span. Returns the starts and the length.
+/// Step 3: where the windows fall on each source's clock. Windows are `window_length_s` long
+/// (0: the workload's length divided by its rate scale, at least 60 s). On each source the
+/// first window starts after `train_fraction` of that source's span (or at `window_start`,
+/// one source only), so every source's training cut is its own; the windows then sit at the
+/// same offsets after each source's first one, spaced evenly or at seeded random offsets up
+/// to the end of the shortest source. Returns each source's first start (in `spans` order),
+/// the offsets and the length.
 fn place_windows(
     cfg: &ScenarioConfig,
-    span_s: (f64, f64),
+    spans: &[(String, (f64, f64))],
     workload_len_s: f64,
-) -> Result<(Vec<f64>, f64), ScenarioError> {
+) -> Result<(Vec<f64>, Vec<f64>, f64), ScenarioError> {
     let r = &cfg.replay;
     let length = if r.window_length_s > 0.0 {
         r.window_length_s
     } else {
         (workload_len_s / cfg.workload.rate_scale).max(60.0)
     };
-    let first = match &r.window_start {
-        Some(s) => parse_time(s)
-            .map_err(|e| ScenarioError::invalid("replay.window_start", e.to_string()))?,
-        None => span_s.0 + r.train_fraction * (span_s.1 - span_s.0),
-    };
-    let last = span_s.1 - length;
-    if last < first {
-        return Err(ScenarioError::Empty(format!(
-            "the observation span of {} ({:.0} s after the training part) is shorter than one window of {length:.0} s; use a shorter --window-length or a smaller train_fraction",
-            cfg.nodes.source,
-            span_s.1 - first
-        )));
+    let mut firsts = Vec::with_capacity(spans.len());
+    let mut range = f64::INFINITY;
+    for (source, span_s) in spans {
+        let first = match &r.window_start {
+            Some(s) => parse_time(s)
+                .map_err(|e| ScenarioError::invalid("replay.window_start", e.to_string()))?,
+            None => span_s.0 + r.train_fraction * (span_s.1 - span_s.0),
+        };
+        let last = span_s.1 - length;
+        if last < first {
+            return Err(ScenarioError::Empty(format!(
+                "the observation span of {source} ({:.0} s after the training part) is shorter than one window of {length:.0} s; use a shorter --window-length or a smaller train_fraction",
+                span_s.1 - first
+            )));
+        }
+        firsts.push(first);
+        range = range.min(last - first);
     }
     let n = r.windows;
-    let starts: Vec<f64> = if r.placement == "random" {
+    let offsets: Vec<f64> = if r.placement == "random" {
         let mut rng = Rng::new(r.seed ^ 0x00D0_0DAD);
-        let mut v: Vec<f64> = (0..n)
-            .map(|_| first + rng.uniform() * (last - first))
-            .collect();
+        let mut v: Vec<f64> = (0..n).map(|_| rng.uniform() * range).collect();
         v.sort_by(f64::total_cmp);
         v
     } else {
         (0..n)
             .map(|k| {
                 if n == 1 {
-                    first
+                    0.0
                 } else {
-                    first + (last - first) * k as f64 / (n - 1) as f64
+                    range * k as f64 / (n - 1) as f64
                 }
             })
             .collect()
     };
-    Ok((starts, length))
+    Ok((firsts, offsets, length))
 }
 
 /// Step 4: survival priors of every node of the source, fitted only on what was observed
@@ -254,20 +289,19 @@ fn place_windows(
 /// lifetimes: the fit leaves them out (as `fit` and `priors export` do). A training part
 /// without any event gives `None` (flat priors, S = 1) and a note, not an error.
 fn fit_node_priors(
-    _store: &Store,
-    cfg: &ScenarioConfig,
+    announced: &[CauseGroup],
     data: &SourceSessions,
     cutoff: f64,
     notes: &mut Vec<String>,
 ) -> Result<Option<Priors>, ScenarioError> {
-    let source = &cfg.nodes.source;
+    let source = &data.source;
     let meta = PriorsMeta {
         source: source.clone(),
         cutoff_s: cutoff,
         time_base: data.time_base.clone(),
         node_ids: data.node_ids.clone(),
     };
-    let fit_data = censor_announced(data.known_ages(), &cfg.nodes.announced()?);
+    let fit_data = censor_announced(data.known_ages(), announced);
     let any_event = fit_data.sessions.iter().any(|s| s.event && s.end <= cutoff);
     if !any_event {
         notes.push(format!(
@@ -368,19 +402,27 @@ fn memoryless_rates(data: &SourceSessions, cutoff: f64, fallback_mean_s: f64) ->
         .collect()
 }
 
-/// Step 6: the hardware of one node: the `[hardware]` preset and link, its explicit figures,
-/// then every matching `[[hardware.groups]]` entry in order.
-fn node_hardware(cfg: &ScenarioConfig, resolved: &Resolved, row: &NodeRow) -> NodeSpec {
-    let base = &resolved.hardware;
-    let bandwidth_bytes_s = resolved.link.bandwidth_bytes_s;
+/// Step 6: the hardware of one node of pool `pool` (an index into
+/// [`ScenarioConfig::pool_list`]): the pool's preset and link (default `[hardware]`'s),
+/// `[hardware]`'s explicit figures, the pool's, then every matching `[[hardware.groups]]`
+/// entry in order.
+fn node_hardware(
+    cfg: &ScenarioConfig,
+    resolved: &Resolved,
+    pool: (usize, &PoolConfig),
+    row: &NodeRow,
+) -> NodeSpec {
+    let (preset, link) = &resolved.pools[pool.0];
+    let base = preset.as_ref().unwrap_or(&resolved.hardware);
     let mut spec = NodeSpec {
         slots: cfg.hardware.slots.max(1),
         kv_capacity_tokens: cfg.hardware.kv_capacity_tokens,
         prefill_tok_s: base.prefill_tok_s,
         decode_tok_s: base.decode_tok_s,
-        bandwidth_bytes_s,
+        bandwidth_bytes_s: link.bandwidth_bytes_s,
     };
     apply(&mut spec, &cfg.hardware.overrides);
+    apply(&mut spec, &pool.1.overrides);
     for (g, (attr, preset)) in cfg.hardware.groups.iter().zip(&resolved.groups) {
         if row
             .attribute(*attr)
@@ -415,11 +457,17 @@ fn apply(spec: &mut NodeSpec, o: &HardwareOverrides) {
     }
 }
 
-/// The up-session timeline of node `i`: sessions sorted by start, overlapping records (possible
-/// in hand-made inputs) merged. Each keeps whether its end was observed (`event`) or censored,
-/// its end cause, and its left truncation, so the engine can treat censored ends as "not
-/// observed" and give truncated sessions their age.
-fn timeline(data: &SourceSessions, announced: &[CauseGroup], i: usize) -> Vec<replay::UpSession> {
+/// The up-session timeline of node `i`, moved `shift_s` seconds on the clock (a source's
+/// offset to the scenario's clock; 0 for the source that sets it): sessions sorted by start,
+/// overlapping records (possible in hand-made inputs) merged. Each keeps whether its end was
+/// observed (`event`) or censored, its end cause, and its left truncation, so the engine can
+/// treat censored ends as "not observed" and give truncated sessions their age.
+fn timeline(
+    data: &SourceSessions,
+    announced: &[CauseGroup],
+    i: usize,
+    shift_s: f64,
+) -> Vec<replay::UpSession> {
     let mut sessions: Vec<replay::UpSession> = (0..data.sessions.len())
         .filter(|&k| {
             let s = &data.sessions[k];
@@ -429,7 +477,7 @@ fn timeline(data: &SourceSessions, announced: &[CauseGroup], i: usize) -> Vec<re
             let s = &data.sessions[k];
             let cause = data.causes.get(k).map_or("", String::as_str);
             let truncated = data.left_truncated.get(k).copied().unwrap_or(false);
-            replay::UpSession::new(us(s.start), us(s.end))
+            replay::UpSession::new(us(s.start + shift_s), us(s.end + shift_s))
                 .with_end(!s.event, cause)
                 .with_truncation(truncated, s.entry)
                 .with_announced(NodesConfig::is_announced(announced, cause))
@@ -467,12 +515,12 @@ fn truth_laws(
         return Ok(None);
     }
     let path = std::path::Path::new(cfg.policy.truth.trim());
-    let laws = crate::survival::truth::read(path, &cfg.nodes.source)?;
+    let laws = crate::survival::truth::read(path, &data.source)?;
     if laws.is_empty() {
         notes.push(format!(
             "policy.truth: {} has no generating law for source {}",
             path.display(),
-            cfg.nodes.source
+            data.source
         ));
         return Ok(None);
     }
@@ -486,7 +534,7 @@ fn truth_laws(
                 "{} has no generating law for node {} of source {}",
                 path.display(),
                 data.node_ids[i],
-                cfg.nodes.source
+                data.source
             ),
         ));
     }
@@ -506,7 +554,7 @@ fn policies(
         if !cfg.replay.policies.is_empty() {
             notes.push(format!(
                 "hazard-truth not run: no generating laws for source {} (policy.truth; synthetic fleets only)",
-                cfg.nodes.source
+                cfg.node_sources().join(" and ")
             ));
         }
     }
@@ -744,99 +792,221 @@ pub(crate) fn build_with(
 ) -> Result<Scenario, ScenarioError> {
     let resolved = cfg.validate()?;
     let mut notes = Vec::new();
-    let n = &cfg.nodes;
-    let nodes_key = format!(
-        "{}\u{1f}{:?}\u{1f}{:?}\u{1f}{}\u{1f}{}",
-        n.source, n.filter_attribute, n.filter_value, n.sample, cfg.replay.seed
-    );
-    let nodes = cached(&cache.nodes, nodes_key, || select_nodes(store, cfg))?;
+    let pools = cfg.pool_list();
+    let pooled = !cfg.pools.is_empty();
+    // Each pool's selection (`None`: always up); in a `[[pools]]` fleet every error names the
+    // pool and its key.
+    let mut selections: Vec<Option<Arc<SelectedNodes>>> = Vec::with_capacity(pools.len());
+    for (k, pool) in pools.iter().enumerate() {
+        let Some(source) = &pool.source else {
+            selections.push(None);
+            continue;
+        };
+        let pool_err = |key: &'static str, message: String| ScenarioError::Pool {
+            pool: format!("{:?} (pools[{k}])", pool.label()),
+            key,
+            message,
+        };
+        let nodes_key = format!(
+            "{}\u{1f}{:?}\u{1f}{:?}\u{1f}{}\u{1f}{}",
+            source, pool.filter_attribute, pool.filter_value, pool.sample, cfg.replay.seed
+        );
+        let selected = match cached(&cache.nodes, nodes_key, || {
+            select_nodes(store, pool, cfg.replay.seed)
+        }) {
+            Ok(s) => s,
+            Err(e) if pooled => {
+                let key = match e {
+                    ScenarioError::Empty(_) if pool.filter_value.is_some() => "filter_value",
+                    _ => "source",
+                };
+                return Err(pool_err(key, crate::diag::error_chain(&e)));
+            }
+            Err(e) => return Err(e),
+        };
+        if pooled && pool.sample > selected.available {
+            return Err(pool_err(
+                "sample",
+                format!(
+                    "{} is larger than the {} node(s) of source {source} that match and were ever up",
+                    pool.sample, selected.available
+                ),
+            ));
+        }
+        selections.push(Some(selected));
+    }
     let requests = cached(&cache.requests, cfg.workload.source.clone(), || {
         load_requests(store, cfg)
     })?;
     let requests: Vec<Request> = requests.as_ref().clone();
     let workload_len_s = requests.last().map_or(0.0, |r| r.arrival_us as f64 / 1e6);
-    let (starts, length) = place_windows(cfg, nodes.span_s, workload_len_s)?;
-    let windows: Vec<Window> = starts
-        .iter()
-        .map(|&s| Window::new(us(s), us(length)))
-        .collect();
-    let cutoff = starts[0];
-    let data = &nodes.data;
-    let announced = cfg.nodes.announced()?;
-    check_announced(data, &announced)?;
-    let fitted = cached(
-        &cache.priors,
-        (
-            format!(
-                "{}\u{1f}{}",
-                cfg.nodes.source,
-                cfg.nodes.announced_causes.join("\u{1f}")
-            ),
-            cutoff.to_bits(),
-        ),
-        || {
-            let mut fit_notes = Vec::new();
-            let p = fit_node_priors(store, cfg, data, cutoff, &mut fit_notes)?;
-            Ok((p, fit_notes))
-        },
-    )?;
-    let (priors, fit_notes) = (&fitted.0, &fitted.1);
-    notes.extend(fit_notes.iter().cloned());
-    let rates = if announced.is_empty() {
-        memoryless_rates(data, cutoff, length)
-    } else {
-        memoryless_rates(&censor_announced(data.clone(), &announced), cutoff, length)
+    // Each source's span: the union of its pools' selected nodes' spans.
+    let mut spans: Vec<(String, (f64, f64))> = Vec::new();
+    for (pool, sel) in pools.iter().zip(&selections) {
+        let (Some(source), Some(sel)) = (&pool.source, sel) else {
+            continue;
+        };
+        match spans.iter_mut().find(|(s, _)| s == source) {
+            Some((_, span)) => *span = (span.0.min(sel.span_s.0), span.1.max(sel.span_s.1)),
+            None => spans.push((source.clone(), sel.span_s)),
+        }
+    }
+    let (firsts, offsets, length) = place_windows(cfg, &spans, workload_len_s)?;
+    // The scenario's clock is that of the source whose first window starts latest; every
+    // other source is shifted forward (never to negative times, which the engine's clock does
+    // not have) so that its own first window falls on the same instant.
+    let first_ref = firsts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    let shift_of = |source: &str| -> (f64, f64) {
+        let k = spans.iter().position(|(s, _)| s == source).unwrap_or(0);
+        (firsts[k], first_ref - firsts[k])
     };
+    let windows: Vec<Window> = offsets
+        .iter()
+        .map(|&o| Window::new(us(first_ref + o), us(length)))
+        .collect();
+    if spans.len() > 1 {
+        notes.push(format!(
+            "pools: each source's windows start after its own training cut, at the same offsets: {}",
+            spans
+                .iter()
+                .zip(&firsts)
+                .map(|((s, _), f)| format!("{s} from {f:.0}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let cutoff = first_ref;
     let model = resolved.model;
     let linear = cfg.policy.survival_curve == CurveReading::Linear;
-    let weibull = match (priors, cfg.policy.tail) {
-        (Some(p), TailModel::Weibull) => match &p.pooled.parametric {
-            Some(w) => Some((w.weibull_shape, w.weibull_scale_s)),
-            None => {
-                notes.push(
-                    "policy.tail = weibull: the pooled fit has too few events for a Weibull; exponential tail used"
-                        .into(),
-                );
-                None
-            }
-        },
-        _ => None,
+    let flat = || -> Result<StepCurve, ScenarioError> {
+        StepCurve::new(Vec::new(), Vec::new(), None)
+            .map_err(|e| ScenarioError::invalid("policy.survival_curve", e.to_string()))
     };
-    let laws = truth_laws(cfg, data, &nodes.selected, &mut notes)?;
-    let mut cluster_nodes = Vec::with_capacity(nodes.selected.len());
-    for &i in &nodes.selected {
-        let id = &data.node_ids[i];
-        let row = nodes.rows.get(id).cloned().unwrap_or_default();
-        let steps = match priors {
-            Some(p) => p.node_curve(id),
-            None => StepCurve::new(Vec::new(), Vec::new(), None)
-                .map_err(|e| ScenarioError::invalid("policy.survival_curve", e.to_string()))?,
-        };
-        let steps = with_tail(steps, cfg.policy.tail);
-        let last_t = steps.times().last().copied().unwrap_or(0.0);
-        let curve: Arc<dyn ConditionalSurvival> = match (linear, weibull) {
-            (true, None) => Arc::new(LinearCurve::new(steps)),
-            (false, None) => Arc::new(steps),
-            (true, Some((k, l))) => {
-                match WeibullTail::new(LinearCurve::new(steps.clone()), last_t, k, l) {
-                    Some(c) => Arc::new(c),
-                    None => Arc::new(LinearCurve::new(steps)),
-                }
+    let mut cluster_nodes = Vec::new();
+    let mut pool_of: Vec<u16> = Vec::new();
+    let mut has_truth = true;
+    // Always-up nodes are up from the earliest source's span start (on the scenario's clock) to
+    // past the last window, with a censored end: never a failure.
+    let always_from = spans
+        .iter()
+        .map(|(s, span)| span.0 + shift_of(s).1)
+        .fold(f64::INFINITY, f64::min);
+    let always_to = first_ref + offsets.last().copied().unwrap_or(0.0) + 2.0 * length + 1.0;
+    for (k, (pool, sel)) in pools.iter().zip(&selections).enumerate() {
+        let label = pool.label();
+        let name_of = |id: &str| {
+            if pooled {
+                format!("{label}/{id}")
+            } else {
+                id.to_string()
             }
-            (false, Some((k, l))) => match WeibullTail::new(steps.clone(), last_t, k, l) {
-                Some(c) => Arc::new(c),
-                None => Arc::new(steps),
-            },
         };
-        cluster_nodes.push(Node {
-            name: id.clone(),
-            spec: node_hardware(cfg, &resolved, &row),
-            sessions: timeline(data, &announced, i),
-            survival: curve,
-            exp_rate_per_s: rates[i],
-            truth: laws.as_ref().and_then(|l| l.get(id)).map(|l| l.curve()),
-        });
+        let Some(nodes) = sel else {
+            for j in 0..pool.always_up.unwrap_or(0) {
+                let steps = flat()?;
+                cluster_nodes.push(Node {
+                    name: name_of(&j.to_string()),
+                    spec: node_hardware(cfg, &resolved, (k, pool), &NodeRow::default()),
+                    sessions: vec![
+                        replay::UpSession::new(us(always_from), us(always_to)).with_end(true, "")
+                    ],
+                    survival: Arc::new(LinearCurve::new(steps.clone())),
+                    exp_rate_per_s: 0.0,
+                    truth: Some(Arc::new(steps)),
+                });
+                pool_of.push(k as u16);
+            }
+            continue;
+        };
+        let data = &nodes.data;
+        let (pool_cutoff, shift_s) = shift_of(&data.source);
+        let announced = pool.announced()?;
+        check_announced(data, &announced)?;
+        let fitted = cached(
+            &cache.priors,
+            (
+                format!(
+                    "{}\u{1f}{}",
+                    data.source,
+                    pool.announced_causes.join("\u{1f}")
+                ),
+                pool_cutoff.to_bits(),
+            ),
+            || {
+                let mut fit_notes = Vec::new();
+                let p = fit_node_priors(&announced, data, pool_cutoff, &mut fit_notes)?;
+                Ok((p, fit_notes))
+            },
+        )?;
+        let (priors, fit_notes) = (&fitted.0, &fitted.1);
+        notes.extend(fit_notes.iter().cloned());
+        let rates = if announced.is_empty() {
+            memoryless_rates(data, pool_cutoff, length)
+        } else {
+            memoryless_rates(
+                &censor_announced(data.clone(), &announced),
+                pool_cutoff,
+                length,
+            )
+        };
+        let weibull = match (priors, cfg.policy.tail) {
+            (Some(p), TailModel::Weibull) => match &p.pooled.parametric {
+                Some(w) => Some((w.weibull_shape, w.weibull_scale_s)),
+                None => {
+                    notes.push(
+                        "policy.tail = weibull: the pooled fit has too few events for a Weibull; exponential tail used"
+                            .into(),
+                    );
+                    None
+                }
+            },
+            _ => None,
+        };
+        let laws = truth_laws(cfg, data, &nodes.selected, &mut notes)?;
+        has_truth &= laws.is_some();
+        for &i in &nodes.selected {
+            let id = &data.node_ids[i];
+            let row = nodes.rows.get(id).cloned().unwrap_or_default();
+            let steps = match priors {
+                Some(p) => p.node_curve(id),
+                None => flat()?,
+            };
+            let steps = with_tail(steps, cfg.policy.tail);
+            let last_t = steps.times().last().copied().unwrap_or(0.0);
+            let curve: Arc<dyn ConditionalSurvival> = match (linear, weibull) {
+                (true, None) => Arc::new(LinearCurve::new(steps)),
+                (false, None) => Arc::new(steps),
+                (true, Some((k, l))) => {
+                    match WeibullTail::new(LinearCurve::new(steps.clone()), last_t, k, l) {
+                        Some(c) => Arc::new(c),
+                        None => Arc::new(LinearCurve::new(steps)),
+                    }
+                }
+                (false, Some((k, l))) => match WeibullTail::new(steps.clone(), last_t, k, l) {
+                    Some(c) => Arc::new(c),
+                    None => Arc::new(steps),
+                },
+            };
+            cluster_nodes.push(Node {
+                name: name_of(id),
+                spec: node_hardware(cfg, &resolved, (k, pool), &row),
+                sessions: timeline(data, &announced, i, shift_s),
+                survival: curve,
+                exp_rate_per_s: rates[i],
+                truth: laws.as_ref().and_then(|l| l.get(id)).map(|l| l.curve()),
+            });
+            pool_of.push(k as u16);
+        }
     }
+    let reference = firsts.iter().position(|&f| f == first_ref).unwrap_or(0);
+    let span_s = spans[reference].1;
+    let pool_info: Vec<replay::Pool> = pools
+        .iter()
+        .map(|p| replay::Pool {
+            name: p.label(),
+            price_per_node_hour: p.price_per_node_hour,
+        })
+        .collect();
 
     let r = &cfg.replay;
     let estimator = cfg.workload.estimator;
@@ -926,7 +1096,7 @@ pub(crate) fn build_with(
         ..ReplayConfig::default()
     };
     let seeds: Vec<u64> = (0..r.seeds.max(1)).map(|k| r.seed + k).collect();
-    let mut grid = Grid::new(policies(cfg, laws.is_some(), &mut notes)?, windows, seeds)
+    let mut grid = Grid::new(policies(cfg, has_truth, &mut notes)?, windows, seeds)
         .with_rate_scales(window_scales);
     if r.include_overlap && !params.overlap {
         grid = grid.with_params(vec![
@@ -952,12 +1122,12 @@ pub(crate) fn build_with(
         ]);
     }
     Ok(Scenario {
-        cluster: Cluster::new(cluster_nodes),
+        cluster: Cluster::new(cluster_nodes).with_pools(pool_info, pool_of),
         workload: Workload::new(requests),
         config,
         grid,
         cutoff_s: cutoff,
-        span_s: nodes.span_s,
+        span_s,
         notes,
     })
 }

@@ -6,139 +6,14 @@ use serde::{Deserialize, Serialize};
 use super::choices::{estimator_text, metric_key};
 pub use super::choices::{CurveReading, TailModel};
 use super::error::{ConfigError, ScenarioError};
+pub use super::hardware::{HardwareOverrides, NodeAttribute};
+pub use super::pools::PoolConfig;
+pub use super::template::DEFAULT_CONFIG;
 use crate::fit::causes::CauseGroup;
 use crate::fit::parse_time;
 use crate::policy::presets;
 use crate::policy::{ForecastKind, Params, PolicyKind};
 use crate::replay::LengthEstimator;
-
-/// A commented default scenario.
-pub const DEFAULT_CONFIG: &str = r#"# hazardserve replay scenario. Every key is optional; command-line flags override this file.
-
-[nodes]
-# Availability source in the store whose nodes serve the requests.
-source = "sample-spot"
-# Keep only nodes whose attribute contains this text (attribute: zone, instance_type, node_group).
-# filter_attribute = "node_group"
-# filter_value = "aws-04-22-2023"
-# Take a seeded random sample of this many nodes (0 = all).
-sample = 0
-# End causes known in advance (planned ends, e.g. GCE's 24-hour cap): a literal or a prefix
-# ending in `*`. The policies' survival curves count only the other causes as failures, every
-# policy sees these ends coming, the cost-based ones price them as a planned hop, and the
-# replay drains the node before them. Default: none (every end is unannounced).
-# announced_causes = ["lifetime-cap"]
-
-[hardware]
-# Preset of every node: rtx4090, m1-max, a100, h100, wan-peer, phone (figures and sources:
-# `hazardserve presets`).
-preset = "a100"
-# Concurrent requests per node and KV-cache capacity (tokens).
-slots = 8
-kv_capacity_tokens = 200000
-# Link between nodes: wan, 1gbe, 10gbe, rdma, nvlink.
-link = "10gbe"
-# Explicit figures override the preset: prefill_tok_s, decode_tok_s, bandwidth_bytes_s.
-# prefill_tok_s = 7741.0
-# decode_tok_s = 54.8
-
-# Per-group overrides: nodes whose attribute contains `value` get this preset and/or these
-# figures (prefill_tok_s, decode_tok_s, bandwidth_bytes_s, slots, kv_capacity_tokens).
-# [[hardware.groups]]
-# attribute = "zone"
-# value = "us-east"
-# preset = "rtx4090"
-# slots = 4
-
-[model]
-# KV bytes per token: llama-2-7b, llama-2-13b, llama-3-8b, llama-70b, llama-3.2-1b,
-# llama-3.2-3b.
-preset = "llama-3-8b"
-
-[policy]
-# Overheads O_t, O_r and the stall penalty sigma (seconds).
-transfer_overhead_s = 0.2
-recompute_overhead_s = 0.1
-stall_penalty_s = 2.0
-# Migration check period, hysteresis h, guards.
-check_interval_s = 5.0
-hysteresis_s = 1.0
-max_hops = 2
-min_remaining_s = 5.0
-overlap = false
-# What the cost-based policies (fastest, hazard, hazard-nomigrate, memoryless, hazard-truth,
-# oracle) price at placement besides the request's own completion T: "own" (T only) or
-# "marginal" (T + D, D the delay the request imposes on the requests already on the node: the
-# node replayed to its end with and without it; see `hazardserve replay --help`).
-forecast = "own"
-# With estimated output lengths: how many draws of the unknown lengths (every request's,
-# from its estimate's noise) the forecast averages T over; 1 prices every request at its
-# expected length.
-length_draws = 1
-# How policies read the fitted survival curves: "linear" (each Kaplan-Meier drop spread over
-# the interval before it, so short horizons see the hazard) or "step" (the steps as they are).
-survival_curve = "linear"
-# How the curves are read past their last knot (the oldest nodes): "exponential" (the pooled
-# average tail hazard), "last-interval" (each node's hazard over its last interval), "flat"
-# (no hazard past the data) or "weibull" (the pooled Weibull fit, so a decreasing hazard keeps
-# decreasing; exponential when the fit has too few events). The default pair (linear,
-# exponential) is the regime map's answer: paired against it over 120 contexts, every other
-# reading was slower (`hazardserve sweep summary regime-map --axis
-# policy.survival_curve+policy.tail`, README "Where hazard-awareness pays").
-tail = "exponential"
-# The generating laws of a synthetic fleet (the laws.csv `synth traces --fleet two-class`
-# writes), for `hazard-truth`: `L` from the law each node's sessions were drawn from. Empty, or
-# no row for nodes.source: hazard-truth is not run.
-truth = ""
-
-[workload]
-# Request source in the store (ingested with azure-llm, mooncake or lengths-csv).
-source = "sample-requests"
-# Output-length estimate the policies see: exact, lognormal:SIGMA, bucket.
-estimator = "lognormal:0.5"
-# Multiply the arrival rate; loop the workload to fill the window.
-rate_scale = 1.0
-# Or set the load instead: scale each window's arrival rate so its offered work is this
-# fraction of that window's up capacity (from the node timelines and the hardware rates; a
-# window with no node up is not replayed; see `hazardserve replay --help`). Replaces
-# rate_scale.
-# load = 0.6
-loop_workload = true
-
-[replay]
-# Policies to compare (hazard, hazard-nomigrate, memoryless, hazard-truth, fastest,
-# least-loaded, random, uptime, oracle); empty = all (hazard-truth only where policy.truth
-# knows the fleet's laws). `hazard --overlap` is added when include_overlap is true.
-policies = []
-include_overlap = true
-# Windows of the availability trace: count, length (0 = the workload's length), placement.
-windows = 10
-window_length_s = 0
-# Windows start after this fraction of the observation span; the survival priors are fitted
-# only on what was observed before the first window (no leakage).
-train_fraction = 0.5
-# "even" spacing or "random" (seeded) starts.
-placement = "even"
-seeds = 1
-seed = 1
-# SLO deadline = slo_factor x unloaded service time on the fastest node.
-slo_factor = 5.0
-# Decode slowdown b per other concurrent request: k requests decode at d / (1 + b (k - 1)).
-# Default: the [hardware] preset's figure, fitted to a batched benchmark of its device class
-# (see `hazardserve presets`); 0 = eight requests decode as fast as one.
-# batch_slowdown = 0.12
-# The declared reference of the verdict "does hazard pay" on mean completion (the regime
-# map's `pays`, q < 0.05 over its cells): least-loaded, fastest, random, uptime, or best-blind
-# (the best of fastest, least-loaded and random, chosen inside each bootstrap resample).
-reference = "least-loaded"
-# Steady-state windows: arrivals in the first warmup_s seconds of a window load the cluster but
-# are not scored, and arrivals in its last drain_s seconds are served but not scored (too late
-# to finish). Default: warmup_s = 3 mean service times, drain_s = the 90th percentile service
-# time (each request's prompt and output at the median node's unloaded rates), each at most a
-# fifth of the window; replay prints the values it chose. 0 scores every arrival.
-# warmup_s = 0
-# drain_s = 0
-"#;
 
 /// `[nodes]`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -157,6 +32,15 @@ pub struct NodesConfig {
     /// curves are the unannounced causes' survival), their ends are shown to every policy and
     /// drained by the replay ([`crate::replay::UpSession::announced`]). Default: none.
     pub announced_causes: Vec<String>,
+    /// Dollars per node-hour, billed while a node is up (0: the cost metrics are undefined).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub price_per_node_hour: f64,
+}
+
+/// Whether a price is 0 (left out of the scenario's TOML then, so older runs' content keys
+/// stay as they were).
+fn is_zero(x: &f64) -> bool {
+    *x == 0.0
 }
 
 impl Default for NodesConfig {
@@ -167,6 +51,7 @@ impl Default for NodesConfig {
             filter_value: None,
             sample: 0,
             announced_causes: Vec::new(),
+            price_per_node_hour: 0.0,
         }
     }
 }
@@ -183,26 +68,27 @@ impl NodesConfig {
             .collect()
     }
 
+    /// The `[nodes]` section as the one pool of a scenario without `[[pools]]`.
+    pub fn as_pool(&self) -> PoolConfig {
+        PoolConfig {
+            name: None,
+            source: Some(self.source.clone()),
+            filter_attribute: self.filter_attribute.clone(),
+            filter_value: self.filter_value.clone(),
+            sample: self.sample,
+            always_up: None,
+            announced_causes: self.announced_causes.clone(),
+            preset: None,
+            link: None,
+            price_per_node_hour: self.price_per_node_hour,
+            overrides: HardwareOverrides::default(),
+        }
+    }
+
     /// True when `cause` is announced under `patterns` ([`NodesConfig::announced`]).
     pub fn is_announced(patterns: &[CauseGroup], cause: &str) -> bool {
         patterns.iter().any(|g| g.matches(cause))
     }
-}
-
-/// Explicit serving figures that override a preset's (every field optional).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(default, deny_unknown_fields)]
-pub struct HardwareOverrides {
-    /// Prefill rate p, tokens/s.
-    pub prefill_tok_s: Option<f64>,
-    /// Per-request decode rate d, tokens/s.
-    pub decode_tok_s: Option<f64>,
-    /// Bandwidth B, bytes/s (instead of the link tier).
-    pub bandwidth_bytes_s: Option<f64>,
-    /// Concurrency slots.
-    pub slots: Option<u32>,
-    /// KV capacity, tokens.
-    pub kv_capacity_tokens: Option<u64>,
 }
 
 /// One `[[hardware.groups]]` override.
@@ -479,6 +365,10 @@ impl Default for ReplaySection {
 pub struct ScenarioConfig {
     /// `[nodes]`.
     pub nodes: NodesConfig,
+    /// `[[pools]]`: a fleet of several pools (replaces `[nodes]`; empty: `[nodes]` is the one
+    /// pool).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub pools: Vec<PoolConfig>,
     /// `[hardware]`.
     pub hardware: HardwareConfig,
     /// `[model]`.
@@ -611,6 +501,7 @@ impl ScenarioConfig {
         positive("policy.check_interval_s", p.check_interval_s)?;
         nonneg("policy.hysteresis_s", p.hysteresis_s)?;
         nonneg("policy.min_remaining_s", p.min_remaining_s)?;
+        self.validate_pools()?;
         let resolved = self.resolve()?;
         self.hardware.overrides.validate("hardware")?;
         if let Some(a) = &self.nodes.filter_attribute {
@@ -620,6 +511,93 @@ impl ScenarioConfig {
             g.overrides.validate("hardware.groups")?;
         }
         Ok(resolved)
+    }
+
+    /// The fleet's pools: `[[pools]]`, or `[nodes]` as one pool.
+    pub fn pool_list(&self) -> Vec<PoolConfig> {
+        if self.pools.is_empty() {
+            vec![self.nodes.as_pool()]
+        } else {
+            self.pools.clone()
+        }
+    }
+
+    /// The availability sources the scenario reads, in pool order, each once.
+    pub fn node_sources(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in self.pool_list() {
+            if let Some(s) = p.source {
+                if !out.contains(&s) {
+                    out.push(s);
+                }
+            }
+        }
+        out
+    }
+
+    /// What a run's `nodes_source` records: the one source, or the pools' sources (and
+    /// `on-demand` for always-up pools) joined by `+`.
+    pub fn nodes_label(&self) -> String {
+        if self.pools.is_empty() {
+            return self.nodes.source.clone();
+        }
+        let mut parts = self.node_sources();
+        if self.pools.iter().any(|p| p.always_up.is_some()) {
+            parts.push("on-demand".into());
+        }
+        parts.join("+")
+    }
+
+    /// Checks every `[[pools]]` entry that can be checked without the store; errors name the
+    /// pool and the key.
+    fn validate_pools(&self) -> Result<(), ScenarioError> {
+        if self.pools.is_empty() {
+            let p = self.nodes.price_per_node_hour;
+            if !(p.is_finite() && p >= 0.0) {
+                return Err(ScenarioError::invalid(
+                    "nodes.price_per_node_hour",
+                    format!("must be >= 0, got {p}"),
+                ));
+            }
+            return Ok(());
+        }
+        if self.nodes != NodesConfig::default() {
+            return Err(ScenarioError::invalid(
+                "pools",
+                "and [nodes] both choose the nodes: give [[pools]] only (a [nodes] section is one pool)",
+            ));
+        }
+        if self.pools.len() > usize::from(u16::MAX) {
+            return Err(ScenarioError::invalid("pools", "more than 65535 pools"));
+        }
+        let mut names: Vec<String> = Vec::new();
+        for (i, p) in self.pools.iter().enumerate() {
+            let label = p.label();
+            if names.contains(&label) {
+                return Err(ScenarioError::Pool {
+                    pool: format!("{label:?} (pools[{i}])"),
+                    key: "name",
+                    message: format!(
+                        "{label:?} is the name of an earlier pool: give each pool its own name"
+                    ),
+                });
+            }
+            names.push(label);
+            p.validate(i)?;
+        }
+        if self.node_sources().is_empty() {
+            return Err(ScenarioError::invalid(
+                "pools",
+                "need at least one pool with a source: an always-up fleet has no trace clock to place windows on",
+            ));
+        }
+        if self.replay.window_start.is_some() && self.node_sources().len() > 1 {
+            return Err(ScenarioError::invalid(
+                "replay.window_start",
+                "is a time on one trace's clock, but the pools read several sources: each source's windows start after its own train_fraction",
+            ));
+        }
+        Ok(())
     }
 
     /// The presets and group attributes the scenario names, looked up once (an unknown name is
@@ -638,11 +616,30 @@ impl ScenarioConfig {
                 Ok((attribute, preset))
             })
             .collect::<Result<Vec<_>, ScenarioError>>()?;
+        let hardware = presets::find_hardware(&self.hardware.preset)?;
+        let link = presets::find_link(&self.hardware.link)?;
+        let pools = self
+            .pool_list()
+            .iter()
+            .map(|p| {
+                Ok((
+                    match &p.preset {
+                        Some(name) => Some(presets::find_hardware(name)?),
+                        None => None,
+                    },
+                    match &p.link {
+                        Some(name) => presets::find_link(name)?,
+                        None => link,
+                    },
+                ))
+            })
+            .collect::<Result<Vec<_>, ScenarioError>>()?;
         Ok(Resolved {
-            hardware: presets::find_hardware(&self.hardware.preset)?,
-            link: presets::find_link(&self.hardware.link)?,
+            hardware,
+            link,
             model: presets::find_model(&self.model.preset)?,
             groups,
+            pools,
         })
     }
 }
@@ -658,56 +655,9 @@ pub struct Resolved {
     pub model: presets::ModelPreset,
     /// Each `[[hardware.groups]]` entry's attribute and preset, in order.
     pub groups: Vec<(NodeAttribute, Option<presets::HardwarePreset>)>,
-}
-
-/// The node attributes a scenario can select or group nodes by.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum NodeAttribute {
-    /// `zone`.
-    Zone,
-    /// `instance_type`.
-    InstanceType,
-    /// `node_group`.
-    NodeGroup,
-}
-
-impl NodeAttribute {
-    /// Parses an attribute name; `key` names the scenario key in the error.
-    pub fn parse(name: &str, key: &'static str) -> Result<NodeAttribute, ScenarioError> {
-        match name {
-            "zone" => Ok(NodeAttribute::Zone),
-            "instance_type" => Ok(NodeAttribute::InstanceType),
-            "node_group" => Ok(NodeAttribute::NodeGroup),
-            other => Err(ScenarioError::invalid(
-                key,
-                format!("unknown node attribute {other:?}: use zone, instance_type or node_group"),
-            )),
-        }
-    }
-}
-
-impl HardwareOverrides {
-    /// Checks that every explicit figure is positive.
-    pub fn validate(&self, section: &'static str) -> Result<(), ScenarioError> {
-        for (name, v) in [
-            ("prefill_tok_s", self.prefill_tok_s),
-            ("decode_tok_s", self.decode_tok_s),
-            ("bandwidth_bytes_s", self.bandwidth_bytes_s),
-        ] {
-            if let Some(v) = v {
-                if !(v.is_finite() && v > 0.0) {
-                    return Err(ScenarioError::invalid(
-                        section,
-                        format!("{name} must be > 0, got {v}"),
-                    ));
-                }
-            }
-        }
-        if self.slots == Some(0) {
-            return Err(ScenarioError::invalid(section, "slots must be at least 1"));
-        }
-        Ok(())
-    }
+    /// Each pool's ([`ScenarioConfig::pool_list`]) own preset (`None`: `[hardware]`'s) and
+    /// link.
+    pub pools: Vec<(Option<presets::HardwarePreset>, presets::LinkPreset)>,
 }
 
 #[cfg(test)]

@@ -30,6 +30,16 @@ pub enum ScenarioError {
         /// What is wrong with it.
         message: String,
     },
+    /// A `[[pools]]` entry that is misconfigured: names the pool and the key.
+    #[error("pool {pool}: {key} {message}")]
+    Pool {
+        /// The pool as written in messages: its name and position (`"spot" (pools[0])`).
+        pool: String,
+        /// The key inside the pool (`sample`, `price_per_node_hour`).
+        key: &'static str,
+        /// What is wrong with it.
+        message: String,
+    },
     /// A preset name that does not exist.
     #[error(transparent)]
     Preset(#[from] UnknownPreset),

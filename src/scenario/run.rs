@@ -44,7 +44,7 @@ pub(crate) fn describe(sc: &Scenario, cfg: &ScenarioConfig) -> String {
         "replaying {} requests over {} nodes of {}: {} runs ({} policies x {} windows x {} seeds{}), priors fitted before {:.0}",
         sc.workload.requests.len(),
         sc.cluster.nodes.len(),
-        cfg.nodes.source,
+        cfg.nodes_label(),
         n_runs,
         sc.grid.policies.len(),
         sc.grid.windows.len(),
@@ -55,15 +55,16 @@ pub(crate) fn describe(sc: &Scenario, cfg: &ScenarioConfig) -> String {
 }
 
 /// The key that decides whether a fixed-id run is stored again: program version, the whole
-/// scenario and the content keys of both input sources.
+/// scenario and the content keys of its input sources (every pool's and the workload's).
 fn content_key(store: &Store, cfg: &ScenarioConfig, toml: &str) -> Result<String, ScenarioError> {
-    Ok(format!(
-        "{}|{}|{}|{}",
-        env!("CARGO_PKG_VERSION"),
-        toml,
-        store.manifest(&cfg.nodes.source)?.content_key,
-        store.manifest(&cfg.workload.source)?.content_key
-    ))
+    let mut key = format!("{}|{}", env!("CARGO_PKG_VERSION"), toml);
+    for source in cfg.node_sources() {
+        key.push('|');
+        key.push_str(&store.manifest(&source)?.content_key);
+    }
+    key.push('|');
+    key.push_str(&store.manifest(&cfg.workload.source)?.content_key);
+    Ok(key)
 }
 
 /// Runs a scenario over `store`. `say` receives progress lines (the scenario, the
@@ -104,7 +105,7 @@ pub fn run(
         };
         let info = RunInfo {
             run_id: run_id.clone(),
-            nodes_source: cfg.nodes.source.clone(),
+            nodes_source: cfg.nodes_label(),
             workload_source: cfg.workload.source.clone(),
             windows: sc.grid.windows.len(),
             seeds: sc.grid.seeds.clone(),

@@ -102,9 +102,9 @@ impl CompetingRisks {
     pub fn cause_hazard(&self, cause: u32, smoothed: bool) -> Option<NelsonAalen> {
         let k = self.cause(cause)?;
         Some(from_counts(
-            &self.timeline,
-            &self.n_at_risk,
-            &k.n_event,
+            self.timeline.clone(),
+            self.n_at_risk.clone(),
+            k.n_event.clone(),
             smoothed,
         ))
     }

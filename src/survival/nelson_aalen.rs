@@ -54,34 +54,24 @@ impl NelsonAalen {
 /// The Nelson-Aalen estimate of `data` (module docs); `smoothed` chooses the tie rule.
 /// Errors as [`KmFit::fit_data`].
 pub fn nelson_aalen(data: &SurvivalData<'_>, smoothed: bool) -> Result<NelsonAalen, SurvivalError> {
-    let fit = KmFit::fit_data(data)?;
-    let view = fit.view();
-    Ok(from_counts(
-        view.timeline(),
-        view.n_at_risk(),
-        view.n_event(),
-        smoothed,
-    ))
+    let (timeline, n_at_risk, n_event, _) = KmFit::fit_data(data)?.into_columns();
+    Ok(from_counts(timeline, n_at_risk, n_event, smoothed))
 }
 
 /// The Nelson-Aalen estimate from an event table: distinct times, the number at risk and the
 /// number of events at each (module docs). Shared with the cause-specific hazards of
-/// [`super::competing`], whose risk set is the all-cause one.
+/// [`super::competing`], whose risk set is the all-cause one. The columns are moved in, not
+/// copied.
 pub(crate) fn from_counts(
-    timeline: &[f64],
-    n_at_risk: &[u32],
-    n_event: &[u32],
+    timeline: Vec<f64>,
+    n_at_risk: Vec<u32>,
+    n_event: Vec<u32>,
     smoothed: bool,
 ) -> NelsonAalen {
     let rows = n_at_risk.len();
     let (mut h, mut v) = (0.0, 0.0);
-    let mut out = NelsonAalen {
-        timeline: timeline.to_vec(),
-        n_at_risk: n_at_risk.to_vec(),
-        n_event: n_event.to_vec(),
-        cumulative_hazard: Vec::with_capacity(rows),
-        variance: Vec::with_capacity(rows),
-    };
+    let (mut cumulative_hazard, mut variance) =
+        (Vec::with_capacity(rows), Vec::with_capacity(rows));
     for i in 0..rows {
         let (n, d) = (f64::from(n_at_risk[i]), f64::from(n_event[i]));
         if d > 0.0 && n > 0.0 {
@@ -96,8 +86,14 @@ pub(crate) fn from_counts(
                 v += (n - d) * d / (n * n * n);
             }
         }
-        out.cumulative_hazard.push(h);
-        out.variance.push(v);
+        cumulative_hazard.push(h);
+        variance.push(v);
     }
-    out
+    NelsonAalen {
+        timeline,
+        n_at_risk,
+        n_event,
+        cumulative_hazard,
+        variance,
+    }
 }

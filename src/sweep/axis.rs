@@ -14,6 +14,7 @@ use std::collections::BTreeMap;
 
 use super::cell::{CellResult, MAP_METRICS};
 use super::error::SweepError;
+use crate::replay::metrics::Better;
 use crate::replay::stats::paired_t;
 use crate::replay::{Metric, PairedDiff};
 
@@ -29,7 +30,8 @@ pub struct AxisRow {
     /// Contexts with both values and per-window results.
     pub contexts: usize,
     /// Mean over contexts of `hazard[value] - hazard[reference]` (negative = the value is
-    /// better), with the cluster-bootstrap interval.
+    /// better, positive for a metric where higher is better), with the cluster-bootstrap
+    /// interval.
     pub diff: Option<PairedDiff>,
     /// Contexts where the value is better with a paired interval that excludes 0.
     pub better: usize,
@@ -141,8 +143,14 @@ pub fn compare_axis(
                 }
                 let mean = diffs.iter().sum::<f64>() / diffs.len() as f64;
                 let d = paired_diff(mean, &diffs);
+                // Lower is better except for a metric where higher is (goodput per dollar).
+                let good = if metric.def().better == Better::Higher {
+                    std::cmp::Ordering::Greater
+                } else {
+                    std::cmp::Ordering::Less
+                };
                 match d.direction() {
-                    Some(std::cmp::Ordering::Less) => better += 1,
+                    Some(o) if o == good => better += 1,
                     Some(_) => worse += 1,
                     None => {}
                 }
@@ -201,7 +209,7 @@ mod tests {
             hazard_windows: per_window
                 .iter()
                 .enumerate()
-                .map(|(w, &x)| (w, [Some(x), None, None]))
+                .map(|(w, &x)| (w, [Some(x), None, None, Some(x)]))
                 .collect(),
         }
     }
@@ -241,6 +249,27 @@ mod tests {
         assert_eq!(all[0].contexts, 2);
         assert!((all[0].diff.unwrap().diff - 0.5).abs() < 1e-12);
         assert_eq!((all[0].better, all[0].worse), (1, 1));
+    }
+
+    #[test]
+    fn a_higher_is_better_metric_counts_the_other_way() {
+        // The same values read as goodput per dollar: step's -1 is worse in a, +2 better in b.
+        let cells = vec![
+            cell("linear", "a", &[10.0, 20.0, 30.0]),
+            cell("step", "a", &[9.0, 19.0, 29.0]),
+            cell("linear", "b", &[5.0, 6.0, 7.0]),
+            cell("step", "b", &[7.0, 8.0, 9.0]),
+        ];
+        let rows = compare_axis(
+            &cells,
+            "reading",
+            Some("source"),
+            None,
+            Metric::GoodputPerDollar,
+        )
+        .unwrap();
+        assert_eq!((rows[0].better, rows[0].worse), (0, 1));
+        assert_eq!((rows[1].better, rows[1].worse), (1, 0));
     }
 
     #[test]

@@ -29,12 +29,15 @@ use crate::scenario::build::{build_with, BuildCache};
 use crate::scenario::ScenarioError;
 use crate::store::Store;
 
-/// The metrics the map reports: the design's objective (mean and p99 completion) and the
-/// oracle's tested metric (unplanned interruptions).
-pub const MAP_METRICS: [Metric; 3] = [
+/// The metrics the map reports: the design's objective (mean and p99 completion), the
+/// oracle's tested metric (unplanned interruptions) and what a fleet's answer costs (goodput
+/// per dollar: undefined, so without a p-value, in cells whose fleet has no price). Each
+/// pairing and metric is its own false-discovery family.
+pub const MAP_METRICS: [Metric; 4] = [
     Metric::MeanCompletion,
     Metric::P99Completion,
     Metric::UnplannedInterruptions,
+    Metric::GoodputPerDollar,
 ];
 
 /// The metric of the declared verdict: mean completion, the design's objective.

@@ -13,6 +13,12 @@
 //! "llama-3-8b"], ["phone", "llama-3.2-1b"]]` (a phone runs a small model) gives two cells,
 //! not four.
 //!
+//! The axis `fleet` swaps whole fleets: each value names a scenario file (relative to the
+//! grid file's directory, then to the working directory) whose `[nodes]` and `[[pools]]`
+//! replace the cell's, so fleet mixes cross with the other axes (`"fleet" =
+//! ["../scenarios/fleet-spot-h100.toml", "../scenarios/fleet-two-cloud.toml"]`); the cell key
+//! shows the file's stem.
+//!
 //! Base keys may be written dotted (`"replay.windows" = 10`) or as tables (`[base.replay]`).
 //! `config = "FILE"` starts from a scenario file (relative to the grid file's directory, then to
 //! the working directory); the other base keys override it. Every cell's scenario is checked
@@ -34,6 +40,44 @@ pub struct Axis {
     pub key: String,
     /// Its values, in file order.
     pub values: Vec<Value>,
+    /// For the [`FLEET_AXIS`]: each value's fleet (the `nodes` and `pools` of its file), in
+    /// value order; empty otherwise.
+    pub fleets: Vec<Fleet>,
+}
+
+/// The axis key that swaps whole fleets (module docs).
+pub const FLEET_AXIS: &str = "fleet";
+
+/// A fleet read from a scenario file: its `[nodes]` and `[[pools]]`, as TOML values.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Fleet {
+    nodes: Value,
+    pools: Value,
+}
+
+impl Fleet {
+    /// Reads the fleet of scenario file `p` (resolved against `dir`).
+    fn read(dir: &Path, p: &str) -> Result<Fleet, String> {
+        let path = resolve(dir, p);
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let cfg = ScenarioConfig::from_toml(&text, &path.display().to_string())
+            .map_err(|e| e.to_string())?;
+        let t = Value::try_from(&cfg).map_err(|e| e.to_string())?;
+        Ok(Fleet {
+            nodes: t
+                .get("nodes")
+                .cloned()
+                .unwrap_or(Value::Table(Table::new())),
+            pools: t.get("pools").cloned().unwrap_or(Value::Array(Vec::new())),
+        })
+    }
+
+    /// Puts the fleet into a scenario table.
+    fn apply(&self, t: &mut Table) {
+        t.insert("nodes".into(), self.nodes.clone());
+        t.insert("pools".into(), self.pools.clone());
+    }
 }
 
 /// A parsed grid file.
@@ -73,10 +117,13 @@ impl Cell {
     }
 }
 
-/// A value as a cell key shows it: strings bare, the values of a joint axis joined by `+`,
-/// everything else as TOML.
+/// A value as a cell key shows it: strings bare (a fleet file by its stem), the values of a
+/// joint axis joined by `+`, everything else as TOML.
 pub(crate) fn value_text(v: &Value) -> String {
     match v {
+        Value::String(s) if s.ends_with(".toml") => Path::new(s)
+            .file_stem()
+            .map_or_else(|| s.clone(), |x| x.to_string_lossy().into_owned()),
         Value::String(s) => s.clone(),
         Value::Array(a) => a.iter().map(value_text).collect::<Vec<_>>().join("+"),
         other => other.to_string(),
@@ -100,6 +147,19 @@ fn set_axis(t: &mut Table, key: &str, v: Value) -> Result<(), String> {
             "a value of the joint axis {key:?} is a list of {} values, one per key",
             keys.len()
         )),
+    }
+}
+
+impl Axis {
+    /// Sets value `k` of the axis in a scenario table (a fleet, or the key's value).
+    fn set(&self, t: &mut Table, k: usize) -> Result<(), String> {
+        match self.fleets.get(k) {
+            Some(f) => {
+                f.apply(t);
+                Ok(())
+            }
+            None => set_axis(t, &self.key, self.values[k].clone()),
+        }
     }
 }
 
@@ -178,7 +238,26 @@ impl GridFile {
                 }
                 other => vec![other],
             };
-            axes.push(Axis { key, values });
+            let fleets = if key == FLEET_AXIS {
+                values
+                    .iter()
+                    .map(|v| match v {
+                        Value::String(p) => {
+                            Fleet::read(dir, p).map_err(|m| bad(format!("axes.{key} = {p}: {m}")))
+                        }
+                        other => Err(bad(format!(
+                            "axes.{key}: each value is a scenario file name, got {other}"
+                        ))),
+                    })
+                    .collect::<Result<Vec<_>, _>>()?
+            } else {
+                Vec::new()
+            };
+            axes.push(Axis {
+                key,
+                values,
+                fleets,
+            });
         }
         let grid = GridFile {
             file: file.to_string(),
@@ -188,9 +267,9 @@ impl GridFile {
         };
         // Every value of every axis on its own, so the error names the one that is wrong.
         for a in &grid.axes {
-            for v in &a.values {
+            for (k, v) in a.values.iter().enumerate() {
                 let mut t = grid.base.clone();
-                set_axis(&mut t, &a.key, v.clone())
+                a.set(&mut t, k)
                     .and_then(|()| to_config(&t))
                     .map_err(|m| bad(format!("axes.{} = {}: {m}", a.key, value_text(v))))?;
             }
@@ -222,9 +301,8 @@ impl GridFile {
             let mut t = self.base.clone();
             let mut values = Vec::with_capacity(self.axes.len());
             for (a, &p) in self.axes.iter().zip(&picks) {
-                let v = a.values[p].clone();
-                set_axis(&mut t, &a.key, v.clone()).map_err(|m| self.bad(m))?;
-                values.push((a.key.clone(), v));
+                a.set(&mut t, p).map_err(|m| self.bad(m))?;
+                values.push((a.key.clone(), a.values[p].clone()));
             }
             let config = to_config(&t).map_err(|m| self.bad(m))?;
             let key = if values.is_empty() {

@@ -199,10 +199,17 @@ pub fn grid_sources(cells: &[super::grid::Cell]) -> Vec<&str> {
     cells
         .iter()
         .flat_map(|c| {
-            [
-                c.config.nodes.source.as_str(),
-                c.config.workload.source.as_str(),
-            ]
+            c.config
+                .pools
+                .iter()
+                .filter_map(|p| p.source.as_deref())
+                .chain(
+                    c.config
+                        .pools
+                        .is_empty()
+                        .then_some(c.config.nodes.source.as_str()),
+                )
+                .chain([c.config.workload.source.as_str()])
         })
         .collect()
 }
@@ -212,7 +219,11 @@ pub fn result_sources(cells: &[CellResult]) -> Vec<String> {
     cells
         .iter()
         .filter_map(|c| toml::from_str::<crate::scenario::ScenarioConfig>(&c.config).ok())
-        .flat_map(|cfg| [cfg.nodes.source, cfg.workload.source])
+        .flat_map(|cfg| {
+            let mut v = cfg.node_sources();
+            v.push(cfg.workload.source);
+            v
+        })
         .collect()
 }
 

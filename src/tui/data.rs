@@ -111,6 +111,9 @@ pub struct NodeData {
     pub strip: Vec<u8>,
     /// Strip bins where a censored session ends.
     pub censor_bins: Vec<u16>,
+    /// The `[[pools]]` pool the latest replay run put the node in (`None`: no pooled run reads
+    /// the source, or the node is in none of its pools).
+    pub pool: Option<String>,
 }
 
 impl NodeData {
@@ -120,6 +123,7 @@ impl NodeData {
             fit,
             strip,
             censor_bins,
+            pool: None,
         }
     }
 }
@@ -244,6 +248,12 @@ pub struct PolicyRow {
     pub t_ratio: Option<f64>,
     /// Forecast calibration: Brier score of the predicted interruption probability.
     pub brier: Option<f64>,
+    /// Dollars per window (a priced fleet only).
+    pub dollars: Metric,
+    /// SLO-met output tokens per dollar (a priced fleet only).
+    pub goodput_per_dollar: Metric,
+    /// Mean dollars per window by pool (empty when unpriced).
+    pub dollars_by_pool: Vec<(String, f64)>,
     /// Requests over all runs.
     pub requests: u64,
     /// Completed requests over all runs.

@@ -218,9 +218,7 @@ impl Loader {
                 let cfg: Option<scenario::ScenarioConfig> = toml::from_str(&result.config).ok();
                 let run = RunRow {
                     run_id: result.key.clone(),
-                    nodes_source: cfg
-                        .as_ref()
-                        .map_or_else(String::new, |c| c.nodes.source.clone()),
+                    nodes_source: cfg.as_ref().map_or_else(String::new, |c| c.nodes_label()),
                     workload_source: cfg
                         .as_ref()
                         .map_or_else(String::new, |c| c.workload.source.clone()),
@@ -362,6 +360,13 @@ fn policy_row(s: &PolicySummary, requests: u64, completed: u64, cdf: Vec<(f64, f
         gap_closed: metric("gap_closed"),
         t_ratio: s.forecast.as_ref().and_then(|f| f.t_ratio_median),
         brier: s.forecast.as_ref().and_then(|f| f.interruption_brier),
+        dollars: metric("dollars"),
+        goodput_per_dollar: metric("goodput_per_dollar"),
+        dollars_by_pool: s
+            .dollars_by_pool
+            .iter()
+            .map(|(k, v)| (k.clone(), *v))
+            .collect(),
         requests,
         completed,
         cdf,
@@ -448,6 +453,19 @@ fn pooled_hazard(data: &fit::SourceSessions) -> Option<crate::survival::hazard::
     .ok()
 }
 
+/// The pool of each node of `source` in the latest replay run, when that run's scenario has
+/// `[[pools]]` reading the source (empty otherwise, or when anything cannot be read: the
+/// column is then left out).
+fn latest_pools(store: &Store, source: &str) -> std::collections::HashMap<String, String> {
+    let read = || -> Option<std::collections::HashMap<String, String>> {
+        let id = scenario::latest_run(store).ok()??;
+        let text = Reader::open(store).ok()?.run_config(&id).ok()?;
+        let cfg: scenario::ScenarioConfig = toml::from_str(&text).ok()?;
+        scenario::pool_membership(store, &cfg, source).ok()
+    };
+    read().unwrap_or_default()
+}
+
 /// Loads and fits one availability source.
 fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
     let data = fit::load_sessions(store, source, None, false)?;
@@ -496,6 +514,10 @@ fn load_source(store: &Store, source: &str) -> anyhow::Result<SourceData> {
             })
             .collect();
         nodes.push(NodeData::new(node, strip, cb));
+    }
+    let pools = latest_pools(store, source);
+    for n in &mut nodes {
+        n.pool = pools.get(&n.id).cloned();
     }
     nodes.sort_by(|a, b| a.id.cmp(&b.id));
     let id_prefix = shared_prefix(&data.node_ids);

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use hazardserve::report::{
-    CALIBRATION_HEADER, CAUSES_HEADER, CELLS_HEADER, COMPARISON_HEADER, GROUPS_HEADER,
+    CALIBRATION_HEADER, CAUSES_HEADER, CELLS_HEADER, COMPARISON_HEADER, COST_HEADER, GROUPS_HEADER,
     MAP_CALIBRATION_HEADER, SHAPE_HEADER, TICKS_HEADER, VALIDATION_HEADER,
 };
 
@@ -63,11 +63,11 @@ fn blocks(readme: &str) -> Vec<(String, String)> {
     out
 }
 
-/// `report --out DIR [--source S]`'s Markdown.
-fn report(store: &Path, dir: &Path, source: Option<&str>) -> String {
+/// `report --out DIR [--source S]...`'s Markdown.
+fn report(store: &Path, dir: &Path, sources: &[String]) -> String {
     let mut c = hs(store);
     c.args(["-q", "report", "--out"]).arg(dir);
-    if let Some(s) = source {
+    for s in sources {
         c.args(["--source", s]);
     }
     ok(c);
@@ -87,7 +87,7 @@ fn readme_result_tables_are_what_report_prints_now() {
     c.args(["-q", "ingest-public"]).arg(&traces);
     ok(c);
     let mut fresh: BTreeMap<String, String> = BTreeMap::new();
-    let public = report(&store, &tmp.path().join("pub-report"), None);
+    let public = report(&store, &tmp.path().join("pub-report"), &[]);
     for (key, header) in [
         ("hazard-shape", &SHAPE_HEADER[..]),
         ("validation", &VALIDATION_HEADER[..]),
@@ -141,10 +141,40 @@ fn readme_result_tables_are_what_report_prints_now() {
         .unwrap_or_else(|| panic!("no calibration table:\n{md}"));
         fresh.insert("regime-map-slice-calibration".into(), t);
     }
-    // `KEY-calibration` is the forecast calibration table of scenario KEY's report.
+    // The fleet sweep (`report-table fleets-sweep`): every cell of `reports/sweeps/fleets.toml`,
+    // reported with `report --sweep fleets`. It reads the Mooncake conversation workload too.
+    if keys.iter().any(|(k, _)| k == "fleets-sweep") {
+        crate::common::ingest(
+            &store,
+            "mooncake",
+            "mooncake-conversation",
+            &workloads.join("mooncake-fast25/conversation_trace.jsonl"),
+        );
+        let mut c = hs(&store);
+        c.current_dir(root)
+            .args(["-q", "sweep", "--grid", "reports/sweeps/fleets.toml"])
+            .args(["--id", "fleets"]);
+        ok(c);
+        let dir = tmp.path().join("fleets-report");
+        let mut c = hs(&store);
+        c.args(["-q", "report", "--out"]).arg(&dir).args([
+            "--source",
+            "skynomad-h100",
+            "--sweep",
+            "fleets",
+        ]);
+        ok(c);
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        let t = table_where(&md, |l| l.starts_with('|') && l.contains(CELLS_HEADER[0]))
+            .unwrap_or_else(|| panic!("no cells table:\n{md}"));
+        fresh.insert("fleets-sweep".into(), t);
+    }
+    // `KEY-calibration` is the forecast calibration table of scenario KEY's report, and
+    // `KEY-cost` its cost table (a priced fleet).
     const CALIBRATION: &str = "-calibration";
+    const COST: &str = "-cost";
     for (key, _) in &keys {
-        if fresh.contains_key(key) || key.ends_with(CALIBRATION) {
+        if fresh.contains_key(key) || key.ends_with(CALIBRATION) || key.ends_with(COST) {
             continue;
         }
         let scenario: PathBuf = root.join("reports/scenarios").join(format!("{key}.toml"));
@@ -153,19 +183,22 @@ fn readme_result_tables_are_what_report_prints_now() {
             "README block {key:?} is neither a report table nor a committed scenario"
         );
         let text = std::fs::read_to_string(&scenario).unwrap();
-        let cfg: toml::Value = toml::from_str(&text).unwrap();
-        let source = cfg["nodes"]["source"].as_str().unwrap().to_string();
+        let cfg = hazardserve::scenario::ScenarioConfig::from_toml(&text, key).unwrap();
+        let sources = cfg.node_sources();
         let mut c = hs(&store);
         c.current_dir(root)
             .args(["-q", "replay", "--config"])
             .arg(&scenario);
         ok(c);
-        let md = report(&store, &tmp.path().join(key), Some(&source));
+        let md = report(&store, &tmp.path().join(key), &sources);
         let t = table(&md, &COMPARISON_HEADER).unwrap_or_else(|| panic!("no comparison:\n{md}"));
         fresh.insert(key.clone(), t);
         let t = table(&md, &CALIBRATION_HEADER)
             .unwrap_or_else(|| panic!("no calibration table:\n{md}"));
         fresh.insert(format!("{key}{CALIBRATION}"), t);
+        if let Some(t) = table(&md, &COST_HEADER) {
+            fresh.insert(format!("{key}{COST}"), t);
+        }
     }
     for (key, _) in &keys {
         assert!(

@@ -140,9 +140,8 @@ fn state() -> impl Strategy<Value = State> {
 }
 
 fn cluster_of(s: &State) -> Cluster {
-    Cluster {
-        nodes: s
-            .slots
+    Cluster::new(
+        s.slots
             .iter()
             .enumerate()
             .map(|(i, &slots)| {
@@ -154,7 +153,7 @@ fn cluster_of(s: &State) -> Cluster {
                 n
             })
             .collect(),
-    }
+    )
 }
 
 /// The earlier requests of `s` in arrival order, and the node each is scripted to.
@@ -258,9 +257,10 @@ proptest! {
 /// it as a fifth decoder would give.
 #[test]
 fn migration_source_counts_the_request_once() {
-    let cluster = Cluster {
-        nodes: vec![always_up("a", 8, 1e6, 20.0), always_up("b", 8, 1e6, 20.0)],
-    };
+    let cluster = Cluster::new(vec![
+        always_up("a", 8, 1e6, 20.0),
+        always_up("b", 8, 1e6, 20.0),
+    ]);
     let requests: Vec<Request> = (0..4).map(|k| req(k, 0.0, 10, 400 + 100 * k)).collect();
     let mut policy = Probe::new(vec![0], u64::MAX, PolicyKind::Hazard, 0);
     let cfg = config(1.0);
@@ -286,11 +286,11 @@ fn migration_source_counts_the_request_once() {
 /// them (the forecast sees the prefilling residents).
 #[test]
 fn fastest_spreads_requests_arriving_during_prefill() {
-    let cluster = Cluster {
-        nodes: (0..4)
+    let cluster = Cluster::new(
+        (0..4)
             .map(|i| always_up(&format!("n{i}"), 8, 200.0, 10.0))
             .collect(),
-    };
+    );
     // 10 s prefills, arrivals 1 s apart.
     let requests: Vec<Request> = (0..4).map(|k| req(k, k as f64, 2000, 100)).collect();
     let cfg = ReplayConfig {
@@ -318,12 +318,10 @@ fn fastest_spreads_requests_arriving_during_prefill() {
 /// and nothing is lost (Brier 0); `compare --format json`'s `forecast` object carries it.
 #[test]
 fn calibration_is_exact_when_the_forecast_assumptions_hold() {
-    let cluster = Cluster {
-        nodes: vec![
-            always_up("a", 4, 500.0, 20.0),
-            always_up("b", 2, 300.0, 10.0),
-        ],
-    };
+    let cluster = Cluster::new(vec![
+        always_up("a", 4, 500.0, 20.0),
+        always_up("b", 2, 300.0, 10.0),
+    ]);
     let requests: Vec<Request> = (0..12)
         .map(|k| req(k, 0.7 * k as f64, 100 + 37 * k, 5 + 11 * k))
         .collect();
@@ -361,9 +359,7 @@ fn calibration_is_exact_when_the_forecast_assumptions_hold() {
 /// (which assumes no later arrivals) under-predicts, and the calibration says so.
 #[test]
 fn calibration_sees_later_arrivals() {
-    let cluster = Cluster {
-        nodes: vec![always_up("a", 8, 1e4, 10.0)],
-    };
+    let cluster = Cluster::new(vec![always_up("a", 8, 1e4, 10.0)]);
     let requests: Vec<Request> = (0..6).map(|k| req(k, 0.5 * k as f64, 10, 200)).collect();
     let cfg = ReplayConfig {
         batch_slowdown: 1.0,
@@ -384,13 +380,11 @@ fn calibration_sees_later_arrivals() {
 /// nothing.
 #[test]
 fn length_draws_keep_the_cached_forecast_exact() {
-    let cluster = Cluster {
-        nodes: vec![
-            node("a", 2, 400.0, 20.0, &[(-1e6, Some(40.0)), (55.0, None)]),
-            node("b", 3, 300.0, 15.0, &[(-1e6, Some(90.0)), (100.0, None)]),
-            always_up("c", 1, 500.0, 25.0),
-        ],
-    };
+    let cluster = Cluster::new(vec![
+        node("a", 2, 400.0, 20.0, &[(-1e6, Some(40.0)), (55.0, None)]),
+        node("b", 3, 300.0, 15.0, &[(-1e6, Some(90.0)), (100.0, None)]),
+        always_up("c", 1, 500.0, 25.0),
+    ]);
     let requests: Vec<Request> = (0..60)
         .map(|k| req(k, 1.7 * k as f64, 50 + 37 * (k % 7), 40 + 61 * (k % 5)))
         .collect();
@@ -433,9 +427,7 @@ fn length_draws_keep_the_cached_forecast_exact() {
 /// `length_draws` outside 1..=256 is refused with the name of the setting.
 #[test]
 fn length_draws_out_of_range_is_refused() {
-    let cluster = Cluster {
-        nodes: vec![always_up("a", 2, 400.0, 20.0)],
-    };
+    let cluster = Cluster::new(vec![always_up("a", 2, 400.0, 20.0)]);
     let workload = Workload::new(vec![req(0, 0.0, 10, 10)]);
     let cfg = ReplayConfig::default();
     for draws in [0, 257] {

@@ -597,13 +597,15 @@ fn replay_oracle_and_bound_claims_on_every_stored_scenario() {
                 .expect("stored scenario parses");
         let tmp = tempfile::tempdir().unwrap();
         let store = tmp.path().join("store");
-        if cfg.nodes.source == "two-class" {
+        // Every source the scenario's pools read (its `[nodes]` source without pools).
+        let sources = cfg.node_sources();
+        if sources == ["two-class"] {
             crate::common::ingest_control_fleet(&store);
         } else {
             let mut c = crate::common::hs(&store);
             c.args(["-q", "ingest-public"])
                 .arg(&traces)
-                .args(["--only", &cfg.nodes.source]);
+                .args(["--only", &sources.join(",")]);
             crate::common::ok(c);
         }
         // The workloads the stored scenarios use, as the README ingests them.

@@ -50,15 +50,31 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         .max()
         .unwrap_or(4)
         .clamp(6, if area.width >= 120 { 28 } else { 18 }) as u16;
-    let fixed = [id_w, 5, 4, 9, 9, 5];
+    // A pool column when the latest run's `[[pools]]` put the source's nodes in pools.
+    let pool_w = d
+        .nodes
+        .iter()
+        .filter_map(|n| n.pool.as_ref())
+        .map(|p| p.chars().count())
+        .max()
+        .map(|w| w.clamp(4, 16) as u16);
+    let mut fixed = vec![id_w];
+    fixed.extend(pool_w);
+    fixed.extend([5, 4, 9, 9, 5]);
     let used: u16 = fixed.iter().sum::<u16>() + fixed.len() as u16 + 2 + 2;
     let strip_w = area.width.saturating_sub(used).max(8);
     let (wname, wlegend) = weight_legend(d);
     let rows: Vec<Row> = nodes
         .iter()
         .map(|n| {
-            Row::new(vec![
-                Cell::from(truncate(d.short_id(&n.id), id_w as usize)),
+            let mut cells = vec![Cell::from(truncate(d.short_id(&n.id), id_w as usize))];
+            if let Some(w) = pool_w {
+                cells.push(Cell::from(truncate(
+                    n.pool.as_deref().unwrap_or("-"),
+                    w as usize,
+                )));
+            }
+            cells.extend([
                 Cell::from(format!("{:>5}", n.sessions)),
                 Cell::from(format!("{:>4}", n.events)),
                 Cell::from(format!("{:>9}", fmt_dur_opt(n.median_s))),
@@ -71,7 +87,8 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                     n.weight.map_or("-".into(), |w| format!("{w:.2}"))
                 )),
                 Cell::from(strip_line(&n.strip, &n.censor_bins, strip_w as usize)),
-            ])
+            ]);
+            Row::new(cells)
         })
         .collect();
     let strip_title = format!(
@@ -79,8 +96,11 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         fmt_instant(d.span.0, &d.time_base),
         fmt_instant(d.span.1, &d.time_base)
     );
-    let header = Row::new(vec![
-        Cell::from("node"),
+    let mut header = vec![Cell::from("node")];
+    if pool_w.is_some() {
+        header.push(Cell::from("pool"));
+    }
+    header.extend([
         Cell::from("sess"),
         Cell::from("fail"),
         Cell::from("   median"),
@@ -90,8 +110,8 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             &format!("up/down {strip_title}"),
             strip_w as usize,
         )),
-    ])
-    .style(header_style());
+    ]);
+    let header = Row::new(header).style(header_style());
     let mut widths: Vec<Constraint> = fixed.iter().map(|&w| Constraint::Length(w)).collect();
     widths.push(Constraint::Length(strip_w));
     let sort = app.sort(List::Nodes);

@@ -47,12 +47,41 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let table_h = (rows.len() as u16 + 3)
         .min(area.height.saturating_sub(8))
         .max(4);
-    let [info, table_area, bottom] = Layout::vertical([
+    // A priced fleet gets a cost line: dollars per window by pool, and the goodput per dollar
+    // of the selected policy (else the first).
+    let priced = r.rows.iter().find(|p| !p.dollars_by_pool.is_empty());
+    let [info, cost_area, table_area, bottom] = Layout::vertical([
         Constraint::Length(1),
+        Constraint::Length(u16::from(priced.is_some())),
         Constraint::Length(table_h),
         Constraint::Min(4),
     ])
     .areas(area);
+    if let Some(p) = priced {
+        let shown = app
+            .sel_policy
+            .as_deref()
+            .and_then(|name| r.rows.iter().find(|x| x.name == name))
+            .unwrap_or(p);
+        let pools: Vec<String> = p
+            .dollars_by_pool
+            .iter()
+            .map(|(name, d)| format!("{name} ${}", fmt_num(Some(*d))))
+            .collect();
+        f.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled(" cost per window ", dim()),
+                Span::raw(format!(
+                    "${} = {}",
+                    fmt_num(p.dollars.value),
+                    pools.join(" + ")
+                )),
+                Span::styled(format!(" · {} goodput/$ ", shown.name), dim()),
+                Span::raw(cell(&shown.goodput_per_dollar)),
+            ])),
+            cost_area,
+        );
+    }
 
     let seeds = r.run.seeds.trim_matches(|c| c == '[' || c == ']');
     let pos = r.runs.iter().position(|x| *x == r.run.run_id).unwrap_or(0);
