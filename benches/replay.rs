@@ -4,7 +4,10 @@
 //! core (each run is single-threaded).
 //!
 //! The same at 1,000 nodes with ten times the arrival rate (the same load per node) over a
-//! shorter window (`*_1000_nodes`): the README's scaling row.
+//! shorter window (`*_1000_nodes`): the README's scaling row. And both fleet sizes busy
+//! (`*_busy`: 1.2 requests per second per node for 120 s, about 85 % of the capacity, so that most
+//! nodes are full at any instant): a placement visits only the nodes with a free slot, so the
+//! cost per request should grow far less than tenfold from 100 to 1,000 nodes there.
 //!
 //! Needs `[[bench]] name = "replay" harness = false` in Cargo.toml. Prints a summary line per
 //! policy (`requests/s`, `ns/event`) before the criterion measurements.
@@ -22,9 +25,10 @@ use hazardserve::replay::{
 const HOUR_US: i64 = 3_600_000_000;
 const WINDOW_S: f64 = 300.0;
 
-/// `nodes` synthetic nodes and a Poisson workload at ~60 % of their capacity (8 slots per node,
-/// ~5 s of service per request: one request per second per node) over `window_s` seconds.
-fn inputs(nodes: usize, window_s: f64) -> (Cluster, Workload, Window) {
+/// `nodes` synthetic nodes and a Poisson workload of `per_node` requests per second per node
+/// (8 slots per node, ~5 s of service per request: 1.0 is ~60 % of their capacity) over
+/// `window_s` seconds.
+fn inputs(nodes: usize, per_node: f64, window_s: f64) -> (Cluster, Workload, Window) {
     let cluster = SyntheticCluster {
         nodes,
         to_us: 24 * HOUR_US,
@@ -32,7 +36,7 @@ fn inputs(nodes: usize, window_s: f64) -> (Cluster, Workload, Window) {
     }
     .build();
     let workload = PoissonWorkload {
-        rate_per_s: nodes as f64,
+        rate_per_s: nodes as f64 * per_node,
         length_s: window_s,
         ..PoissonWorkload::default()
     }
@@ -77,23 +81,28 @@ fn bench_replay(c: &mut Criterion) {
     let cfg = ReplayConfig::default();
     let mut g = c.benchmark_group("replay");
     g.sample_size(10);
-    for (nodes, window_s, kinds) in [
+    let pair = &[PolicyKind::Fastest, PolicyKind::Hazard][..];
+    for (nodes, per_node, window_s, kinds, tag) in [
         (
             100,
+            1.0,
             WINDOW_S,
             &[PolicyKind::Fastest, PolicyKind::Hazard, PolicyKind::Oracle][..],
+            "",
         ),
-        (1_000, 60.0, &[PolicyKind::Fastest, PolicyKind::Hazard][..]),
+        (1_000, 1.0, 60.0, pair, ""),
+        (100, 1.2, 120.0, pair, "_busy"),
+        (1_000, 1.2, 120.0, pair, "_busy"),
     ] {
-        let (cluster, workload, window) = inputs(nodes, window_s);
-        eprintln!("{nodes} nodes:");
+        let (cluster, workload, window) = inputs(nodes, per_node, window_s);
+        eprintln!("{nodes} nodes, {per_node} requests/s per node:");
         for &kind in kinds {
             summary(&cluster, &workload, window, kind);
         }
         g.throughput(Throughput::Elements(workload.requests.len() as u64));
         for &kind in kinds {
             let spec = RunSpec::new(kind, window, 1, cfg.params);
-            g.bench_function(format!("{kind}_{nodes}_nodes"), |b| {
+            g.bench_function(format!("{kind}_{nodes}_nodes{tag}"), |b| {
                 b.iter(|| black_box(simulate(&cluster, &workload, &cfg, &spec).expect("runs")))
             });
         }

@@ -131,9 +131,12 @@ pub struct ClusterView<'a> {
     /// The service-time model's forecast over the nodes' live state (the replay supplies it;
     /// without it `T_i` falls back to [`super::cost::service_time`] on the view's fields).
     pub loads: Option<&'a dyn NodeLoads>,
-    /// The indices of the up nodes in ascending order, when the caller keeps them
+    /// The indices of the nodes a decision may choose, ascending, when the caller keeps them
     /// ([`ClusterView::with_active`]): a decision then visits only those, so that a fleet
-    /// with most of its nodes down (a spot trace's instances) costs what its up nodes cost.
+    /// with most of its nodes down (a spot trace's instances) or full costs what its
+    /// candidates cost. The replay lists the up nodes with a free slot for a placement's first
+    /// pass and a migration check (plus the request's source node), every up node for the
+    /// queueing pass.
     pub active: Option<&'a [NodeIdx]>,
 }
 
@@ -148,8 +151,9 @@ impl<'a> ClusterView<'a> {
         }
     }
 
-    /// The same view visiting only the nodes `active` (ascending, and every up node among
-    /// them: a node not listed is never chosen).
+    /// The same view visiting only the nodes `active` (ascending, holding every node that
+    /// could admit the request, and for a migration check its source: a node not listed is
+    /// never chosen).
     pub fn with_active(self, active: &'a [NodeIdx]) -> ClusterView<'a> {
         ClusterView {
             active: Some(active),

@@ -394,6 +394,12 @@ struct Sim<'a> {
     /// Nodes whose view is out of date though they are down (went down since the last
     /// refresh, or never refreshed): refreshed once, then a down node's view stays as it is.
     stale_down: Vec<usize>,
+    /// The up nodes with a free slot, ascending: the only nodes a placement's first pass can
+    /// choose (a full node cannot admit), so that pass visits and refreshes these alone and a
+    /// placement costs O(free nodes), not O(up nodes), when most of the fleet is full.
+    free_list: Vec<usize>,
+    /// Scratch: the free nodes large enough for one request's true KV need.
+    scratch_active: Vec<usize>,
     min_cap: u64,
     /// Scratch buffers of the forecasts ([`LiveLoads`]).
     scratch_residents: RefCell<Vec<Resident>>,
@@ -978,6 +984,10 @@ impl<'a> Sim<'a> {
             views_dirty: true,
             up_list: (0..n).filter(|&i| nodes_up[i]).collect(),
             stale_down: (0..n).filter(|&i| !nodes_up[i]).collect(),
+            free_list: (0..n)
+                .filter(|&i| nodes_up[i] && cluster.nodes[i].spec.slots > 0)
+                .collect(),
+            scratch_active: Vec::new(),
             min_cap,
             scratch_residents: RefCell::new(Vec::with_capacity(64)),
             scratch_waiting: RefCell::new(Vec::with_capacity(16)),
@@ -994,6 +1004,22 @@ impl<'a> Sim<'a> {
     /// Marks node `i` (if any) as changed for the forecast: any change of its slots, queue,
     /// state or of a resident's phase, rate or timing.
     #[inline]
+    /// Keeps node `i`'s membership of the free list (up with a free slot) current; called
+    /// wherever its slots or its up state change.
+    fn sync_free(&mut self, i: usize) {
+        let free = match (self.nodes.get(i), self.cluster.nodes.get(i)) {
+            (Some(st), Some(n)) => st.up && st.slots_used < n.spec.slots,
+            _ => false,
+        };
+        match (self.free_list.binary_search(&i), free) {
+            (Err(k), true) => self.free_list.insert(k, i),
+            (Ok(k), false) => {
+                self.free_list.remove(k);
+            }
+            _ => {}
+        }
+    }
+
     fn touch(&mut self, i: usize) {
         if let Some(st) = self.nodes.get_mut(i) {
             st.version = st.version.wrapping_add(1);
@@ -1153,6 +1179,17 @@ impl<'a> Sim<'a> {
         self.views_dirty = false;
     }
 
+    /// Brings the views of the free nodes (the only ones a placement's first pass visits) up to
+    /// date, leaving the others (and the all-fresh mark) as they are.
+    fn refresh_free_views(&mut self) {
+        if !self.views_dirty && self.views_time == self.now {
+            return;
+        }
+        for k in 0..self.free_list.len() {
+            self.refresh_view(self.free_list[k]);
+        }
+    }
+
     /// Brings node `i`'s view up to date.
     fn refresh_view(&mut self, i: usize) {
         let wait = {
@@ -1245,53 +1282,52 @@ impl<'a> Sim<'a> {
     }
 
     fn place(&mut self, policy: &mut dyn Policy, r: u32) {
-        self.refresh_views();
         let rv = self.place_view_request(r);
         let need = self.reqs[r as usize].need;
         self.stats.placements += 1;
-        // Pass 1: the true view (nodes too small for the request's true need masked).
+        // Pass 1: the true view over the nodes with a free slot (a full node cannot admit),
+        // those too small for the request's true need left out.
+        self.refresh_free_views();
         let mask = need > self.min_cap;
+        let mut active = std::mem::take(&mut self.scratch_active);
         if mask {
-            self.scratch_views.clear();
-            self.scratch_views.extend(self.views.iter().map(|v| {
-                let mut v = *v;
-                if v.kv_capacity_tokens < need {
-                    v.kv_capacity_tokens = 0;
-                }
-                v
-            }));
+            active.clear();
+            let views = &self.views;
+            active.extend(
+                self.free_list
+                    .iter()
+                    .copied()
+                    .filter(|&i| views[i].kv_capacity_tokens >= need),
+            );
         }
         let choice = {
-            let nodes: &[NodeView<'_>] = if mask {
-                &self.scratch_views
-            } else {
-                &self.views
-            };
             let fs = TraceForesight {
                 ends: &self.known_ends,
                 now: self.now,
             };
             let loads = live_loads!(self);
-            let mut view = ClusterView::new(nodes)
+            let mut view = ClusterView::new(&self.views)
                 .with_loads(&loads)
-                .with_active(&self.up_list);
+                .with_active(if mask { &active } else { &self.free_list });
             if self.drains {
                 view = view.with_foresight(&fs);
             }
             policy.place(&view, &rv, &mut self.expl)
         };
+        self.scratch_active = active;
         self.log_decision(false);
         if let Some(i) = choice.filter(|&i| self.can_ever_hold(i, r)) {
             self.note_placement(r);
             self.admit_or_enqueue(r, i);
             return;
         }
-        // Pass 2: queueing view.
+        // Pass 2: queueing view, over every up node.
         let any = self.up_list.iter().any(|&i| self.can_ever_hold(i, r));
         if !any {
             self.make_pending(r);
             return;
         }
+        self.refresh_views();
         // Down nodes are never chosen: their entries are copied as they are.
         self.scratch_views.clone_from(&self.views);
         for k in 0..self.up_list.len() {
@@ -1416,6 +1452,7 @@ impl<'a> Sim<'a> {
         st.kv_sched = st.kv_sched.saturating_add(sched);
         st.residents.push(r);
         self.touch(i);
+        self.sync_free(i);
         self.views_dirty = true;
         sched
     }
@@ -1430,6 +1467,7 @@ impl<'a> Sim<'a> {
             st.residents.swap_remove(p);
         }
         self.touch(i);
+        self.sync_free(i);
         self.views_dirty = true;
     }
 
@@ -1684,6 +1722,7 @@ impl<'a> Sim<'a> {
         if let Ok(k) = self.up_list.binary_search(&i) {
             self.up_list.remove(k);
         }
+        self.sync_free(i);
         self.stale_down.push(i);
         self.touch(i);
         self.known_ends[i] = i64::MIN;
@@ -1764,6 +1803,7 @@ impl<'a> Sim<'a> {
         st.up = true;
         st.session_start = s.start_us;
         st.entry_s = entry_of(s);
+        self.sync_free(i);
         self.known_ends[i] = known_end_of(s, self.oracle);
         self.views_dirty = true;
         if !s.end_censored() {
@@ -2042,6 +2082,16 @@ impl<'a> Sim<'a> {
             )
         };
         self.stats.migration_checks += 1;
+        // A move's destination must admit the request (a free slot), and the source prices
+        // the fallback: the check visits the free nodes and the source, in index order.
+        let mut active = std::mem::take(&mut self.scratch_active);
+        active.clear();
+        let k = self.free_list.partition_point(|&x| x < from);
+        active.extend_from_slice(&self.free_list[..k]);
+        if self.free_list.get(k) != Some(&from) {
+            active.push(from);
+        }
+        active.extend_from_slice(&self.free_list[k..]);
         let choice = {
             let fs = TraceForesight {
                 ends: &self.known_ends,
@@ -2050,12 +2100,13 @@ impl<'a> Sim<'a> {
             let loads = live_loads!(self);
             let mut view = ClusterView::new(&self.views)
                 .with_loads(&loads)
-                .with_active(&self.up_list);
+                .with_active(&active);
             if self.drains {
                 view = view.with_foresight(&fs);
             }
             policy.check_migration(&view, &rv, from, &mut self.expl)
         };
+        self.scratch_active = active;
         self.log_decision(false);
         if let Some(j) = choice {
             self.execute_move(r, from, j);
@@ -2221,6 +2272,19 @@ impl<'a> Sim<'a> {
             .eq((0..self.nodes.len()).filter(|&i| self.nodes[i].up))
         {
             return Err(invariant(t, "the up list differs from the up nodes"));
+        }
+        if !self
+            .free_list
+            .iter()
+            .copied()
+            .eq((0..self.nodes.len()).filter(|&i| {
+                self.nodes[i].up && self.nodes[i].slots_used < self.cluster.nodes[i].spec.slots
+            }))
+        {
+            return Err(invariant(
+                t,
+                "the free list differs from the up nodes with a free slot",
+            ));
         }
         for (i, st) in self.nodes.iter().enumerate() {
             let spec = &self.cluster.nodes[i].spec;

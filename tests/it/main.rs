@@ -28,6 +28,7 @@ mod replay_grid;
 mod replay_leakage;
 mod replay_oracle;
 mod replay_props;
+mod replay_scale;
 mod replay_support;
 mod report;
 mod samples;
