@@ -448,24 +448,8 @@ impl PolicySummary {
             requests: o.get("requests").and_then(Value::as_u64).unwrap_or(0),
             windows: o.get("windows").and_then(Value::as_u64).unwrap_or(0) as usize,
             metrics,
-            interruptions_by_cause: o
-                .get("interruptions_by_cause")
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
-                        .collect()
-                })
-                .unwrap_or_default(),
-            dollars_by_pool: o
-                .get("dollars_by_pool")
-                .and_then(Value::as_object)
-                .map(|m| {
-                    m.iter()
-                        .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
-                        .collect()
-                })
-                .unwrap_or_default(),
+            interruptions_by_cause: named_values(o.get("interruptions_by_cause")),
+            dollars_by_pool: named_values(o.get("dollars_by_pool")),
             vs_fastest: versus("vs_fastest")?,
             vs_best_blind: versus("vs_best_blind")?,
             gap_closed: GapClosed {
@@ -506,6 +490,17 @@ impl serde::Serialize for PolicySummary {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("comparison row: {0}")]
 pub struct SummaryParseError(pub String);
+
+/// A JSON object of numbers as a map (empty when absent; non-numbers skipped).
+fn named_values(v: Option<&Value>) -> BTreeMap<String, f64> {
+    v.and_then(Value::as_object)
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_f64()?)))
+                .collect()
+        })
+        .unwrap_or_default()
+}
 
 fn versus_json(v: &Versus) -> Value {
     let mut o = Map::new();

@@ -88,7 +88,10 @@ fn cost_section(run: &str, summary: &[PolicySummary], r: &mut Report) -> Result<
     }
     r.blocks.push(Block::Heading("Cost".to_string()));
     r.blocks.push(Block::Text(
-        "Every node billed at its pool's `price_per_node_hour` while it is up (spot nodes only          while up), over the scored span of each window; goodput per dollar is the output          tokens of the requests that met their SLO per dollar. Differences are paired by          window against `fastest`; positive is better."
+        "Every node billed at its pool's `price_per_node_hour` while it is up (spot nodes only \
+         while up), over the scored span of each window; goodput per dollar is the output \
+         tokens of the requests that met their SLO per dollar. Differences are paired by \
+         window against `fastest`; positive is better."
             .to_string(),
     ));
     r.blocks.push(Block::Table(

@@ -59,13 +59,7 @@ impl Default for NodesConfig {
 impl NodesConfig {
     /// The announced-cause patterns, parsed (an error names the key and the pattern).
     pub fn announced(&self) -> Result<Vec<CauseGroup>, ScenarioError> {
-        self.announced_causes
-            .iter()
-            .map(|p| {
-                p.parse::<CauseGroup>()
-                    .map_err(|e| ScenarioError::invalid("nodes.announced_causes", e))
-            })
-            .collect()
+        super::pools::parse_announced(&self.announced_causes)
     }
 
     /// The `[nodes]` section as the one pool of a scenario without `[[pools]]`.

@@ -64,13 +64,7 @@ impl PoolConfig {
 
     /// The pool's announced-cause patterns, parsed (as `nodes.announced_causes`).
     pub fn announced(&self) -> Result<Vec<CauseGroup>, ScenarioError> {
-        self.announced_causes
-            .iter()
-            .map(|p| {
-                p.parse::<CauseGroup>()
-                    .map_err(|e| ScenarioError::invalid("nodes.announced_causes", e))
-            })
-            .collect()
+        parse_announced(&self.announced_causes)
     }
 
     /// Checks what can be checked without the store; `index` is the pool's position in
@@ -147,4 +141,16 @@ impl PoolConfig {
             .validate("pools")
             .map_err(|e| err("hardware", e.to_string()))
     }
+}
+
+/// Announced-cause patterns, parsed (an error names `nodes.announced_causes` and the pattern):
+/// the one parser of a pool's and of `[nodes]`'s patterns.
+pub(crate) fn parse_announced(patterns: &[String]) -> Result<Vec<CauseGroup>, ScenarioError> {
+    patterns
+        .iter()
+        .map(|p| {
+            p.parse::<CauseGroup>()
+                .map_err(|e| ScenarioError::invalid("nodes.announced_causes", e))
+        })
+        .collect()
 }

@@ -198,6 +198,13 @@ fn readme_result_tables_are_what_report_prints_now() {
         fresh.insert(format!("{key}{CALIBRATION}"), t);
         if let Some(t) = table(&md, &COST_HEADER) {
             fresh.insert(format!("{key}{COST}"), t);
+            // A priced fleet's report also has the dollars by pool and the bars.
+            assert!(md.contains("Dollars per window by pool"), "{md}");
+            assert!(md.contains("goodput-per-dollar.svg"), "{md}");
+            assert!(
+                tmp.path().join(key).join("goodput-per-dollar.svg").exists(),
+                "{key}: no goodput-per-dollar plot"
+            );
         }
     }
     for (key, _) in &keys {

@@ -322,3 +322,71 @@ fn tui_survival_shows_the_end_causes_of_a_multi_cause_source() {
         .expect("the cause line");
     assert!(line.matches(" % (incidence ").count() >= 2, "{line}");
 }
+
+/// A fleet of pools: the Nodes screen gains a pool column and the Replay screen a cost line
+/// (dollars per window by pool, and the selected policy's goodput per dollar); an unpriced,
+/// unpooled run shows neither.
+#[test]
+fn tui_shows_pools_and_cost_when_the_run_has_them() {
+    use hazardserve::tui::app::Load;
+    use hazardserve::tui::data::{Loaded, Metric};
+    use std::sync::Arc;
+
+    let (mut app, mut loader) = demo_app();
+    press(&mut app, &mut loader, "2");
+    let plain = render(&app, 160, 48);
+    assert!(!plain.contains(" pool "), "{plain}");
+    press(&mut app, &mut loader, "4");
+    let plain = render(&app, 160, 48);
+    assert!(!plain.contains("cost per window"), "{plain}");
+
+    let mut sources = 0;
+    let mut runs = 0;
+    for l in app.loads.values_mut() {
+        match l {
+            Load::Ready(Loaded::Source(d)) => {
+                let d = Arc::make_mut(d);
+                for (k, n) in d.nodes.iter_mut().enumerate() {
+                    n.pool = Some(if k % 2 == 0 { "spot-h100" } else { "on-demand" }.into());
+                }
+                sources += 1;
+            }
+            Load::Ready(Loaded::Replay(Some(r))) => {
+                let r = Arc::make_mut(r);
+                for (k, p) in r.rows.iter_mut().enumerate() {
+                    p.dollars = Metric {
+                        value: Some(30.5),
+                        ci: Some((27.5, 33.1)),
+                    };
+                    p.goodput_per_dollar = Metric {
+                        value: Some(445_000.0 + k as f64),
+                        ci: Some((439_000.0, 451_000.0)),
+                    };
+                    p.dollars_by_pool =
+                        vec![("on-demand".into(), 7.25), ("spot-h100".into(), 23.25)];
+                }
+                runs += 1;
+            }
+            _ => {}
+        }
+    }
+    assert!(
+        sources > 0 && runs > 0,
+        "{sources} sources, {runs} runs loaded"
+    );
+    let replay = render(&app, 160, 48);
+    let line = replay
+        .lines()
+        .find(|l| l.contains("cost per window"))
+        .unwrap_or_else(|| panic!("no cost line:\n{replay}"));
+    assert!(line.contains("on-demand $7.25"), "{line}");
+    assert!(line.contains("spot-h100 $23.25"), "{line}");
+    assert!(line.contains("goodput/$"), "{line}");
+    press(&mut app, &mut loader, "2");
+    let nodes = render(&app, 160, 48);
+    assert!(nodes.contains("pool"), "{nodes}");
+    assert!(
+        nodes.contains("spot-h100") && nodes.contains("on-demand"),
+        "{nodes}"
+    );
+}
