@@ -214,15 +214,21 @@ mod tests {
         }
     }
 
-    #[test]
-    fn pairs_by_window_within_each_context() {
-        // In source a, step is 1 s better in every window; in b it is 2 s worse.
-        let cells = vec![
+    /// Two readings in two sources: step is 1 lower than linear in every window of a, 2 higher
+    /// in every window of b.
+    fn two_contexts() -> Vec<CellResult> {
+        vec![
             cell("linear", "a", &[10.0, 20.0, 30.0]),
             cell("step", "a", &[9.0, 19.0, 29.0]),
             cell("linear", "b", &[5.0, 6.0, 7.0]),
             cell("step", "b", &[7.0, 8.0, 9.0]),
-        ];
+        ]
+    }
+
+    #[test]
+    fn pairs_by_window_within_each_context() {
+        // In source a, step is 1 s better in every window; in b it is 2 s worse.
+        let cells = two_contexts();
         let rows = compare_axis(
             &cells,
             "reading",
@@ -254,12 +260,7 @@ mod tests {
     #[test]
     fn a_higher_is_better_metric_counts_the_other_way() {
         // The same values read as goodput per dollar: step's -1 is worse in a, +2 better in b.
-        let cells = vec![
-            cell("linear", "a", &[10.0, 20.0, 30.0]),
-            cell("step", "a", &[9.0, 19.0, 29.0]),
-            cell("linear", "b", &[5.0, 6.0, 7.0]),
-            cell("step", "b", &[7.0, 8.0, 9.0]),
-        ];
+        let cells = two_contexts();
         let rows = compare_axis(
             &cells,
             "reading",

@@ -199,3 +199,33 @@ pub fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
         }
     }
 }
+
+/// Deterministic up (1) / down (0) tick runs of varying lengths, `n` ticks, seeded by `seed`.
+pub fn tick_series(seed: u64, n: usize) -> Vec<u8> {
+    let mut v = Vec::with_capacity(n);
+    let mut x = seed;
+    let mut up = true;
+    while v.len() < n {
+        x = x
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        let len = 5 + (x >> 59) as usize * 7;
+        v.extend(std::iter::repeat_n(up as u8, len.min(n - v.len())));
+        up = !up;
+    }
+    v
+}
+
+/// Writes node `node`'s ticks as a `tick-json` file (`zone-<node>_v100_1.json`, probes every
+/// `gap_s` seconds) into `traces`.
+pub fn write_tick_json(traces: &Path, node: u64, gap_s: u32, data: &[u8]) {
+    let body: Vec<String> = data.iter().map(|v| v.to_string()).collect();
+    std::fs::write(
+        traces.join(format!("zone-{node}_v100_1.json")),
+        format!(
+            "{{\"metadata\": {{\"gap_seconds\": {gap_s}}}, \"data\": [{}]}}",
+            body.join(",")
+        ),
+    )
+    .unwrap();
+}

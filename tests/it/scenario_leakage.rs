@@ -7,44 +7,20 @@ use std::path::Path;
 use hazardserve::scenario::{build, ScenarioConfig};
 use hazardserve::store::Store;
 
-use crate::common::{hs, ok, samples};
-
-fn series(seed: u64, n: usize) -> Vec<u8> {
-    // Deterministic up/down runs of varying lengths.
-    let mut v = Vec::with_capacity(n);
-    let mut x = seed;
-    let mut up = true;
-    while v.len() < n {
-        x = x
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let len = 5 + (x >> 59) as usize * 7;
-        v.extend(std::iter::repeat_n(up as u8, len.min(n - v.len())));
-        up = !up;
-    }
-    v
-}
+use crate::common::{hs, ok, samples, tick_series, write_tick_json};
 
 fn store_with(dir: &Path, name: &str, change_tail: bool) -> std::path::PathBuf {
     let traces = dir.join(format!("{name}-traces/preemption"));
     std::fs::create_dir_all(&traces).unwrap();
     for node in 0..3u64 {
-        let mut data = series(node + 1, 2000);
+        let mut data = tick_series(node + 1, 2000);
         if change_tail {
             // Everything after tick 1200 (beyond the cutoff at half of the span) differs.
             for (i, v) in data.iter_mut().enumerate().skip(1200) {
                 *v = ((i / 3) % 2) as u8;
             }
         }
-        let body: Vec<String> = data.iter().map(|v| v.to_string()).collect();
-        std::fs::write(
-            traces.join(format!("zone-{node}_v100_1.json")),
-            format!(
-                "{{\"metadata\": {{\"gap_seconds\": 30}}, \"data\": [{}]}}",
-                body.join(",")
-            ),
-        )
-        .unwrap();
+        write_tick_json(&traces, node, 30, &data);
     }
     let store = dir.join(format!("{name}-store"));
     let mut c = hs(&store);

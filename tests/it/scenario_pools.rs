@@ -9,41 +9,14 @@ use hazardserve::replay::run_grid;
 use hazardserve::scenario::{build, PoolConfig, ScenarioConfig};
 use hazardserve::store::Store;
 
-use crate::common::{hs, ok, samples};
-
-/// Up/down runs of varying lengths, deterministic in `seed`.
-fn series(seed: u64, n: usize) -> Vec<u8> {
-    let mut v = Vec::with_capacity(n);
-    let mut x = seed;
-    let mut up = true;
-    while v.len() < n {
-        x = x
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        let len = 5 + (x >> 59) as usize * 7;
-        v.extend(std::iter::repeat_n(up as u8, len.min(n - v.len())));
-        up = !up;
-    }
-    v
-}
+use crate::common::{hs, ok, samples, tick_series, write_tick_json};
 
 /// Ingests `nodes` tick series of `ticks` ticks of `gap_s` seconds as source `source`.
 fn ingest_ticks(store: &Path, dir: &Path, source: &str, nodes: u64, ticks: usize, gap_s: u32) {
     let traces = dir.join(format!("{source}-traces/preemption"));
     std::fs::create_dir_all(&traces).unwrap();
     for node in 0..nodes {
-        let body: Vec<String> = series(node + 7 * nodes, ticks)
-            .iter()
-            .map(|v| v.to_string())
-            .collect();
-        std::fs::write(
-            traces.join(format!("zone-{node}_v100_1.json")),
-            format!(
-                "{{\"metadata\": {{\"gap_seconds\": {gap_s}}}, \"data\": [{}]}}",
-                body.join(",")
-            ),
-        )
-        .unwrap();
+        write_tick_json(&traces, node, gap_s, &tick_series(node + 7 * nodes, ticks));
     }
     let mut c = hs(store);
     c.args([
