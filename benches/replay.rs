@@ -9,6 +9,12 @@
 //! nodes are full at any instant): a placement visits only the nodes with a free slot, so the
 //! cost per request should grow far less than tenfold from 100 to 1,000 nodes there.
 //!
+//! `*_100_nodes_iteration`: the 100-node case under the iteration-level engine (continuous
+//! batching with chunked prefill, the nodes' decode step read from the simple engine's
+//! configuration, no batch slowdown; targets >= 50,000 requests/s for `fastest` and >= 25,000
+//! for `hazard`); `*_iteration_half_load` at half the arrival rate, below the iteration
+//! engine's capacity (the full rate overloads it: prefills stall the decoders).
+//!
 //! Needs `[[bench]] name = "replay" harness = false` in Cargo.toml. Prints a summary line per
 //! policy (`requests/s`, `ns/event`) before the criterion measurements.
 
@@ -17,6 +23,7 @@ use std::time::Instant;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
+use hazardserve::policy::iteration::{EngineKind, StepShape};
 use hazardserve::policy::PolicyKind;
 use hazardserve::replay::{
     simulate, Cluster, PoissonWorkload, ReplayConfig, RunSpec, SyntheticCluster, Window, Workload,
@@ -45,14 +52,19 @@ fn inputs(nodes: usize, per_node: f64, window_s: f64) -> (Cluster, Workload, Win
     (cluster, workload, window)
 }
 
-fn summary(cluster: &Cluster, workload: &Workload, window: Window, kind: PolicyKind) {
-    let cfg = ReplayConfig::default();
+fn summary(
+    cluster: &Cluster,
+    workload: &Workload,
+    window: Window,
+    kind: PolicyKind,
+    cfg: &ReplayConfig,
+) {
     let spec = RunSpec::new(kind, window, 1, cfg.params);
     let mut best = f64::INFINITY;
     let mut out = None;
     for _ in 0..3 {
         let t = Instant::now();
-        let o = simulate(cluster, workload, &cfg, &spec).expect("replay runs");
+        let o = simulate(cluster, workload, cfg, &spec).expect("replay runs");
         best = best.min(t.elapsed().as_secs_f64());
         out = Some(o);
     }
@@ -78,32 +90,51 @@ fn summary(cluster: &Cluster, workload: &Workload, window: Window, kind: PolicyK
 }
 
 fn bench_replay(c: &mut Criterion) {
-    let cfg = ReplayConfig::default();
+    let simple = ReplayConfig::default();
+    let iteration = ReplayConfig {
+        engine: EngineKind::Iteration,
+        ..ReplayConfig::default()
+    };
     let mut g = c.benchmark_group("replay");
     g.sample_size(10);
     let pair = &[PolicyKind::Fastest, PolicyKind::Hazard][..];
-    for (nodes, per_node, window_s, kinds, tag) in [
+    for (nodes, per_node, window_s, kinds, tag, cfg) in [
         (
             100,
             1.0,
             WINDOW_S,
             &[PolicyKind::Fastest, PolicyKind::Hazard, PolicyKind::Oracle][..],
             "",
+            &simple,
         ),
-        (1_000, 1.0, 60.0, pair, ""),
-        (100, 1.2, 120.0, pair, "_busy"),
-        (1_000, 1.2, 120.0, pair, "_busy"),
+        (100, 1.0, WINDOW_S, pair, "_iteration", &iteration),
+        (100, 0.5, WINDOW_S, pair, "_iteration_half_load", &iteration),
+        (1_000, 1.0, 60.0, pair, "", &simple),
+        (100, 1.2, 120.0, pair, "_busy", &simple),
+        (1_000, 1.2, 120.0, pair, "_busy", &simple),
     ] {
-        let (cluster, workload, window) = inputs(nodes, per_node, window_s);
+        let (mut cluster, workload, window) = inputs(nodes, per_node, window_s);
+        if cfg.engine == EngineKind::Iteration {
+            // The simple engine's decode rate without batch slowdown (the default
+            // configuration) read as a step: k decoders alone step in 1 / d. What differs is
+            // the iteration model's own work: prefills that contend and stall the decoders.
+            for n in &mut cluster.nodes {
+                n.spec.step = StepShape {
+                    fixed_share: 1.0,
+                    context_per_ktok: 0.0,
+                    max_batched_tokens: 2048,
+                };
+            }
+        }
         eprintln!("{nodes} nodes, {per_node} requests/s per node:");
         for &kind in kinds {
-            summary(&cluster, &workload, window, kind);
+            summary(&cluster, &workload, window, kind, cfg);
         }
         g.throughput(Throughput::Elements(workload.requests.len() as u64));
         for &kind in kinds {
             let spec = RunSpec::new(kind, window, 1, cfg.params);
             g.bench_function(format!("{kind}_{nodes}_nodes{tag}"), |b| {
-                b.iter(|| black_box(simulate(&cluster, &workload, &cfg, &spec).expect("runs")))
+                b.iter(|| black_box(simulate(&cluster, &workload, cfg, &spec).expect("runs")))
             });
         }
     }

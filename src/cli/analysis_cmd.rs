@@ -10,6 +10,7 @@ use crate::policy::analysis::{
     crossover_rows, default_prefill_rates, trigger_rows, TriggerSettings, DEFAULT_HYSTERESIS_S,
     DEFAULT_UPTIMES_S,
 };
+use crate::policy::calibration;
 use crate::policy::presets::{self, LINKS};
 use crate::policy::Params;
 use crate::store::Store;
@@ -277,12 +278,23 @@ pub fn crossover(globals: &Globals, args: CrossoverArgs) -> anyhow::Result<()> {
 #[command(after_help = "Examples:
   hazardserve presets
   hazardserve presets --format json
+  hazardserve presets --fidelity --format markdown
 
 Hardware figures are single-request llama.cpp benchmarks (prefill, decode) with the decode
 slowdown b per other concurrent request fitted to a batched benchmark of the device class;
 models give KV bytes per token from their config.json; links give bandwidth. Scenario keys:
-[hardware] preset, [model] preset, [hardware] link.")]
+[hardware] preset, [model] preset, [hardware] link, [hardware] engine.
+
+The iteration engine's step (fixed share a, context cost c per 1,000 tokens, token budget B)
+keeps each tier's measured prefill and decode rates and reads its batch slowdown as a step;
+--fidelity prints each measured row beside the model's figure and the error, and a published
+batched table beside the step model fitted to it.")]
 pub struct PresetsArgs {
+    /// Print the iteration model's fidelity table instead: every published measurement the
+    /// tiers are fitted to, the model's figure and the error, and the model's time to first
+    /// token behind a concurrent long prompt (no published measurement).
+    #[arg(long)]
+    pub fidelity: bool,
     /// Output.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -290,6 +302,9 @@ pub struct PresetsArgs {
 
 /// `hazardserve presets`: every hardware, model and link preset with its figures and source.
 pub fn presets_cmd(globals: &Globals, args: PresetsArgs) -> anyhow::Result<()> {
+    if args.fidelity {
+        return fidelity_cmd(globals, &args);
+    }
     let mut kind = Vec::new();
     let mut name = Vec::new();
     let mut figures = Vec::new();
@@ -298,10 +313,19 @@ pub fn presets_cmd(globals: &Globals, args: PresetsArgs) -> anyhow::Result<()> {
         kind.push(Some("hardware".to_string()));
         name.push(Some(h.name.to_string()));
         figures.push(Some(format!(
-            "prefill {} tok/s, decode {} tok/s, batch slowdown {} ({})",
-            h.prefill_tok_s, h.decode_tok_s, h.batch_slowdown, h.measured_with
+            "prefill {} tok/s, decode {} tok/s, batch slowdown {} ({}); iteration step: fixed share {:.3}, context {:.4} per 1k tokens, budget {}",
+            h.prefill_tok_s,
+            h.decode_tok_s,
+            h.batch_slowdown,
+            h.measured_with,
+            h.step.fixed_share,
+            h.step.context_per_ktok,
+            h.step.max_batched_tokens
         )));
-        source.push(Some(h.source.to_string()));
+        source.push(Some(format!(
+            "{}; iteration step: the batch slowdown read as a step (presets --fidelity)",
+            h.source
+        )));
     }
     for m in presets::MODELS {
         kind.push(Some("model".to_string()));
@@ -327,5 +351,34 @@ pub fn presets_cmd(globals: &Globals, args: PresetsArgs) -> anyhow::Result<()> {
         ("figures", Col::Str(figures)),
         ("source", Col::Str(source)),
     ])?;
+    args.output.emit(globals, &[b])
+}
+
+/// `presets --fidelity`: the iteration model against the measurements it is fitted to.
+fn fidelity_cmd(globals: &Globals, args: &PresetsArgs) -> anyhow::Result<()> {
+    let rows = calibration::fidelity();
+    let b = output::batch(vec![
+        (
+            "tier",
+            Col::Str(rows.iter().map(|r| Some(r.tier.clone())).collect()),
+        ),
+        (
+            "figure",
+            Col::Str(rows.iter().map(|r| Some(r.figure.clone())).collect()),
+        ),
+        (
+            "measured",
+            Col::F64(rows.iter().map(|r| r.measured).collect()),
+        ),
+        (
+            "model",
+            Col::F64(rows.iter().map(|r| Some(r.model)).collect()),
+        ),
+        (
+            "error_pct",
+            Col::F64(rows.iter().map(|r| r.error.map(|e| 100.0 * e)).collect()),
+        ),
+    ])?;
+    globals.say("rows without a measurement (TTFT behind a long prompt) are the model's alone");
     args.output.emit(globals, &[b])
 }

@@ -26,6 +26,8 @@ use crate::store::Store;
   hazardserve replay --source gce-preemptible --workload azure-conv \\
       --announced lifetime-cap --windows 2 --rate-scale 0.05 \\
       --policies hazard,least-loaded
+  hazardserve replay --source cbl-preemption-4node --workload azure-conv \\
+      --engine iteration --windows 2 --load 0.6 --policies hazard,fastest
 
 Policies see survival curves fitted only on what was observed before the first window.
 --announced CAUSE declares an end cause planned (known in advance): the curves count only
@@ -69,6 +71,11 @@ pub struct ReplayArgs {
     /// Model preset ([model] preset: KV bytes per token).
     #[arg(long)]
     pub model: Option<String>,
+    /// Service-time model ([hardware] engine): simple (the default, per-request prefill and
+    /// a batch slowdown) or iteration (continuous batching with chunked prefill, calibrated
+    /// per preset; `hazardserve presets` cites the measurements).
+    #[arg(long, value_name = "ENGINE", value_parser = ["simple", "iteration"])]
+    pub engine: Option<String>,
     /// Multiply the workload's arrival rate.
     #[arg(long)]
     pub rate_scale: Option<f64>,
@@ -145,6 +152,9 @@ impl ReplayArgs {
         }
         if let Some(h) = &self.hardware {
             cfg.hardware.preset = h.clone();
+        }
+        if let Some(e) = &self.engine {
+            cfg.hardware.engine = e.clone();
         }
         if let Some(l) = self.load {
             cfg.workload.load = Some(l);

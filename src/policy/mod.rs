@@ -10,6 +10,8 @@
 //!   `c*`, the overlapped variant, the trigger and its guards;
 //! * the survival curves the policy consumes live in the survival stage
 //!   ([`crate::survival::curve`]: [`crate::survival::curve::ConditionalSurvival`] and its implementations);
+//! * [`iteration`]: the iteration-level step model (continuous batching with chunked
+//!   prefill), the second implementation of the service-time model;
 //! * [`service`]: the service-time model (how a node serves requests) and its forecast of
 //!   `T_i`, shared with the replay engine;
 //! * [`model`]: the per-decision views (allocation-free for a simulator);
@@ -22,7 +24,9 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod analysis;
+pub mod calibration;
 pub mod cost;
+pub mod iteration;
 pub mod migration;
 pub mod model;
 pub mod policies;

@@ -11,6 +11,8 @@
 
 use serde::Serialize;
 
+use crate::policy::iteration::StepShape;
+
 /// A model's KV-cache footprint.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct ModelPreset {
@@ -129,6 +131,9 @@ pub struct HardwarePreset {
     /// each decodes at `d / (1 + b (k - 1))`. Fitted to a batched benchmark of the device class:
     /// `b = (r_1 / r_B - 1) / (B - 1)` from the per-request rates `r` at batch 1 and batch `B`.
     pub batch_slowdown: f64,
+    /// The iteration model's step shape ([`crate::policy::iteration`]), fitted to the
+    /// measurements [`crate::policy::calibration`] cites.
+    pub step: StepShape,
 }
 
 /// `b` of CUDA data-centre and consumer GPUs: llama.cpp `llama-batched-bench` on an A100
@@ -160,6 +165,11 @@ pub const RTX4090_7B_F16: HardwarePreset = HardwarePreset {
     prefill_tok_s: 11_048.0,
     decode_tok_s: 61.0,
     batch_slowdown: CUDA_BATCH_SLOWDOWN,
+    step: StepShape {
+        fixed_share: 1.0 - CUDA_BATCH_SLOWDOWN,
+        context_per_ktok: 0.0,
+        max_batched_tokens: 2048,
+    },
 };
 
 /// Apple M1 Max, llama.cpp Metal, Llama-3-8B Q4: prompt ~500 tok/s, generation ~46 tok/s
@@ -173,6 +183,11 @@ pub const M1_MAX_8B_Q4: HardwarePreset = HardwarePreset {
     prefill_tok_s: 500.0,
     decode_tok_s: 46.0,
     batch_slowdown: APPLE_BATCH_SLOWDOWN,
+    step: StepShape {
+        fixed_share: 1.0 - APPLE_BATCH_SLOWDOWN,
+        context_per_ktok: 0.0,
+        max_batched_tokens: 2048,
+    },
 };
 
 /// NVIDIA A100 PCIe 80 GB, llama.cpp CUDA, Llama-3-8B F16: pp512 7,741 tok/s, tg512
@@ -185,6 +200,11 @@ pub const A100_8B_F16: HardwarePreset = HardwarePreset {
     prefill_tok_s: 7_741.34,
     decode_tok_s: 54.84,
     batch_slowdown: CUDA_BATCH_SLOWDOWN,
+    step: StepShape {
+        fixed_share: 1.0 - CUDA_BATCH_SLOWDOWN,
+        context_per_ktok: 0.0,
+        max_batched_tokens: 2048,
+    },
 };
 
 /// NVIDIA H100 PCIe 80 GB, llama.cpp CUDA, Llama-3-8B F16: pp512 10,816 tok/s, tg512
@@ -196,6 +216,11 @@ pub const H100_8B_F16: HardwarePreset = HardwarePreset {
     prefill_tok_s: 10_815.51,
     decode_tok_s: 68.03,
     batch_slowdown: CUDA_BATCH_SLOWDOWN,
+    step: StepShape {
+        fixed_share: 1.0 - CUDA_BATCH_SLOWDOWN,
+        context_per_ktok: 0.0,
+        max_batched_tokens: 2048,
+    },
 };
 
 /// The design note's WAN peer: 250 tok/s prefill (design note "The algorithm", trigger
@@ -208,6 +233,11 @@ pub const DESIGN_WAN_PEER: HardwarePreset = HardwarePreset {
     prefill_tok_s: 250.0,
     decode_tok_s: 20.0,
     batch_slowdown: APPLE_BATCH_SLOWDOWN,
+    step: StepShape {
+        fixed_share: 1.0 - APPLE_BATCH_SLOWDOWN,
+        context_per_ktok: 0.0,
+        max_batched_tokens: 2048,
+    },
 };
 
 /// A recent phone: Llama-3.2-1B Q4_0 on a Snapdragon Hexagon NPU (v79, the Snapdragon 8 Elite
@@ -222,6 +252,11 @@ pub const PHONE_1B_Q4: HardwarePreset = HardwarePreset {
     prefill_tok_s: 169.42,
     decode_tok_s: 51.54,
     batch_slowdown: PHONE_BATCH_SLOWDOWN,
+    step: StepShape {
+        fixed_share: 1.0 - PHONE_BATCH_SLOWDOWN,
+        context_per_ktok: 0.0,
+        max_batched_tokens: 2048,
+    },
 };
 
 /// All hardware presets.

@@ -40,6 +40,8 @@
 //! [`Trajectory`] must replay a node identically; keeping them and their unit and property
 //! tests in one place is what lets a change to one rule be checked against the others.
 
+use crate::policy::iteration;
+
 /// Microseconds per second.
 pub const US_PER_S: f64 = 1e6;
 
@@ -159,6 +161,40 @@ pub enum ResidentPhase {
         /// When the slot is released.
         at_us: i64,
     },
+    /// Prefilling under the iteration model ([`crate::policy::iteration`]): `left` prefill
+    /// tokens at `since_us`, served at `rate` tokens/s (0 while an older prefill is served).
+    Prefilling {
+        /// Prefill tokens left at `since_us`.
+        left: f64,
+        /// Prefill tokens/s.
+        rate: f64,
+        /// When the rate was last set.
+        since_us: i64,
+        /// When the prefill ends at that rate ([`FOREVER_US`] while waiting).
+        end_us: i64,
+        /// Admission order: the oldest prefill is served first.
+        seq: u64,
+        /// The prefill's tokens in all (what sets its chunk).
+        tokens: f64,
+        /// Tokens generated before this prefill (a recovery's).
+        done: f64,
+    },
+}
+
+/// Prefill tokens left at `t_us` of a prefill with `left` at `since_us` served at `rate`:
+/// 0 once its scheduled end `end_us` is reached.
+#[inline]
+pub fn prefill_left(left: f64, rate: f64, since_us: i64, end_us: i64, t_us: i64) -> f64 {
+    if t_us >= end_us {
+        return 0.0;
+    }
+    (left - rate * (t_us - since_us) as f64 / US_PER_S).max(0.0)
+}
+
+/// When a prefill with `left` tokens at `t_us` ends at `rate`.
+#[inline]
+pub fn prefill_end_us(t_us: i64, left: f64, rate: f64) -> i64 {
+    t_us.saturating_add(secs_to_us(secs(left, rate)))
 }
 
 /// One request holding a slot on the node.
@@ -206,6 +242,8 @@ pub struct NodeServing {
     pub slots: u32,
     /// KV capacity, tokens.
     pub kv_capacity_tokens: u64,
+    /// The iteration model's coefficients (`None`: the simple model).
+    pub step: Option<crate::policy::iteration::StepCoefficients>,
 }
 
 /// The state of one node at `now_us` as [`forecast`] reads it: its residents (a scratch
@@ -233,6 +271,10 @@ struct Run {
     kv_used: u64,
     decoding: u32,
     events: usize,
+    /// The next admission's prefill order (iteration model).
+    next_seq: u64,
+    /// The rates must be set again before the next event (iteration model).
+    dirty: bool,
 }
 
 /// What one event of a [`Run`] did.
@@ -263,6 +305,15 @@ impl Run {
                 .filter(|r| matches!(r.phase, ResidentPhase::Decoding { .. }))
                 .count() as u32,
             events: 0,
+            next_seq: residents
+                .iter()
+                .filter_map(|r| match r.phase {
+                    ResidentPhase::Prefilling { seq, .. } => Some(seq.saturating_add(1)),
+                    _ => None,
+                })
+                .max()
+                .unwrap_or(0),
+            dirty: false,
         }
     }
 
@@ -277,15 +328,33 @@ impl Run {
         if fits {
             self.slots_used += 1;
             self.kv_used = self.kv_used.saturating_add(w.kv);
-            residents.push(Resident {
-                id: w.id,
-                kv: w.kv,
-                target: w.target,
-                phase: ResidentPhase::Starting {
+            let phase = match serving.step {
+                Some(c) if w.prefill => {
+                    let seq = self.next_seq;
+                    self.next_seq += 1;
+                    self.dirty = true;
+                    let left = w.start_s / c.beta;
+                    ResidentPhase::Prefilling {
+                        left,
+                        rate: 0.0,
+                        since_us: self.t,
+                        end_us: FOREVER_US,
+                        seq,
+                        tokens: left,
+                        done: w.done,
+                    }
+                }
+                _ => ResidentPhase::Starting {
                     at_us: self.t.saturating_add(secs_to_us(w.start_s)),
                     done: w.done,
                     prefill: w.prefill,
                 },
+            };
+            residents.push(Resident {
+                id: w.id,
+                kv: w.kv,
+                target: w.target,
+                phase,
             });
         }
         fits
@@ -316,10 +385,17 @@ impl Run {
         }
         self.events += 1;
         let (d, f) = (serving.decode_tok_s, serving.batch_slowdown);
+        if self.dirty {
+            if let Some(c) = &serving.step {
+                repace(residents, c, self.t);
+            }
+            self.dirty = false;
+        }
         let mut next: Option<(usize, i64)> = None;
         for (k, r) in residents.iter().enumerate() {
             let at = match r.phase {
-                ResidentPhase::Decoding { end_us, .. } => end_us,
+                ResidentPhase::Decoding { end_us, .. }
+                | ResidentPhase::Prefilling { end_us, .. } => end_us,
                 ResidentPhase::Starting { at_us, .. } | ResidentPhase::Held { at_us } => at_us,
             };
             if next.is_none_or(|(_, best)| at < best) {
@@ -350,7 +426,27 @@ impl Run {
                 self.kv_used = self.kv_used.saturating_sub(r.kv);
                 Step::Finished(r.id)
             }
-            ResidentPhase::Starting { done, .. } => {
+            ResidentPhase::Prefilling { done, .. } if done.floor() >= r.target => {
+                residents.swap_remove(k);
+                self.slots_used -= 1;
+                self.kv_used = self.kv_used.saturating_sub(r.kv);
+                self.dirty = true;
+                Step::Finished(r.id)
+            }
+            ResidentPhase::Starting { done, .. } | ResidentPhase::Prefilling { done, .. }
+                if serving.step.is_some() =>
+            {
+                self.decoding += 1;
+                residents[k].phase = ResidentPhase::Decoding {
+                    done,
+                    rate: 0.0,
+                    since_us: t,
+                    end_us: FOREVER_US,
+                };
+                self.dirty = true;
+                Step::Started(r.id)
+            }
+            ResidentPhase::Starting { done, .. } | ResidentPhase::Prefilling { done, .. } => {
                 self.decoding += 1;
                 let rate = decode_rate(d, f, self.decoding);
                 residents[k].phase = ResidentPhase::Decoding {
@@ -367,7 +463,11 @@ impl Run {
                 self.decoding = self.decoding.saturating_sub(1);
                 self.slots_used -= 1;
                 self.kv_used = self.kv_used.saturating_sub(r.kv);
-                rerate(residents, d, f, self.decoding, t);
+                if serving.step.is_some() {
+                    self.dirty = true;
+                } else {
+                    rerate(residents, d, f, self.decoding, t);
+                }
                 Step::Finished(r.id)
             }
         }
@@ -857,6 +957,75 @@ impl Trajectory {
 
 /// After the batch changed to `decoding` decoders at `t`: every decoder whose rate differs is
 /// brought up to `t` ([`progress`]) and re-rated, as the engine does.
+/// Under the iteration model, after the node's composition changed at `t`: every decoder's
+/// and prefill's progress brought to `t` and its rate set from [`iteration::pace`] (the
+/// oldest prefill served, the others waiting), each only where its rate changes (as the
+/// engine does, so that both round the same ends).
+pub(crate) fn repace(residents: &mut [Resident], c: &iteration::StepCoefficients, t: i64) {
+    let mut k = 0u32;
+    let mut ctx = 0.0;
+    let mut head: Option<(u64, f64)> = None;
+    for r in residents.iter() {
+        match r.phase {
+            ResidentPhase::Decoding { .. } => {
+                k += 1;
+                ctx += r.kv as f64;
+            }
+            ResidentPhase::Prefilling { seq, tokens, .. } if head.is_none_or(|(s, _)| seq < s) => {
+                head = Some((seq, tokens));
+            }
+            _ => {}
+        }
+    }
+    let p = iteration::pace(c, k, ctx, head.map(|h| h.1));
+    for r in residents.iter_mut() {
+        match r.phase {
+            ResidentPhase::Decoding {
+                done,
+                rate: old,
+                since_us,
+                end_us,
+            } if old != p.decode_tok_s => {
+                let done = progress(done, old, since_us, end_us, t, r.target);
+                r.phase = ResidentPhase::Decoding {
+                    done,
+                    rate: p.decode_tok_s,
+                    since_us: t,
+                    end_us: decode_end_us(t, done, r.target, p.decode_tok_s),
+                };
+            }
+            ResidentPhase::Prefilling {
+                left,
+                rate: old,
+                since_us,
+                end_us,
+                seq,
+                tokens,
+                done,
+            } => {
+                let rate = if head.is_some_and(|h| h.0 == seq) {
+                    p.prefill_tok_s
+                } else {
+                    0.0
+                };
+                if rate != old {
+                    let left = prefill_left(left, old, since_us, end_us, t);
+                    r.phase = ResidentPhase::Prefilling {
+                        left,
+                        rate,
+                        since_us: t,
+                        end_us: prefill_end_us(t, left, rate),
+                        seq,
+                        tokens,
+                        done,
+                    };
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
 fn rerate(residents: &mut [Resident], d: f64, f: f64, decoding: u32, t: i64) {
     if f == 0.0 {
         return;
@@ -912,6 +1081,7 @@ mod tests {
             batch_slowdown: f,
             slots,
             kv_capacity_tokens: u64::MAX,
+            step: None,
         }
     }
 
@@ -1080,7 +1250,7 @@ mod tests {
             new in (1u64..120, 0.0f64..3.0, proptest::bool::ANY, 1.0f64..60.0),
             later in 0i64..2,
         ) {
-            let serving = NodeServing { decode_tok_s: d, batch_slowdown: f, slots, kv_capacity_tokens: cap };
+            let serving = NodeServing { decode_tok_s: d, batch_slowdown: f, slots, kv_capacity_tokens: cap, step: None };
             let decoders = res.iter().filter(|r| r.0 % 4 == 0).count() as u32;
             let rate = decode_rate(d, f, decoders.max(1));
             let residents: Vec<Resident> = res
@@ -1114,7 +1284,8 @@ mod tests {
             let earliest = residents
                 .iter()
                 .map(|r| match r.phase {
-                    ResidentPhase::Decoding { end_us, .. } => end_us,
+                    ResidentPhase::Decoding { end_us, .. }
+                    | ResidentPhase::Prefilling { end_us, .. } => end_us,
                     ResidentPhase::Starting { at_us, .. } | ResidentPhase::Held { at_us } => at_us,
                 })
                 .min()
@@ -1182,6 +1353,7 @@ mod tests {
             batch_slowdown: 0.7,
             slots: 2,
             kv_capacity_tokens: 300,
+            step: None,
         };
         let resident = |id: u64, end: i64| Resident {
             id,

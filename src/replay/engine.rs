@@ -103,11 +103,12 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::policy::cost::{secs, unplanned_recovery_s, ServiceTime};
+use crate::policy::iteration::{self, EngineKind, StepCoefficients};
 use crate::policy::migration::planned_cost;
 use crate::policy::model::{conditional_excess, norm_cdf, norm_quantile};
 use crate::policy::service::{
-    self, decode_end_us, progress, Marginal, NodeLoads, NodeServing, Resident, ResidentPhase,
-    Trajectory, Waiting, PROBE_ID,
+    self, decode_end_us, prefill_end_us, prefill_left, progress, Marginal, NodeLoads, NodeServing,
+    Resident, ResidentPhase, Trajectory, Waiting, PROBE_ID,
 };
 use crate::policy::{
     self, ClusterView, Explanation, Foresight, MoveMethod, NodeIdx, NodeView, Params, Policy,
@@ -254,6 +255,12 @@ struct Req {
     phase_end: i64,
     done: f64,
     rate: f64,
+    /// Iteration model, in `Prefill`: prefill tokens left at `phase_start` (served at `rate`)
+    /// and the prefill's admission order (the oldest is served first).
+    pf_left: f64,
+    pf_seq: u64,
+    /// Iteration model: the prefill's tokens in all (what sets its chunk).
+    pf_tokens: f64,
     recovering: bool,
     sched_primary: u64,
     sched_aux: u64,
@@ -412,6 +419,12 @@ struct Sim<'a> {
     /// newcomer's expected remaining output is multiplied by, `e^(sigma z_k)` at the midpoint
     /// quantiles `z_k` of the draws, normalised to mean 1.
     draw_factors: Vec<f64>,
+    /// Each node's iteration-model coefficients (all `None` under the simple model).
+    steps: Vec<Option<StepCoefficients>>,
+    /// Nodes whose rates must be set again at the end of the current event (iteration model).
+    pace_dirty: Vec<usize>,
+    /// The next prefill's admission order (iteration model).
+    next_pf_seq: u64,
 }
 
 /// The tokens request `q` is expected to generate in total, from its estimate `L^_r` (never its
@@ -502,6 +515,8 @@ fn posterior_quantile(median: f64, sigma: f64, done: f64, u: f64) -> f64 {
 /// The engine's live node state as the policies' forecast reads it ([`NodeLoads`]).
 struct LiveLoads<'s> {
     cluster: &'s Cluster,
+    /// Each node's iteration-model coefficients (`None`: the simple model).
+    steps: &'s [Option<StepCoefficients>],
     batch_slowdown: f64,
     nodes: &'s [NodeState],
     reqs: &'s [Req],
@@ -641,6 +656,7 @@ impl LiveLoads<'_> {
     ) -> Option<service::NodeState<'b>> {
         let st = self.nodes.get(i)?;
         let spec = &self.cluster.nodes.get(i)?.spec;
+        let step = self.steps.get(i).copied().flatten();
         residents.clear();
         waiting.clear();
         let me = i as u32;
@@ -654,6 +670,15 @@ impl LiveLoads<'_> {
                         rate: q.rate,
                         since_us: q.phase_start,
                         end_us: decode_end_us(q.phase_start, q.done, target, q.rate),
+                    },
+                    Phase::Prefill if step.is_some() => ResidentPhase::Prefilling {
+                        left: q.pf_left,
+                        rate: q.rate,
+                        since_us: q.phase_start,
+                        end_us: q.phase_end,
+                        seq: q.pf_seq,
+                        tokens: q.pf_tokens,
+                        done: q.done,
                     },
                     p => ResidentPhase::Starting {
                         at_us: q.phase_end,
@@ -686,12 +711,18 @@ impl LiveLoads<'_> {
         for &r in &st.fifo {
             waiting.push(self.waiting_of(i, r, k));
         }
+        if let Some(c) = &step {
+            // Within an event the engine sets the node's rates at its end: the forecast sets
+            // them now (a no-op when they are current).
+            service::repace(residents, c, self.now);
+        }
         Some(service::NodeState {
             serving: NodeServing {
                 decode_tok_s: spec.decode_tok_s,
                 batch_slowdown: self.batch_slowdown,
                 slots: spec.slots,
                 kv_capacity_tokens: spec.kv_capacity_tokens,
+                step,
             },
             now_us: self.now,
             residents,
@@ -738,6 +769,7 @@ macro_rules! live_loads {
     ($sim:expr) => {
         LiveLoads {
             cluster: $sim.cluster,
+            steps: &$sim.steps,
             batch_slowdown: $sim.cfg.batch_slowdown,
             nodes: &$sim.nodes,
             reqs: &$sim.reqs,
@@ -819,6 +851,9 @@ impl<'a> Sim<'a> {
                 phase_end: 0,
                 done: 0.0,
                 rate: 0.0,
+                pf_left: 0.0,
+                pf_seq: 0,
+                pf_tokens: 0.0,
                 recovering: false,
                 sched_primary: 0,
                 sched_aux: 0,
@@ -998,6 +1033,18 @@ impl<'a> Sim<'a> {
             ),
             forecast_mismatch: RefCell::new(None),
             draw_factors: factors,
+            steps: cluster
+                .nodes
+                .iter()
+                .map(|n| match cfg.engine {
+                    EngineKind::Simple => None,
+                    EngineKind::Iteration => {
+                        StepCoefficients::of(n.spec.prefill_tok_s, n.spec.decode_tok_s, n.spec.step)
+                    }
+                })
+                .collect(),
+            pace_dirty: Vec::new(),
+            next_pf_seq: 0,
         }
     }
 
@@ -1097,6 +1144,7 @@ impl<'a> Sim<'a> {
                     }
                 }
             }
+            self.flush_pace();
             if self.cfg.validate {
                 self.check()?;
             }
@@ -1466,6 +1514,7 @@ impl<'a> Sim<'a> {
         if let Some(p) = st.residents.iter().position(|&x| x == r) {
             st.residents.swap_remove(p);
         }
+        self.mark_pace(i);
         self.touch(i);
         self.sync_free(i);
         self.views_dirty = true;
@@ -1528,11 +1577,118 @@ impl<'a> Sim<'a> {
         };
         q.epoch = q.epoch.wrapping_add(1);
         q.phase_start = now;
+        if let Some(c) = self.steps[i] {
+            // Iteration model: the prefill joins the node's prefills, oldest served first; its
+            // rate is set at the end of the event ([`Sim::repace`]).
+            q.pf_left = dur / c.beta;
+            q.pf_tokens = q.pf_left;
+            q.pf_seq = self.next_pf_seq;
+            q.rate = 0.0;
+            q.phase_end = service::FOREVER_US;
+            self.next_pf_seq += 1;
+            self.mark_pace(i);
+            return;
+        }
         q.phase_end = now.saturating_add(secs_to_us(dur));
         let (t, epoch) = (q.phase_end, q.epoch);
         self.schedule(t, Event::PhaseEnd { req: r, epoch });
         if self.drains {
             self.schedule_end_check(r);
+        }
+    }
+
+    // ----- iteration model ---------------------------------------------------------------
+
+    /// Marks node `i` for [`Sim::repace`] at the end of the current event.
+    #[inline]
+    fn mark_pace(&mut self, i: usize) {
+        if self.steps[i].is_some() && !self.pace_dirty.contains(&i) {
+            self.pace_dirty.push(i);
+        }
+    }
+
+    /// Sets the rates of every node marked during the event.
+    fn flush_pace(&mut self) {
+        while let Some(i) = self.pace_dirty.pop() {
+            if self.nodes[i].up {
+                self.repace(i);
+            }
+        }
+    }
+
+    /// Iteration model: node `i`'s decoders and prefills brought to now and their rates set
+    /// from [`iteration::pace`] (`k` decoders reading the KV they will hold, the oldest prefill
+    /// served, the others waiting), each only where its rate changes, exactly as
+    /// [`service::repace`] does in the forecast.
+    fn repace(&mut self, i: usize) {
+        let Some(c) = self.steps[i] else {
+            return;
+        };
+        let now = self.now;
+        let me = i as u32;
+        let (mut k, mut ctx, mut head) = (0u32, 0.0f64, None::<(u64, f64)>);
+        for &r in &self.nodes[i].residents {
+            let q = &self.reqs[r as usize];
+            if q.node != me {
+                continue;
+            }
+            match q.phase {
+                Phase::Decode => {
+                    k += 1;
+                    ctx += q.need as f64;
+                }
+                Phase::Prefill if head.is_none_or(|(s, _)| q.pf_seq < s) => {
+                    head = Some((q.pf_seq, q.pf_tokens));
+                }
+                _ => {}
+            }
+        }
+        let p = iteration::pace(&c, k, ctx, head.map(|h| h.1));
+        let mut changed = false;
+        let mut idx = 0;
+        while idx < self.nodes[i].residents.len() {
+            let r = self.nodes[i].residents[idx];
+            idx += 1;
+            let q = &self.reqs[r as usize];
+            if q.node != me {
+                continue;
+            }
+            match q.phase {
+                Phase::Decode if q.rate != p.decode_tok_s => {
+                    self.settle(r);
+                    self.reqs[r as usize].rate = p.decode_tok_s;
+                    self.schedule_decode_end(r);
+                    changed = true;
+                }
+                Phase::Prefill => {
+                    let rate = if head.is_some_and(|h| h.0 == q.pf_seq) {
+                        p.prefill_tok_s
+                    } else {
+                        0.0
+                    };
+                    if rate == q.rate {
+                        continue;
+                    }
+                    self.touch_req(r);
+                    let q = &mut self.reqs[r as usize];
+                    q.pf_left = prefill_left(q.pf_left, q.rate, q.phase_start, q.phase_end, now);
+                    q.phase_start = now;
+                    q.rate = rate;
+                    q.epoch = q.epoch.wrapping_add(1);
+                    q.phase_end = prefill_end_us(now, q.pf_left, rate);
+                    let (t, epoch) = (q.phase_end, q.epoch);
+                    self.schedule(t, Event::PhaseEnd { req: r, epoch });
+                    if self.drains && rate > 0.0 {
+                        self.schedule_end_check(r);
+                    }
+                    changed = true;
+                }
+                _ => {}
+            }
+        }
+        if changed {
+            self.touch(i);
+            self.views_dirty = true;
         }
     }
 
@@ -1570,6 +1726,10 @@ impl<'a> Sim<'a> {
 
     /// After the number of decoders on node `i` changed: new rate for all of them.
     fn rerate(&mut self, i: usize) {
+        if self.steps[i].is_some() {
+            self.mark_pace(i);
+            return;
+        }
         if self.cfg.batch_slowdown == 0.0 {
             return;
         }
@@ -1592,7 +1752,12 @@ impl<'a> Sim<'a> {
         let i = self.reqs[r as usize].node as usize;
         let k = self.nodes[i].decoding;
         self.nodes[i].decoding = k + 1;
-        let rate = self.decode_rate(i, k);
+        // Under the iteration model the rate is set at the end of the event ([`Sim::repace`]).
+        let rate = if self.steps[i].is_some() {
+            0.0
+        } else {
+            self.decode_rate(i, k)
+        };
         let q = &mut self.reqs[r as usize];
         q.phase = Phase::Decode;
         q.rate = rate;

@@ -262,6 +262,10 @@ pub struct NodeSpec {
     pub decode_tok_s: f64,
     /// Network bandwidth `B_i`, bytes/s (planned KV transfers).
     pub bandwidth_bytes_s: f64,
+    /// The step shape the iteration model serves with ([`crate::policy::iteration`]; its
+    /// preset's calibration, default [`crate::policy::iteration::GENERIC_SHAPE`]).
+    #[serde(default)]
+    pub step: crate::policy::iteration::StepShape,
 }
 
 impl Default for NodeSpec {
@@ -273,6 +277,7 @@ impl Default for NodeSpec {
             prefill_tok_s: 2_000.0,
             decode_tok_s: 30.0,
             bandwidth_bytes_s: 1.25e9,
+            step: crate::policy::iteration::StepShape::default(),
         }
     }
 }
@@ -745,6 +750,9 @@ pub struct ReplayConfig {
     /// Batch slowdown factor `f`: with `k` requests decoding on a node, each decodes at
     /// `d_i / (1 + f (k - 1))` tokens/s (default 0: no slowdown).
     pub batch_slowdown: f64,
+    /// Which service-time model serves requests and prices the forecasts (default
+    /// [`crate::policy::iteration::EngineKind::Simple`]).
+    pub engine: crate::policy::iteration::EngineKind,
     /// Arrival-rate scale: arrival offsets are multiplied by `1 / rate_scale` (default 1).
     pub rate_scale: f64,
     /// Repeat the workload back to back until the window is full (default false).
@@ -776,6 +784,7 @@ impl Default for ReplayConfig {
             estimator: LengthEstimator::Exact,
             slo_factor: 5.0,
             batch_slowdown: 0.0,
+            engine: crate::policy::iteration::EngineKind::Simple,
             rate_scale: 1.0,
             loop_workload: false,
             validate: false,

@@ -49,5 +49,5 @@ pub use metrics::{
     RunMetrics, RunSummary, DEFAULT_GAP_METRIC, METRICS, RELIABILITY_BINS,
 };
 pub use output::{LoggedDecision, RunOutput, RunSpec, RunStats};
-pub use run::{run_grid, run_grid_metrics, summarize, Grid, ParamPoint};
+pub use run::{run_grid, run_grid_metrics, run_grid_streamed, summarize, Grid, ParamPoint};
 pub use synthetic::{PoissonWorkload, SyntheticCluster};

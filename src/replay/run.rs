@@ -161,15 +161,53 @@ pub fn run_grid_metrics(
     run_each(cluster, workload, cfg, grid, |o| o.metrics())
 }
 
-/// Validates the inputs once, runs every spec of the grid in parallel, keeps `keep` of each
-/// output, and returns them in (policy, window, seed, parameter point) order.
-fn run_each<T: Send>(
+/// [`run_grid_metrics`] one window at a time: every run of a window (all its policies, seeds
+/// and parameter points, in parallel) is simulated, handed to `each` in (policy, seed,
+/// parameter point) order and dropped before the next window starts, so that memory holds
+/// the fleet and one window's records, however many windows there are. Returns every run's
+/// metrics in [`run_grid`]'s order and the number of requests simulated.
+pub fn run_grid_streamed<E: From<ReplayError>>(
     cluster: &Cluster,
     workload: &Workload,
     cfg: &ReplayConfig,
     grid: &Grid,
-    keep: impl Fn(RunOutput) -> T + Sync,
-) -> Result<Vec<T>, ReplayError> {
+    each: &mut dyn FnMut(&RunOutput) -> Result<(), E>,
+) -> Result<(Vec<RunMetrics>, usize), E> {
+    let specs = checked_specs(cluster, workload, cfg, grid)?;
+    let mut metrics: Vec<(RunKey, RunMetrics)> = Vec::with_capacity(specs.len());
+    let mut simulated = 0usize;
+    for w in 0..grid.windows.len() {
+        let window: Vec<&RunSpec> = specs.iter().filter(|s| s.window_index == w).collect();
+        let results: Vec<Result<(RunKey, RunOutput), ReplayError>> = window
+            .par_iter()
+            .map(|s| {
+                let mut p = policy::build(s.policy, s.params, s.policy_seed());
+                let key = (rank(s.policy), s.window_index, s.seed, s.param_index);
+                simulate_unchecked(cluster, workload, cfg, s, p.as_mut()).map(|o| (key, o))
+            })
+            .collect();
+        let mut outs = Vec::with_capacity(results.len());
+        for r in results {
+            outs.push(r?);
+        }
+        outs.sort_by_key(|(k, _)| *k);
+        for (key, o) in outs {
+            each(&o)?;
+            simulated += o.records.len();
+            metrics.push((key, o.metrics()));
+        }
+    }
+    metrics.sort_by_key(|(k, _)| *k);
+    Ok((metrics.into_iter().map(|(_, m)| m).collect(), simulated))
+}
+
+/// Validates the inputs and the grid once and returns its specs.
+fn checked_specs(
+    cluster: &Cluster,
+    workload: &Workload,
+    cfg: &ReplayConfig,
+    grid: &Grid,
+) -> Result<Vec<RunSpec>, ReplayError> {
     cluster.validate()?;
     cfg.validate()?;
     workload.validate()?;
@@ -194,6 +232,19 @@ fn run_each<T: Send>(
         validate_params(&s.params)?;
         s.window.end_us()?;
     }
+    Ok(specs)
+}
+
+/// Validates the inputs once, runs every spec of the grid in parallel, keeps `keep` of each
+/// output, and returns them in (policy, window, seed, parameter point) order.
+fn run_each<T: Send>(
+    cluster: &Cluster,
+    workload: &Workload,
+    cfg: &ReplayConfig,
+    grid: &Grid,
+    keep: impl Fn(RunOutput) -> T + Sync,
+) -> Result<Vec<T>, ReplayError> {
+    let specs = checked_specs(cluster, workload, cfg, grid)?;
     let results: Vec<Result<(RunKey, T), ReplayError>> = specs
         .par_iter()
         .map(|s| {

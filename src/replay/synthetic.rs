@@ -92,6 +92,7 @@ impl SyntheticCluster {
                     prefill_tok_s: 1000.0 + 500.0 * (i % 5) as f64,
                     decode_tok_s: 20.0 + 5.0 * (i % 4) as f64,
                     bandwidth_bytes_s: 1.25e9,
+                    step: Default::default(),
                 },
                 sessions,
                 survival: Arc::new(Weibull {

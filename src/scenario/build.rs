@@ -420,6 +420,7 @@ fn node_hardware(
         prefill_tok_s: base.prefill_tok_s,
         decode_tok_s: base.decode_tok_s,
         bandwidth_bytes_s: link.bandwidth_bytes_s,
+        step: base.step,
     };
     apply(&mut spec, &cfg.hardware.overrides);
     apply(&mut spec, &pool.1.overrides);
@@ -431,6 +432,7 @@ fn node_hardware(
             if let Some(hw) = preset {
                 spec.prefill_tok_s = hw.prefill_tok_s;
                 spec.decode_tok_s = hw.decode_tok_s;
+                spec.step = hw.step;
             }
             apply(&mut spec, &g.overrides);
         }
@@ -1089,6 +1091,7 @@ pub(crate) fn build_with(
         estimator,
         slo_factor: r.slo_factor,
         batch_slowdown,
+        engine: cfg.engine()?,
         rate_scale,
         loop_workload: cfg.workload.loop_workload,
         warmup_s,

@@ -118,6 +118,10 @@ pub struct HardwareConfig {
     pub overrides: HardwareOverrides,
     /// Per-group overrides.
     pub groups: Vec<HardwareGroup>,
+    /// The service-time model: `simple` (the default: every committed result was measured
+    /// with it) or `iteration` (continuous batching with chunked prefill,
+    /// [`crate::policy::iteration`]).
+    pub engine: String,
 }
 
 impl Default for HardwareConfig {
@@ -129,6 +133,7 @@ impl Default for HardwareConfig {
             link: "10gbe".into(),
             overrides: HardwareOverrides::default(),
             groups: Vec::new(),
+            engine: "simple".into(),
         }
     }
 }
@@ -392,6 +397,19 @@ impl ScenarioConfig {
 
     /// Checks every value that does not need the store, so a bad scenario fails before any
     /// work: the same check applies whether a value came from the file or a flag. Returns what
+    /// `[hardware] engine` parsed ([`crate::policy::iteration::EngineKind`]).
+    pub fn engine(&self) -> Result<crate::policy::iteration::EngineKind, ScenarioError> {
+        crate::policy::iteration::EngineKind::parse(&self.hardware.engine).ok_or_else(|| {
+            ScenarioError::invalid(
+                "hardware.engine",
+                format!(
+                    "unknown engine {:?}: use simple or iteration",
+                    self.hardware.engine
+                ),
+            )
+        })
+    }
+
     /// the scenario's names stand for ([`ScenarioConfig::resolve`]).
     pub fn validate(&self) -> Result<Resolved, ScenarioError> {
         let positive = |key: &'static str, v: f64| {
@@ -412,6 +430,7 @@ impl ScenarioConfig {
             }
         };
         self.nodes.announced()?;
+        self.engine()?;
         positive("workload.rate_scale", self.workload.rate_scale)?;
         if let Some(load) = self.workload.load {
             if !(load.is_finite() && load > 0.0 && load <= 100.0) {

@@ -55,16 +55,16 @@ fn arrow_err(source: arrow::error::ArrowError) -> StoreError {
     }
 }
 
-/// Commits a run: its info, every request record (node indices named by `node_names`) and the
+/// Commits a run: its info, every request record (`requests`: the batches of
+/// [`requests_batch`], in any number, read one at a time as the file is written) and the
 /// comparison rows. A run whose id exists with the same `content_key` is left as it is; with
 /// another key it is replaced.
-pub fn save_run(
+pub fn save_run<'a>(
     store: &Store,
     lock: &WriteLock,
     info: &RunInfo,
     content_key: &str,
-    node_names: &[String],
-    runs: &[RunOutput],
+    requests: Box<dyn Iterator<Item = Result<RecordBatch, StoreError>> + 'a>,
     rows: &[PolicySummary],
 ) -> Result<crate::store::IngestOutcome, StoreError> {
     let id = info.run_id.as_str();
@@ -91,8 +91,40 @@ pub fn save_run(
         ],
     )
     .map_err(arrow_err)?;
+    let summary_batch = RecordBatch::try_new(
+        replay_summary_schema(),
+        vec![
+            Arc::new(StringArray::from(vec![id; rows.len()])),
+            Arc::new(Int64Array::from_iter_values(0..rows.len() as i64)),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.label.to_string()),
+            )),
+            Arc::new(StringArray::from_iter_values(
+                rows.iter().map(|r| r.to_json().to_string()),
+            )),
+        ],
+    )
+    .map_err(arrow_err)?;
+    let tables = vec![
+        StagedTable::one("runs", runs_batch),
+        StagedTable {
+            table: "replay_requests",
+            schema: replay_requests_schema(),
+            batches: requests,
+        },
+        StagedTable::one("replay_summary", summary_batch),
+    ];
+    commit_tables(store, lock, id, content_key, tables, true)
+}
 
-    let n: usize = runs.iter().map(|r| r.records.len()).sum();
+/// The `replay_requests` rows of one run of run `run_id` (node indices named by `node_names`).
+pub fn requests_batch(
+    run_id: &str,
+    node_names: &[String],
+    r: &RunOutput,
+) -> Result<RecordBatch, StoreError> {
+    let id = run_id;
+    let n = r.records.len();
     let name = |i: Option<u32>| i.and_then(|i| node_names.get(i as usize).cloned());
     let mut policy = Vec::with_capacity(n);
     let mut param = Vec::with_capacity(n);
@@ -100,7 +132,7 @@ pub fn save_run(
     let mut seed = Vec::with_capacity(n);
     let mut recs = Vec::with_capacity(n);
     let mut scored = Vec::with_capacity(n);
-    for r in runs {
+    {
         for rec in &r.records {
             scored.push(crate::replay::metrics::is_scored(rec.arrival_s, r.scored_s));
             policy.push(r.policy.name());
@@ -186,28 +218,57 @@ pub fn save_run(
         )),
         Arc::new(BooleanArray::from(scored)),
     ];
-    let requests_batch = RecordBatch::try_new(replay_requests_schema(), cols).map_err(arrow_err)?;
+    RecordBatch::try_new(replay_requests_schema(), cols).map_err(arrow_err)
+}
 
-    let summary_batch = RecordBatch::try_new(
-        replay_summary_schema(),
-        vec![
-            Arc::new(StringArray::from(vec![id; rows.len()])),
-            Arc::new(Int64Array::from_iter_values(0..rows.len() as i64)),
-            Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|r| r.label.to_string()),
-            )),
-            Arc::new(StringArray::from_iter_values(
-                rows.iter().map(|r| r.to_json().to_string()),
-            )),
-        ],
-    )
-    .map_err(arrow_err)?;
-    let tables = vec![
-        StagedTable::one("runs", runs_batch),
-        StagedTable::one("replay_requests", requests_batch),
-        StagedTable::one("replay_summary", summary_batch),
-    ];
-    commit_tables(store, lock, id, content_key, tables, true)
+/// The request rows of a run while it is simulated, spilled to an anonymous temporary Parquet
+/// file (outside the store) one run at a time, so that a replay holds one window's records at
+/// most; [`RequestSpill::into_batches`] reads them back, a batch at a time, as the store's
+/// file is written.
+pub struct RequestSpill {
+    writer: parquet::arrow::ArrowWriter<std::fs::File>,
+}
+
+/// Rows per row group of the spill (what it buffers before writing).
+const SPILL_ROW_GROUP: usize = 65_536;
+
+fn spill_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Parquet {
+        path: std::env::temp_dir().join("(replay spill)"),
+        message: e.to_string(),
+    }
+}
+
+impl RequestSpill {
+    /// An empty spill.
+    pub fn new() -> Result<RequestSpill, StoreError> {
+        let file = tempfile::tempfile().map_err(spill_err)?;
+        let props = parquet::file::properties::WriterProperties::builder()
+            .set_max_row_group_row_count(Some(SPILL_ROW_GROUP))
+            .build();
+        let writer =
+            parquet::arrow::ArrowWriter::try_new(file, replay_requests_schema(), Some(props))
+                .map_err(spill_err)?;
+        Ok(RequestSpill { writer })
+    }
+
+    /// Appends one batch.
+    pub fn write(&mut self, batch: &RecordBatch) -> Result<(), StoreError> {
+        self.writer.write(batch).map_err(spill_err)
+    }
+
+    /// Every spilled row, as batches read one at a time.
+    pub fn into_batches(
+        self,
+    ) -> Result<impl Iterator<Item = Result<RecordBatch, StoreError>>, StoreError> {
+        let file = self.writer.into_inner().map_err(spill_err)?;
+        let reader = parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder::try_new(file)
+            .map_err(spill_err)?
+            .with_batch_size(8_192)
+            .build()
+            .map_err(spill_err)?;
+        Ok(reader.map(|b| b.map_err(arrow_err)))
+    }
 }
 
 /// The most recent run id in the store, if any.

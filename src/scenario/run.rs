@@ -4,8 +4,8 @@
 use super::build::{build, Scenario};
 use super::config::ScenarioConfig;
 use super::error::ScenarioError;
-use super::results::{comparison_rows, save_run, RunInfo};
-use crate::replay::{run_grid, summarize, AggregateOptions, PolicySummary};
+use super::results::{comparison_rows, requests_batch, save_run, RequestSpill, RunInfo};
+use crate::replay::{aggregate, run_grid_streamed, AggregateOptions, PolicySummary};
 use crate::store::{IngestOutcome, Store, WriteLock};
 
 /// How to run a scenario.
@@ -81,8 +81,32 @@ pub fn run(
     }
     say(describe(&sc, cfg));
     let started = std::time::Instant::now();
-    let runs = run_grid(&sc.cluster, &sc.workload, &sc.config, &sc.grid)?;
-    let simulated: usize = runs.iter().map(|r| r.records.len()).sum();
+    let run_id = opts.fixed_id.clone().unwrap_or_else(new_run_id);
+    let names: Vec<String> = sc.cluster.nodes.iter().map(|n| n.name.clone()).collect();
+    // Windows stream through: each window's records are spilled (to be stored) and summarised,
+    // then dropped, so memory holds the fleet and one window's requests.
+    let mut spill = if opts.save {
+        Some(RequestSpill::new()?)
+    } else {
+        None
+    };
+    let windows = sc.grid.windows.len();
+    let mut done_windows = std::collections::BTreeSet::new();
+    let (metrics, simulated) = run_grid_streamed(
+        &sc.cluster,
+        &sc.workload,
+        &sc.config,
+        &sc.grid,
+        &mut |o| -> Result<(), ScenarioError> {
+            if let Some(spill) = spill.as_mut() {
+                spill.write(&requests_batch(&run_id, &names, o)?)?;
+            }
+            if done_windows.insert(o.window) && windows >= 10 && o.window % 10 == 9 {
+                say(format!("window {} of {windows} replayed", o.window + 1));
+            }
+            Ok(())
+        },
+    )?;
     let secs = started.elapsed().as_secs_f64();
     say(format!(
         "simulated {simulated} requests in {secs:.2} s ({:.0} requests/s)",
@@ -92,8 +116,7 @@ pub fn run(
         gap_metric: cfg.replay.gap_metric,
         ..AggregateOptions::default()
     };
-    let rows = comparison_rows(summarize(&runs, &opts_agg));
-    let run_id = opts.fixed_id.clone().unwrap_or_else(new_run_id);
+    let rows = comparison_rows(aggregate(&metrics, &opts_agg));
     let mut stored = None;
     if opts.save {
         // Wait for a running writer rather than throw the simulation away.
@@ -112,8 +135,11 @@ pub fn run(
             cutoff_s: sc.cutoff_s,
             config: config_toml,
         };
-        let names: Vec<String> = sc.cluster.nodes.iter().map(|n| n.name.clone()).collect();
-        let outcome = save_run(store, &lock, &info, &key, &names, &runs, &rows)?;
+        let requests = match spill.take() {
+            Some(s) => Box::new(s.into_batches()?) as Box<dyn Iterator<Item = _>>,
+            None => Box::new(std::iter::empty()),
+        };
+        let outcome = save_run(store, &lock, &info, &key, requests, &rows)?;
         say(format!(
             "{} as {run_id} (`hazardserve compare {run_id}`)",
             match outcome {

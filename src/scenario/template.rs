@@ -48,6 +48,11 @@ slots = 8
 kv_capacity_tokens = 200000
 # Link between nodes: wan, 1gbe, 10gbe, rdma, nvlink.
 link = "10gbe"
+# Service-time model: "simple" (per-request prefill at the preset's rate, decode slowed by
+# batch_slowdown; the default, which every committed result used) or "iteration" (each step
+# batches the decodes with a chunk of the oldest prefill under a token budget, step time
+# alpha + beta x prefill + gamma x decodes + delta x context, calibrated per preset).
+engine = "simple"
 # Explicit figures override the preset: prefill_tok_s, decode_tok_s, bandwidth_bytes_s.
 # prefill_tok_s = 7741.0
 # decode_tok_s = 54.8

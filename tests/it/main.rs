@@ -25,6 +25,7 @@ mod replay_cost;
 mod replay_engine;
 mod replay_forecast;
 mod replay_grid;
+mod replay_iteration;
 mod replay_leakage;
 mod replay_oracle;
 mod replay_props;

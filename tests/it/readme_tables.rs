@@ -169,6 +169,42 @@ fn readme_result_tables_are_what_report_prints_now() {
             .unwrap_or_else(|| panic!("no cells table:\n{md}"));
         fresh.insert("fleets-sweep".into(), t);
     }
+    // The iteration engine's fidelity table (`hazardserve presets --fidelity`), and the
+    // engine slice of the regime map (`reports/sweeps/engine-slice.toml`, every cell, reported
+    // with `report --sweep engine-slice`): it reads the Mooncake conversation workload.
+    if keys.iter().any(|(k, _)| k == "engine-fidelity") {
+        let t = hazardserve::policy::calibration::fidelity_markdown();
+        fresh.insert("engine-fidelity".into(), t.trim_end().to_string());
+    }
+    if keys.iter().any(|(k, _)| k == "engine-slice") {
+        // (already ingested for the fleet sweep when the README has it)
+        if !keys.iter().any(|(k, _)| k == "fleets-sweep") {
+            crate::common::ingest(
+                &store,
+                "mooncake",
+                "mooncake-conversation",
+                &workloads.join("mooncake-fast25/conversation_trace.jsonl"),
+            );
+        }
+        let mut c = hs(&store);
+        c.current_dir(root)
+            .args(["-q", "sweep", "--grid", "reports/sweeps/engine-slice.toml"])
+            .args(["--id", "engine-slice"]);
+        ok(c);
+        let dir = tmp.path().join("engine-report");
+        let mut c = hs(&store);
+        c.args(["-q", "report", "--out"]).arg(&dir).args([
+            "--source",
+            "gce-preemptible",
+            "--sweep",
+            "engine-slice",
+        ]);
+        ok(c);
+        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+        let t = table_where(&md, |l| l.starts_with('|') && l.contains(CELLS_HEADER[0]))
+            .unwrap_or_else(|| panic!("no cells table:\n{md}"));
+        fresh.insert("engine-slice".into(), t);
+    }
     // `KEY-calibration` is the forecast calibration table of scenario KEY's report, and
     // `KEY-cost` its cost table (a priced fleet).
     const CALIBRATION: &str = "-calibration";

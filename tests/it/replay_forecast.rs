@@ -5,6 +5,7 @@
 
 use proptest::prelude::*;
 
+use hazardserve::policy::iteration::{EngineKind, StepShape};
 use hazardserve::policy::{
     ClusterView, Explanation, ForecastKind, NodeIdx, Params, Policy, PolicyKind, RequestView,
     StandardPolicy,
@@ -104,6 +105,9 @@ struct State {
     probe_at: f64,
     probe: (u64, u64),
     policy: PolicyKind,
+    /// The service-time model, and the iteration model's step shape.
+    engine: EngineKind,
+    shape: StepShape,
 }
 
 fn state() -> impl Strategy<Value = State> {
@@ -118,25 +122,39 @@ fn state() -> impl Strategy<Value = State> {
         prop::collection::vec((0.0f64..60.0, 1u64..3000, 1u64..400, 0usize..4), 0..14),
         (0.0f64..60.0, (1u64..3000, 1u64..400)),
         prop_oneof![Just(PolicyKind::Fastest), Just(PolicyKind::HazardNomigrate)],
+        (
+            prop_oneof![Just(EngineKind::Simple), Just(EngineKind::Iteration)],
+            0.0f64..=1.0,
+            prop_oneof![Just(0.0), 0.0f64..0.5],
+            prop_oneof![1u32..64, 64u32..4096],
+        ),
     )
-        .prop_map(|(slots, cap, (p, d, f), earlier, (gap, probe), policy)| {
-            let n = slots.len();
-            let last = earlier.iter().map(|e| e.0).fold(0.0, f64::max);
-            State {
-                earlier: earlier
-                    .into_iter()
-                    .map(|(a, pr, o, i)| (a, pr, o, i % n))
-                    .collect(),
-                slots,
-                cap,
-                p,
-                d,
-                f,
-                probe_at: last + 0.001 + gap,
-                probe,
-                policy,
-            }
-        })
+        .prop_map(
+            |(slots, cap, (p, d, f), earlier, (gap, probe), policy, (engine, a, c, b))| {
+                let n = slots.len();
+                let last = earlier.iter().map(|e| e.0).fold(0.0, f64::max);
+                State {
+                    earlier: earlier
+                        .into_iter()
+                        .map(|(a, pr, o, i)| (a, pr, o, i % n))
+                        .collect(),
+                    slots,
+                    cap,
+                    p,
+                    d,
+                    f,
+                    probe_at: last + 0.001 + gap,
+                    probe,
+                    policy,
+                    engine,
+                    shape: StepShape {
+                        fixed_share: a,
+                        context_per_ktok: c,
+                        max_batched_tokens: b,
+                    },
+                }
+            },
+        )
 }
 
 fn cluster_of(s: &State) -> Cluster {
@@ -148,6 +166,7 @@ fn cluster_of(s: &State) -> Cluster {
                 let mut n: Node = always_up(&format!("n{i}"), slots, s.p, s.d);
                 n.spec = NodeSpec {
                     kv_capacity_tokens: s.cap,
+                    step: s.shape,
                     ..n.spec
                 };
                 n
@@ -176,9 +195,10 @@ fn earlier(s: &State) -> (Vec<Request>, Vec<usize>) {
     (requests, script)
 }
 
-fn config(f: f64) -> ReplayConfig {
+fn config(f: f64, engine: EngineKind) -> ReplayConfig {
     ReplayConfig {
         batch_slowdown: f,
+        engine,
         estimator: LengthEstimator::Exact,
         validate: true,
         ..ReplayConfig::default()
@@ -190,7 +210,8 @@ proptest! {
 
     /// The acceptance property: the forecast `T_i` of the node the policy chose equals the
     /// engine's completion of that request to 1e-9 relative, whatever the node holds
-    /// (prefilling, decoding, queued requests, KV-bound queues, batch slowdown).
+    /// (prefilling, decoding, queued requests, KV-bound queues, batch slowdown), under both
+    /// service-time models (the iteration model with any step shape and token budget).
     /// The `marginal` forecast's `D`, the delay the probe imposes on the requests already on
     /// the node it chose, equals the engine's: the sum over every earlier request of its
     /// completion with the probe minus without it (to 1e-9 relative, a microsecond of rounding
@@ -200,7 +221,7 @@ proptest! {
         let cluster = cluster_of(&s);
         let (mut requests, script) = earlier(&s);
         let probe_id = requests.len() as u64;
-        let cfg = config(s.f);
+        let cfg = config(s.f, s.engine);
         let params = Params { forecast: ForecastKind::Marginal, ..cfg.params };
         let spec = RunSpec::new(s.policy, Window::new(0, us(1e7)), 1, params);
         let alone = {
@@ -237,7 +258,7 @@ proptest! {
         let probe_id = requests.len() as u64;
         requests.push(req(probe_id, s.probe_at, s.probe.0.min(s.cap / 4), s.probe.1));
         let mut policy = Probe::new(script, probe_id, s.policy, u64::MAX);
-        let cfg = config(s.f);
+        let cfg = config(s.f, s.engine);
         let spec = RunSpec::new(s.policy, Window::new(0, us(1e7)), 1, cfg.params);
         let out = simulate_with(&cluster, &Workload::new(requests), &cfg, &spec, &mut policy)
             .expect("replay runs");
@@ -263,7 +284,7 @@ fn migration_source_counts_the_request_once() {
     ]);
     let requests: Vec<Request> = (0..4).map(|k| req(k, 0.0, 10, 400 + 100 * k)).collect();
     let mut policy = Probe::new(vec![0], u64::MAX, PolicyKind::Hazard, 0);
-    let cfg = config(1.0);
+    let cfg = config(1.0, EngineKind::Simple);
     let spec = RunSpec::new(PolicyKind::Hazard, Window::new(0, us(1e4)), 1, cfg.params);
     let out = simulate_with(&cluster, &Workload::new(requests), &cfg, &spec, &mut policy)
         .expect("replay runs");

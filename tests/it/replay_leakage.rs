@@ -21,6 +21,7 @@ fn trace(first_end: f64, second_end: f64, comeback: f64) -> Cluster {
         prefill_tok_s: p,
         decode_tok_s: d,
         bandwidth_bytes_s: 1.25e9,
+        step: Default::default(),
     };
     let mk = |name: &str, s: NodeSpec, sessions: Vec<UpSession>, shape: f64, scale: f64| Node {
         name: name.into(),

@@ -76,6 +76,7 @@ fn build_node(i: usize, g: &NodeGen) -> Node {
             prefill_tok_s: g.p,
             decode_tok_s: g.d,
             bandwidth_bytes_s: 1.25e8,
+            step: Default::default(),
         },
         sessions,
         survival: Arc::new(Weibull {

@@ -35,6 +35,7 @@ pub fn node(name: &str, slots: u32, p: f64, d: f64, sessions: &[(f64, Option<f64
             prefill_tok_s: p,
             decode_tok_s: d,
             bandwidth_bytes_s: 1.25e9,
+            step: Default::default(),
         },
         sessions: sessions
             .iter()
