@@ -278,7 +278,7 @@ pub fn crossover(globals: &Globals, args: CrossoverArgs) -> anyhow::Result<()> {
 #[command(after_help = "Examples:
   hazardserve presets
   hazardserve presets --format json
-  hazardserve presets --fidelity --format markdown
+  hazardserve presets --fidelity --format csv
 
 Hardware figures are single-request llama.cpp benchmarks (prefill, decode) with the decode
 slowdown b per other concurrent request fitted to a batched benchmark of the device class;

@@ -104,6 +104,7 @@ impl Fit {
             gamma: self.gamma,
             delta: self.delta,
             budget: self.budget,
+            prefill_tok_s: 1.0 / self.beta,
         }
     }
 
@@ -443,6 +444,7 @@ mod tests {
             gamma: 0.0009,
             delta: 2e-7,
             budget: 2048,
+            prefill_tok_s: 9000.0,
         };
         let mut rows = Vec::new();
         for (b, pp) in [(1, 512), (8, 512), (32, 512), (8, 128), (32, 128)] {

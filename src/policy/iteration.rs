@@ -122,6 +122,9 @@ pub struct StepCoefficients {
     pub delta: f64,
     /// `B`: tokens per step.
     pub budget: u32,
+    /// The node's prefill rate `p` (tokens/s): a prefill of `s` seconds at `p` is `s p`
+    /// tokens of work.
+    pub prefill_tok_s: f64,
 }
 
 impl StepCoefficients {
@@ -144,6 +147,7 @@ impl StepCoefficients {
             gamma: (1.0 - shape.fixed_share) / d,
             delta: shape.context_per_ktok / (1000.0 * d),
             budget: shape.max_batched_tokens,
+            prefill_tok_s: p,
         })
     }
 
@@ -231,6 +235,7 @@ mod tests {
             gamma: 0.002,
             delta: 1e-6,
             budget,
+            prefill_tok_s: 10_000.0,
         }
     }
 

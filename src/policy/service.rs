@@ -333,7 +333,7 @@ impl Run {
                     let seq = self.next_seq;
                     self.next_seq += 1;
                     self.dirty = true;
-                    let left = w.start_s / c.beta;
+                    let left = w.start_s * c.prefill_tok_s;
                     ResidentPhase::Prefilling {
                         left,
                         rate: 0.0,

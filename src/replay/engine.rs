@@ -1580,7 +1580,7 @@ impl<'a> Sim<'a> {
         if let Some(c) = self.steps[i] {
             // Iteration model: the prefill joins the node's prefills, oldest served first; its
             // rate is set at the end of the event ([`Sim::repace`]).
-            q.pf_left = dur / c.beta;
+            q.pf_left = dur * c.prefill_tok_s;
             q.pf_tokens = q.pf_left;
             q.pf_seq = self.next_pf_seq;
             q.rate = 0.0;

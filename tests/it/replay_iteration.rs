@@ -33,7 +33,7 @@ fn config(engine: EngineKind) -> ReplayConfig {
 /// Four decoders, then a long prompt: while it prefills in chunks of `B - 4` tokens, every step
 /// carries one token of each decoder and `x = B - 4` prompt tokens, so each decoder's
 /// inter-token time goes from `t(0)` to `t(x) = t(0) + beta x` and its completion moves by
-/// `(L / x) beta x = L / p`, and by one step's `gamma + delta (L + 1)` more while the prompt's
+/// `(L / x) beta x = L beta`, and by one step's `gamma + delta (L + 1)` more while the prompt's
 /// one output token decodes beside them; its first token comes after `L / x` steps of `t(x)`.
 /// Under the simple model the decoders do not see the prompt at all.
 #[test]
@@ -49,7 +49,7 @@ fn a_long_prompt_lengthens_four_decoders_inter_token_time_as_the_step_model_says
     let c = StepCoefficients::of(p, d, shape(budget)).unwrap();
     let x = f64::from(budget - 4);
     let steps = long as f64 / x;
-    let delay = long as f64 / p + c.gamma + c.delta * (long + 1) as f64;
+    let delay = long as f64 * c.beta + c.gamma + c.delta * (long + 1) as f64;
     for k in 0..4 {
         let a = alone.records[k].completion_s.unwrap();
         let b = busy.records[k].completion_s.unwrap();
