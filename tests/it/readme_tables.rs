@@ -74,6 +74,25 @@ fn report(store: &Path, dir: &Path, sources: &[String]) -> String {
     std::fs::read_to_string(dir.join("report.md")).unwrap()
 }
 
+/// The cells table of `reports/sweeps/<id>.toml` run as sweep `id` and reported with
+/// `report --source SOURCE --sweep ID` into `dir`.
+fn sweep_cells(store: &Path, root: &Path, dir: &Path, id: &str, source: &str) -> String {
+    let mut c = hs(store);
+    c.current_dir(root)
+        .args(["-q", "sweep", "--grid"])
+        .arg(format!("reports/sweeps/{id}.toml"))
+        .args(["--id", id]);
+    ok(c);
+    let mut c = hs(store);
+    c.args(["-q", "report", "--out"])
+        .arg(dir)
+        .args(["--source", source, "--sweep", id]);
+    ok(c);
+    let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
+    table_where(&md, |l| l.starts_with('|') && l.contains(CELLS_HEADER[0]))
+        .unwrap_or_else(|| panic!("no cells table:\n{md}"))
+}
+
 #[test]
 fn readme_result_tables_are_what_report_prints_now() {
     let (Some(traces), Some(workloads)) = (shared("traces-public"), shared("workloads-public"))
@@ -141,69 +160,32 @@ fn readme_result_tables_are_what_report_prints_now() {
         .unwrap_or_else(|| panic!("no calibration table:\n{md}"));
         fresh.insert("regime-map-slice-calibration".into(), t);
     }
-    // The fleet sweep (`report-table fleets-sweep`): every cell of `reports/sweeps/fleets.toml`,
-    // reported with `report --sweep fleets`. It reads the Mooncake conversation workload too.
-    if keys.iter().any(|(k, _)| k == "fleets-sweep") {
+    // The fleet sweep (`report-table fleets-sweep`: every cell of `reports/sweeps/fleets.toml`,
+    // reported with `report --sweep fleets`) and the engine slice of the regime map
+    // (`engine-slice`: `reports/sweeps/engine-slice.toml`): both read the Mooncake conversation
+    // workload.
+    let sweeps = [
+        ("fleets-sweep", "fleets", "skynomad-h100"),
+        ("engine-slice", "engine-slice", "gce-preemptible"),
+    ];
+    if sweeps.iter().any(|s| keys.iter().any(|(k, _)| k == s.0)) {
         crate::common::ingest(
             &store,
             "mooncake",
             "mooncake-conversation",
             &workloads.join("mooncake-fast25/conversation_trace.jsonl"),
         );
-        let mut c = hs(&store);
-        c.current_dir(root)
-            .args(["-q", "sweep", "--grid", "reports/sweeps/fleets.toml"])
-            .args(["--id", "fleets"]);
-        ok(c);
-        let dir = tmp.path().join("fleets-report");
-        let mut c = hs(&store);
-        c.args(["-q", "report", "--out"]).arg(&dir).args([
-            "--source",
-            "skynomad-h100",
-            "--sweep",
-            "fleets",
-        ]);
-        ok(c);
-        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
-        let t = table_where(&md, |l| l.starts_with('|') && l.contains(CELLS_HEADER[0]))
-            .unwrap_or_else(|| panic!("no cells table:\n{md}"));
-        fresh.insert("fleets-sweep".into(), t);
     }
-    // The iteration engine's fidelity table (`hazardserve presets --fidelity`), and the
-    // engine slice of the regime map (`reports/sweeps/engine-slice.toml`, every cell, reported
-    // with `report --sweep engine-slice`): it reads the Mooncake conversation workload.
+    for (key, id, source) in sweeps {
+        if keys.iter().any(|(k, _)| k == key) {
+            let t = sweep_cells(&store, root, &tmp.path().join(id), id, source);
+            fresh.insert(key.into(), t);
+        }
+    }
+    // The iteration engine's fidelity table (`hazardserve presets --fidelity`).
     if keys.iter().any(|(k, _)| k == "engine-fidelity") {
         let t = hazardserve::policy::calibration::fidelity_markdown();
         fresh.insert("engine-fidelity".into(), t.trim_end().to_string());
-    }
-    if keys.iter().any(|(k, _)| k == "engine-slice") {
-        // (already ingested for the fleet sweep when the README has it)
-        if !keys.iter().any(|(k, _)| k == "fleets-sweep") {
-            crate::common::ingest(
-                &store,
-                "mooncake",
-                "mooncake-conversation",
-                &workloads.join("mooncake-fast25/conversation_trace.jsonl"),
-            );
-        }
-        let mut c = hs(&store);
-        c.current_dir(root)
-            .args(["-q", "sweep", "--grid", "reports/sweeps/engine-slice.toml"])
-            .args(["--id", "engine-slice"]);
-        ok(c);
-        let dir = tmp.path().join("engine-report");
-        let mut c = hs(&store);
-        c.args(["-q", "report", "--out"]).arg(&dir).args([
-            "--source",
-            "gce-preemptible",
-            "--sweep",
-            "engine-slice",
-        ]);
-        ok(c);
-        let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
-        let t = table_where(&md, |l| l.starts_with('|') && l.contains(CELLS_HEADER[0]))
-            .unwrap_or_else(|| panic!("no cells table:\n{md}"));
-        fresh.insert("engine-slice".into(), t);
     }
     // `KEY-calibration` is the forecast calibration table of scenario KEY's report, and
     // `KEY-cost` its cost table (a priced fleet).
