@@ -13,7 +13,9 @@
 //! batching with chunked prefill, the nodes' decode step read from the simple engine's
 //! configuration, no batch slowdown; targets >= 50,000 requests/s for `fastest` and >= 25,000
 //! for `hazard`); `*_iteration_half_load` at half the arrival rate, below the iteration
-//! engine's capacity (the full rate overloads it: prefills stall the decoders).
+//! engine's capacity (the full rate overloads it: prefills stall the decoders); and
+//! `*_100_nodes_overload`, the simple engine at twice the rate, past its own capacity: queues
+//! grow through the window, and each placement forecasts them.
 //!
 //! Needs `[[bench]] name = "replay" harness = false` in Cargo.toml. Prints a summary line per
 //! policy (`requests/s`, `ns/event`) before the criterion measurements.
@@ -109,6 +111,7 @@ fn bench_replay(c: &mut Criterion) {
         ),
         (100, 1.0, WINDOW_S, pair, "_iteration", &iteration),
         (100, 0.5, WINDOW_S, pair, "_iteration_half_load", &iteration),
+        (100, 2.0, WINDOW_S, pair, "_overload", &simple),
         (1_000, 1.0, 60.0, pair, "", &simple),
         (100, 1.2, 120.0, pair, "_busy", &simple),
         (1_000, 1.2, 120.0, pair, "_busy", &simple),
@@ -123,6 +126,7 @@ fn bench_replay(c: &mut Criterion) {
                     fixed_share: 1.0,
                     context_per_ktok: 0.0,
                     max_batched_tokens: 2048,
+                    lone_discount: 0.0,
                 };
             }
         }

@@ -313,13 +313,14 @@ pub fn presets_cmd(globals: &Globals, args: PresetsArgs) -> anyhow::Result<()> {
         kind.push(Some("hardware".to_string()));
         name.push(Some(h.name.to_string()));
         figures.push(Some(format!(
-            "prefill {} tok/s, decode {} tok/s, batch slowdown {} ({}); iteration step: fixed share {:.3}, context {:.4} per 1k tokens, budget {}",
+            "prefill {} tok/s, decode {} tok/s, batch slowdown {} ({}); iteration step: fixed share {:.3}, context {:.4} per 1k tokens, lone discount {:.3}, budget {}",
             h.prefill_tok_s,
             h.decode_tok_s,
             h.batch_slowdown,
             h.measured_with,
             h.step.fixed_share,
             h.step.context_per_ktok,
+            h.step.lone_discount,
             h.step.max_batched_tokens
         )));
         source.push(Some(format!(
@@ -379,6 +380,23 @@ fn fidelity_cmd(globals: &Globals, args: &PresetsArgs) -> anyhow::Result<()> {
             Col::F64(rows.iter().map(|r| r.error.map(|e| 100.0 * e)).collect()),
         ),
     ])?;
-    globals.say("rows without a measurement (TTFT behind a long prompt) are the model's alone");
+    globals.say(
+        "rows without a measurement (a preset's batch 8 and 32, TTFT behind a long prompt) are the model's alone",
+    );
+    for t in calibration::REFERENCE_TABLES {
+        if let Some(f) = calibration::fit(t) {
+            globals.say(format!(
+                "{}: alpha {:.2} ms, beta {:.4} ms/token, gamma {:.3} ms/sequence, delta {:.3e} ms/context token, epsilon {:.2} ms ({}; {})",
+                t.name,
+                1e3 * f.alpha,
+                1e3 * f.beta,
+                1e3 * f.gamma,
+                1e3 * f.delta,
+                1e3 * f.epsilon,
+                t.setup,
+                t.source
+            ));
+        }
+    }
     args.output.emit(globals, &[b])
 }

@@ -80,7 +80,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub rate_scale: Option<f64>,
     /// Offered load: scale each window's arrival rate so its offered work is this fraction of
-    /// that window's up capacity ([workload] load; replaces --rate-scale).
+    /// that window's up capacity under the engine served with ([workload] load; replaces
+    /// --rate-scale).
     #[arg(long, conflicts_with = "rate_scale")]
     pub load: Option<f64>,
     /// Output-length estimate: exact, lognormal:SIGMA, bucket.

@@ -29,9 +29,13 @@
 //! # Coefficients
 //!
 //! A node's coefficients come from its own rates and its preset's calibrated shape
-//! ([`StepShape`], fitted in [`crate::policy::calibration`]): `alpha + gamma = 1 / d` (one
-//! decoder alone, without context, decodes at the node's `d`), `alpha = a / d` with the shape's
-//! fixed share `a`, `delta = c / (1000 d)` with its context share `c` per 1,000 tokens, and
+//! ([`StepShape`], fitted in [`crate::policy::calibration`]): `alpha + gamma - epsilon = 1 / d`
+//! (one decoder alone, without context, decodes at the node's `d`), `alpha = a / d` with the
+//! shape's fixed share `a`, `epsilon = e / d` with its lone discount `e` (what a step of one
+//! decode token alone saves: llama.cpp runs a lone sequence on a matrix-vector kernel, faster
+//! than its batched path; the published batched table in [`crate::policy::calibration`] shows
+//! a 2x jump from batch 1 to batch 8 that no linear step fits without it), `delta = c / (1000 d)`
+//! with its context share `c` per 1,000 tokens, and
 //! `beta = 1 / p - alpha / 512`, so that a 512-token prompt alone (llama-bench's `pp512`, what
 //! the presets' `p` measured) prefills in one step at the node's `p`. Both engines therefore
 //! serve a lone request alike; they differ in how requests on one node contend.
@@ -83,12 +87,17 @@ impl EngineKind {
 /// A preset's calibrated step shape, relative to the node's own rates (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct StepShape {
-    /// `a`: the share of a lone decoder's step that does not grow with the batch.
+    /// `a`: the part of the step that does not grow with the batch, in lone decode steps.
     pub fixed_share: f64,
     /// `c`: the cost of reading 1,000 context tokens, in lone decode steps.
     pub context_per_ktok: f64,
     /// `B`: the step's token budget (decode tokens plus the prefill chunk).
     pub max_batched_tokens: u32,
+    /// `e`: what a step of one decode token alone saves, in lone decode steps (the
+    /// single-sequence kernel: llama.cpp's matrix-vector path runs a lone decoder faster than
+    /// its batched path runs one sequence). 0 unless a fit found it; older scenarios omit it.
+    #[serde(default)]
+    pub lone_discount: f64,
 }
 
 /// The prompt length the presets' prefill rates were measured at (llama-bench's `pp512`).
@@ -100,6 +109,7 @@ pub const GENERIC_SHAPE: StepShape = StepShape {
     fixed_share: 0.88,
     context_per_ktok: 0.0,
     max_batched_tokens: 2048,
+    lone_discount: 0.0,
 };
 
 impl Default for StepShape {
@@ -120,6 +130,8 @@ pub struct StepCoefficients {
     pub gamma: f64,
     /// `delta`: seconds per context token the decodes read.
     pub delta: f64,
+    /// `epsilon`: seconds a step of one decode token alone saves (the single-sequence kernel).
+    pub epsilon: f64,
     /// `B`: tokens per step.
     pub budget: u32,
     /// The node's prefill rate `p` (tokens/s): a prefill of `s` seconds at `p` is `s p`
@@ -130,13 +142,18 @@ pub struct StepCoefficients {
 impl StepCoefficients {
     /// The coefficients of a node with prefill rate `p`, lone decode rate `d` (tokens/s) and
     /// step shape `shape`; `None` unless both rates are positive and finite and the shape's
-    /// figures are finite, `fixed_share` in `[0, 1]`, `context_per_ktok >= 0`, budget >= 1.
+    /// figures are finite, `lone_discount >= 0`, `fixed_share` in `[0, 1 + lone_discount]`,
+    /// `context_per_ktok >= 0`, budget >= 1.
     pub fn of(p: f64, d: f64, shape: StepShape) -> Option<StepCoefficients> {
+        let e = shape.lone_discount;
         let ok = p.is_finite()
             && p > 0.0
             && d.is_finite()
             && d > 0.0
-            && (0.0..=1.0).contains(&shape.fixed_share)
+            && e.is_finite()
+            && e >= 0.0
+            && shape.fixed_share >= 0.0
+            && shape.fixed_share <= 1.0 + e
             && shape.context_per_ktok.is_finite()
             && shape.context_per_ktok >= 0.0
             && shape.max_batched_tokens >= 1;
@@ -144,17 +161,24 @@ impl StepCoefficients {
         ok.then(|| StepCoefficients {
             alpha,
             beta: (1.0 / p - alpha / PREFILL_REFERENCE_TOKENS).max(1e-3 / p),
-            gamma: (1.0 - shape.fixed_share) / d,
+            gamma: (1.0 + e - shape.fixed_share) / d,
             delta: shape.context_per_ktok / (1000.0 * d),
+            epsilon: e / d,
             budget: shape.max_batched_tokens,
             prefill_tok_s: p,
         })
     }
 
-    /// Seconds of one step with `x` prefill tokens, `k` decoders reading `ctx` context tokens.
+    /// Seconds of one step with `x` prefill tokens, `k` decoders reading `ctx` context tokens
+    /// (less `epsilon` for one decode token alone).
     #[inline]
     pub fn step_s(&self, x: f64, k: u32, ctx: f64) -> f64 {
-        self.alpha + self.beta * x + self.gamma * f64::from(k) + self.delta * ctx
+        let lone = if k == 1 && !(x > 0.0) {
+            self.epsilon
+        } else {
+            0.0
+        };
+        self.alpha + self.beta * x + self.gamma * f64::from(k) + self.delta * ctx - lone
     }
 
     /// The prefill chunk beside `k` decoders: `max(B - k, 1)` tokens.
@@ -224,6 +248,114 @@ pub fn pace(c: &StepCoefficients, k: u32, ctx: f64, head_tokens: Option<f64>) ->
     }
 }
 
+/// Tokens per KV block (vLLM's default block size).
+pub const KV_BLOCK_TOKENS: f64 = 16.0;
+
+/// The share of a node's blocks a new admission must leave free (vLLM's default watermark).
+pub const KV_WATERMARK: f64 = 0.01;
+
+/// A node's KV cache in blocks, as the iteration model allocates it (vLLM's block manager):
+/// a request takes the blocks of its context (prompt and the tokens generated so far) when it
+/// is admitted, and one more block each time a decode fills its last one. Admission leaves
+/// [`KV_WATERMARK`] of the blocks free; when a decode needs a block and none is free the
+/// engine preempts the most recently admitted request (recompute preemption: its blocks are
+/// freed, it returns to the front of the node's queue with its generated tokens kept, and it
+/// prefills its whole context again when it is admitted again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KvBlocks {
+    /// Blocks on the node: `floor(capacity tokens / 16)`.
+    pub capacity: u64,
+    /// Blocks an admission leaves free: `floor(0.01 capacity)`.
+    pub watermark: u64,
+}
+
+impl KvBlocks {
+    /// The blocks of a node with `capacity_tokens` tokens of KV.
+    pub fn of(capacity_tokens: u64) -> KvBlocks {
+        let capacity = (capacity_tokens as f64 / KV_BLOCK_TOKENS).floor() as u64;
+        KvBlocks {
+            capacity,
+            watermark: (KV_WATERMARK * capacity as f64).floor() as u64,
+        }
+    }
+
+    /// Blocks that hold `tokens` tokens (0 for none).
+    #[inline]
+    pub fn blocks(tokens: f64) -> u64 {
+        if tokens > 0.0 {
+            (tokens / KV_BLOCK_TOKENS).ceil() as u64
+        } else {
+            0
+        }
+    }
+
+    /// Blocks a decoder with `tokens` context tokens holds: those of its tokens and of the
+    /// next one, `floor(tokens / 16) + 1` (vLLM allocates the block of the token a step will
+    /// write before the step; a decoder whose last block is full holds the next one).
+    #[inline]
+    pub fn decoder_blocks(tokens: f64) -> u64 {
+        (tokens.max(0.0) / KV_BLOCK_TOKENS).floor() as u64 + 1
+    }
+
+    /// Whether a request of `tokens` context tokens is admitted beside `used` blocks: its
+    /// blocks and that of its first generated token ([`KvBlocks::decoder_blocks`]) leave the
+    /// watermark free (so that a request just preempted never fits back at once).
+    #[inline]
+    pub fn admits(&self, used: u64, tokens: f64) -> bool {
+        used.saturating_add(Self::decoder_blocks(tokens))
+            .saturating_add(self.watermark)
+            <= self.capacity
+    }
+
+    /// The most context tokens a request alone can be admitted with and reach: it then never
+    /// overflows the node by itself.
+    pub fn room_tokens(&self) -> u64 {
+        ((self.capacity.saturating_sub(self.watermark)) as f64 * KV_BLOCK_TOKENS) as u64
+    }
+
+    /// When the decoders overflow the node with `used` blocks in use: each decoder `r` is
+    /// `(since_r, context tokens at since_r, tokens at now)`, all decoding at `rate` tokens/s.
+    /// Decoder `r` needs block `b + m + 1` (`b` its blocks now, [`KvBlocks::decoder_blocks`],
+    /// `m >= 0`) when its context reaches `16 (b + m)`, at
+    /// `since_r + to_us((16 (b + m) - n_r) / rate)` (`to_us` the clock's rounding of seconds to
+    /// whole microseconds, the service-time model's `secs_to_us`); the free blocks absorb the first
+    /// `capacity - used` of these needs, and the next one overflows (at the earliest `now`).
+    /// `None` without decoders or at a rate of 0. Each need is computed from the decoder's own
+    /// `since_r` and context there, so the answer does not depend on when it is asked while
+    /// the node's state is unchanged. `scratch` is a buffer.
+    pub fn overflow_us(
+        &self,
+        used: u64,
+        now_us: i64,
+        rate: f64,
+        decoders: &[(i64, f64, f64)],
+        scratch: &mut Vec<(i64, usize, u64)>,
+        to_us: fn(f64) -> i64,
+    ) -> Option<i64> {
+        if decoders.is_empty() || !(rate > 0.0) {
+            return None;
+        }
+        let need_at = |(since, n_since, _): (i64, f64, f64), boundary: u64| -> i64 {
+            let tokens = (boundary as f64 * KV_BLOCK_TOKENS - n_since).max(0.0);
+            since.saturating_add(to_us(tokens / rate))
+        };
+        let free = self.capacity as i64 - used as i64;
+        if free < 0 {
+            return Some(now_us);
+        }
+        scratch.clear();
+        for (k, d) in decoders.iter().enumerate() {
+            let b = Self::decoder_blocks(d.2);
+            scratch.push((need_at(*d, b), k, b));
+        }
+        let k = decoders.len() as i64;
+        let (j, m) = (free / k, (free % k) as usize);
+        scratch.select_nth_unstable(m);
+        let (_, r, b) = scratch[m];
+        Some(need_at(decoders[r], b + j as u64).max(now_us))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,6 +366,7 @@ mod tests {
             beta: 0.0001,
             gamma: 0.002,
             delta: 1e-6,
+            epsilon: 0.0,
             budget,
             prefill_tok_s: 10_000.0,
         }
@@ -277,6 +410,7 @@ mod tests {
             fixed_share: 0.8,
             context_per_ktok: 0.05,
             max_batched_tokens: 1024,
+            lone_discount: 0.0,
         };
         let c = StepCoefficients::of(2000.0, 40.0, shape).unwrap();
         assert!((c.decode_throughput(1, 0.0) - 40.0).abs() < 1e-9);
@@ -288,6 +422,26 @@ mod tests {
             StepShape {
                 fixed_share: 1.5,
                 ..shape
+            }
+        )
+        .is_none());
+        // A lone discount: one decoder alone still decodes at d, a batch of two pays the
+        // batched path's fixed cost.
+        let lone = StepShape {
+            fixed_share: 1.6,
+            lone_discount: 1.2,
+            ..shape
+        };
+        let c = StepCoefficients::of(2000.0, 40.0, lone).unwrap();
+        assert!((c.decode_throughput(1, 0.0) - 40.0).abs() < 1e-9);
+        assert!((c.decode_throughput(2, 0.0) - 2.0 / ((1.6 + 2.0 * 0.6) / 40.0)).abs() < 1e-9);
+        assert!((c.prefill_throughput(512.0) - 2000.0).abs() < 1e-6);
+        assert!(StepCoefficients::of(
+            1.0,
+            1.0,
+            StepShape {
+                lone_discount: -0.1,
+                ..lone
             }
         )
         .is_none());

@@ -512,6 +512,7 @@ fn newcomer(req: &RequestView, start_s: f64, prefill: bool, done: f64, remaining
     Waiting {
         id: PROBE_ID,
         kv: req.kv_need(),
+        prompt: req.prompt_tokens,
         start_s,
         prefill,
         done,

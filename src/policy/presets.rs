@@ -169,6 +169,7 @@ pub const RTX4090_7B_F16: HardwarePreset = HardwarePreset {
         fixed_share: 1.0 - CUDA_BATCH_SLOWDOWN,
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
+        lone_discount: 0.0,
     },
 };
 
@@ -187,6 +188,7 @@ pub const M1_MAX_8B_Q4: HardwarePreset = HardwarePreset {
         fixed_share: 1.0 - APPLE_BATCH_SLOWDOWN,
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
+        lone_discount: 0.0,
     },
 };
 
@@ -204,6 +206,7 @@ pub const A100_8B_F16: HardwarePreset = HardwarePreset {
         fixed_share: 1.0 - CUDA_BATCH_SLOWDOWN,
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
+        lone_discount: 0.0,
     },
 };
 
@@ -220,6 +223,7 @@ pub const H100_8B_F16: HardwarePreset = HardwarePreset {
         fixed_share: 1.0 - CUDA_BATCH_SLOWDOWN,
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
+        lone_discount: 0.0,
     },
 };
 
@@ -237,6 +241,7 @@ pub const DESIGN_WAN_PEER: HardwarePreset = HardwarePreset {
         fixed_share: 1.0 - APPLE_BATCH_SLOWDOWN,
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
+        lone_discount: 0.0,
     },
 };
 
@@ -256,6 +261,7 @@ pub const PHONE_1B_Q4: HardwarePreset = HardwarePreset {
         fixed_share: 1.0 - PHONE_BATCH_SLOWDOWN,
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
+        lone_discount: 0.0,
     },
 };
 

@@ -32,6 +32,13 @@
 //! (the `marginal` forecast, `[policy] forecast = "marginal"`; a property test holds it to the
 //! engine's delays). [`Trajectory::newcomer_marginal`] answers it from the cached replay.
 //!
+//! Under the iteration model ([`iteration`]) the replay also counts the node's KV blocks
+//! ([`iteration::KvBlocks`]) as the engine does: a request is admitted when its context's
+//! blocks fit, each decoder takes a block when it fills its last, and when none is free the
+//! newest request is preempted to the queue's front with its tokens kept (a [`Step`] of its
+//! own), re-admitted when a completion or released hold makes room. The property tests
+//! draw KV capacities small enough to preempt.
+//!
 //! An overlapped move's reserved destination is the one approximation: the request is counted
 //! from its cut-over time with the tokens it is expected to have by then, without the
 //! catch-up.
@@ -160,6 +167,8 @@ pub enum ResidentPhase {
     Held {
         /// When the slot is released.
         at_us: i64,
+        /// Tokens generated when the hold began (its KV is the prompt and these).
+        done: f64,
     },
     /// Prefilling under the iteration model ([`crate::policy::iteration`]): `left` prefill
     /// tokens at `since_us`, served at `rate` tokens/s (0 while an older prefill is served).
@@ -202,8 +211,13 @@ pub fn prefill_end_us(t_us: i64, left: f64, rate: f64) -> i64 {
 pub struct Resident {
     /// The request's id (to forecast a resident itself).
     pub id: u64,
-    /// KV tokens it holds.
+    /// KV tokens the scheduler reserved for it (the simple model's admission).
     pub kv: u64,
+    /// Its prompt's tokens: under the iteration model it holds the KV blocks of its prompt and
+    /// the tokens generated so far ([`iteration::KvBlocks`]).
+    pub prompt: u64,
+    /// Admission order on the node: the newest is preempted first when the KV runs out.
+    pub seq: u64,
     /// Total tokens it is expected to generate (its estimate, never the true length).
     pub target: f64,
     /// What it is doing.
@@ -215,8 +229,10 @@ pub struct Resident {
 pub struct Waiting {
     /// The request's id ([`PROBE_ID`] for the newcomer).
     pub id: u64,
-    /// KV tokens it will hold.
+    /// KV tokens the scheduler reserves for it (the simple model's admission).
     pub kv: u64,
+    /// Its prompt's tokens (the iteration model's KV is the prompt and the tokens generated).
+    pub prompt: u64,
     /// Seconds from taking a slot to decoding: its prefill (a recovery's re-prefill with its
     /// overheads), or a planned move's cost.
     pub start_s: f64,
@@ -264,17 +280,23 @@ pub struct NodeState<'s> {
 const MAX_FORECAST_EVENTS: usize = 1 << 20;
 
 /// The forecast's replay of one node: the counters beside its residents at time `t`.
-#[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 struct Run {
     t: i64,
     slots_used: u64,
     kv_used: u64,
     decoding: u32,
     events: usize,
-    /// The next admission's prefill order (iteration model).
+    /// The next admission's order (prefills are served, and KV preemption picks, by it).
     next_seq: u64,
     /// The rates must be set again before the next event (iteration model).
     dirty: bool,
+    /// Iteration model: when the decoders next overflow the KV ([`FOREVER_US`]: never).
+    kv_at: i64,
+    /// Iteration model: requests preempted for KV, the next to start last (the queue's front).
+    preempted: Vec<Waiting>,
+    /// A request completed or released its slot at the last event.
+    freed: bool,
 }
 
 /// What one event of a [`Run`] did.
@@ -286,6 +308,8 @@ enum Step {
     Finished(u64),
     /// A held slot was released.
     Released,
+    /// Request `id` was preempted for KV (iteration model): it waits at the queue's front.
+    Preempted(u64),
     /// The next event never comes (a rate of 0).
     Forever,
     /// No resident is left.
@@ -307,32 +331,74 @@ impl Run {
             events: 0,
             next_seq: residents
                 .iter()
-                .filter_map(|r| match r.phase {
-                    ResidentPhase::Prefilling { seq, .. } => Some(seq.saturating_add(1)),
-                    _ => None,
-                })
+                .map(|r| r.seq.saturating_add(1))
                 .max()
                 .unwrap_or(0),
-            dirty: false,
+            dirty: true,
+            kv_at: FOREVER_US,
+            preempted: Vec::new(),
+            freed: false,
         }
     }
 
-    /// Takes a slot for `w` now if one is free and its KV fits.
+    /// Under the iteration model: starts the preempted requests while the front one fits,
+    /// when a request completed or released its slot since the last event (the engine drains
+    /// a node's queue then); whether none is left waiting.
+    fn readmit(&mut self, serving: &NodeServing, residents: &mut Vec<Resident>) -> bool {
+        if self.preempted.is_empty() {
+            return true;
+        }
+        if !self.freed {
+            return false;
+        }
+        while let Some(w) = self.preempted.last().copied() {
+            if !self.admit_one(serving, residents, &w) {
+                return false;
+            }
+            self.preempted.pop();
+        }
+        true
+    }
+
+    /// Takes a slot for `w` now if one is free and its KV fits (behind any request preempted
+    /// for KV, which starts first).
     #[inline]
     fn admit(&mut self, serving: &NodeServing, residents: &mut Vec<Resident>, w: &Waiting) -> bool {
+        if !self.preempted.is_empty() && !self.readmit(serving, residents) {
+            return false;
+        }
+        self.admit_one(serving, residents, w)
+    }
+
+    /// Takes a slot for `w` now if one is free and its KV fits: the scheduler's reservation
+    /// under the simple model, its context's blocks beside the blocks in use under the
+    /// iteration model.
+    #[inline]
+    fn admit_one(
+        &mut self,
+        serving: &NodeServing,
+        residents: &mut Vec<Resident>,
+        w: &Waiting,
+    ) -> bool {
         let fits = self.slots_used < u64::from(serving.slots)
-            && self
-                .kv_used
-                .checked_add(w.kv)
-                .is_some_and(|x| x <= serving.kv_capacity_tokens);
+            && match serving.step {
+                Some(_) => iteration::KvBlocks::of(serving.kv_capacity_tokens)
+                    .admits(blocks_used(residents, self.t), w.prompt as f64 + w.done),
+                None => self
+                    .kv_used
+                    .checked_add(w.kv)
+                    .is_some_and(|x| x <= serving.kv_capacity_tokens),
+            };
         if fits {
             self.slots_used += 1;
             self.kv_used = self.kv_used.saturating_add(w.kv);
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            if serving.step.is_some() {
+                self.dirty = true;
+            }
             let phase = match serving.step {
                 Some(c) if w.prefill => {
-                    let seq = self.next_seq;
-                    self.next_seq += 1;
-                    self.dirty = true;
                     let left = w.start_s * c.prefill_tok_s;
                     ResidentPhase::Prefilling {
                         left,
@@ -353,6 +419,8 @@ impl Run {
             residents.push(Resident {
                 id: w.id,
                 kv: w.kv,
+                prompt: w.prompt,
+                seq,
                 target: w.target,
                 phase,
             });
@@ -385,9 +453,19 @@ impl Run {
         }
         self.events += 1;
         let (d, f) = (serving.decode_tok_s, serving.batch_slowdown);
+        if serving.step.is_some()
+            && !self.preempted.is_empty()
+            && !self.readmit(serving, residents)
+            && residents.is_empty()
+        {
+            // A preempted request that no longer fits the empty node.
+            return Step::GaveUp;
+        }
+        self.freed = false;
         if self.dirty {
             if let Some(c) = &serving.step {
                 repace(residents, c, self.t);
+                self.kv_at = overflow_at(serving, residents, self.t);
             }
             self.dirty = false;
         }
@@ -396,7 +474,7 @@ impl Run {
             let at = match r.phase {
                 ResidentPhase::Decoding { end_us, .. }
                 | ResidentPhase::Prefilling { end_us, .. } => end_us,
-                ResidentPhase::Starting { at_us, .. } | ResidentPhase::Held { at_us } => at_us,
+                ResidentPhase::Starting { at_us, .. } | ResidentPhase::Held { at_us, .. } => at_us,
             };
             if next.is_none_or(|(_, best)| at < best) {
                 next = Some((k, at));
@@ -405,6 +483,12 @@ impl Run {
         let Some((k, at)) = next else {
             return Step::Idle;
         };
+        if serving.step.is_some() && self.kv_at < at.min(FOREVER_US) {
+            // The decoders overflow the KV before any phase ends (phase ends first on a tie,
+            // as the engine orders them): the newest request is preempted.
+            self.t = self.kv_at.max(self.t);
+            return self.preempt_newest(serving, residents);
+        }
         if at >= FOREVER_US {
             return Step::Forever;
         }
@@ -416,6 +500,10 @@ impl Run {
                 residents.swap_remove(k);
                 self.slots_used -= 1;
                 self.kv_used = self.kv_used.saturating_sub(r.kv);
+                if serving.step.is_some() {
+                    self.dirty = true;
+                }
+                self.freed = true;
                 Step::Released
             }
             ResidentPhase::Starting { done, prefill, .. }
@@ -424,6 +512,7 @@ impl Run {
                 residents.swap_remove(k);
                 self.slots_used -= 1;
                 self.kv_used = self.kv_used.saturating_sub(r.kv);
+                self.freed = true;
                 Step::Finished(r.id)
             }
             ResidentPhase::Prefilling { done, .. } if done.floor() >= r.target => {
@@ -431,6 +520,7 @@ impl Run {
                 self.slots_used -= 1;
                 self.kv_used = self.kv_used.saturating_sub(r.kv);
                 self.dirty = true;
+                self.freed = true;
                 Step::Finished(r.id)
             }
             ResidentPhase::Starting { done, .. } | ResidentPhase::Prefilling { done, .. }
@@ -468,10 +558,140 @@ impl Run {
                 } else {
                     rerate(residents, d, f, self.decoding, t);
                 }
+                self.freed = true;
                 Step::Finished(r.id)
             }
         }
     }
+}
+
+impl Run {
+    /// Recompute preemption at `t`: the most recently admitted prefilling or decoding request
+    /// frees its slot and KV and waits at the queue's front with its whole tokens kept, to
+    /// prefill its context again (as the engine's [`crate::replay`] does).
+    fn preempt_newest(&mut self, serving: &NodeServing, residents: &mut Vec<Resident>) -> Step {
+        let t = self.t;
+        let victim = residents
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| {
+                matches!(
+                    r.phase,
+                    ResidentPhase::Decoding { .. } | ResidentPhase::Prefilling { .. }
+                )
+            })
+            .max_by_key(|(_, r)| r.seq)
+            .map(|(k, _)| k);
+        let Some(k) = victim else {
+            // Only holds and moves fill the node: nothing to preempt, no overflow to wait for.
+            self.kv_at = FOREVER_US;
+            return Step::Released;
+        };
+        let r = residents.swap_remove(k);
+        self.slots_used -= 1;
+        self.kv_used = self.kv_used.saturating_sub(r.kv);
+        let done = match r.phase {
+            ResidentPhase::Decoding {
+                done,
+                rate,
+                since_us,
+                end_us,
+            } => {
+                self.decoding = self.decoding.saturating_sub(1);
+                progress(done, rate, since_us, end_us, t, r.target).floor()
+            }
+            ResidentPhase::Prefilling { done, .. } => done.floor(),
+            _ => 0.0,
+        };
+        let p = serving.step.map_or(0.0, |c| c.prefill_tok_s);
+        self.preempted.push(Waiting {
+            id: r.id,
+            kv: r.kv,
+            prompt: r.prompt,
+            start_s: secs(r.prompt as f64 + done, p),
+            prefill: true,
+            done,
+            target: r.target,
+        });
+        self.dirty = true;
+        Step::Preempted(r.id)
+    }
+}
+
+/// KV blocks in use at `t` under the iteration model: each resident's prompt and generated
+/// tokens ([`iteration::KvBlocks`]), a decoder's up to `t` and the block of its next token.
+fn blocks_used(residents: &[Resident], t: i64) -> u64 {
+    residents
+        .iter()
+        .map(|r| {
+            let p = r.prompt as f64;
+            match r.phase {
+                ResidentPhase::Decoding {
+                    done,
+                    rate,
+                    since_us,
+                    end_us,
+                } => iteration::KvBlocks::decoder_blocks(
+                    p + progress(done, rate, since_us, end_us, t, r.target),
+                ),
+                ResidentPhase::Prefilling { done, .. }
+                | ResidentPhase::Starting { done, .. }
+                | ResidentPhase::Held { done, .. } => iteration::KvBlocks::blocks(p + done),
+            }
+        })
+        .sum()
+}
+
+/// When the node's decoders next overflow its KV under the iteration model
+/// ([`iteration::KvBlocks::overflow_us`]); [`FOREVER_US`] for never.
+pub(crate) fn overflow_at(serving: &NodeServing, residents: &[Resident], t: i64) -> i64 {
+    let kv = iteration::KvBlocks::of(serving.kv_capacity_tokens);
+    // The blocks the residents hold at most before any of them completes: when they fit,
+    // nothing overflows before the next completion (which sets the overflow again).
+    let most: u64 = residents
+        .iter()
+        .map(|r| {
+            let p = r.prompt as f64;
+            match r.phase {
+                ResidentPhase::Decoding { done, .. } => {
+                    iteration::KvBlocks::blocks(p + r.target.max(done))
+                }
+                ResidentPhase::Prefilling { done, .. }
+                | ResidentPhase::Starting { done, .. }
+                | ResidentPhase::Held { done, .. } => iteration::KvBlocks::blocks(p + done),
+            }
+        })
+        .sum();
+    if most <= kv.capacity {
+        return FOREVER_US;
+    }
+    let mut decoders = Vec::new();
+    let mut rate = 0.0;
+    for r in residents {
+        if let ResidentPhase::Decoding {
+            done,
+            rate: v,
+            since_us,
+            end_us,
+        } = r.phase
+        {
+            rate = v;
+            let now = progress(done, v, since_us, end_us, t, r.target);
+            decoders.push((since_us, r.prompt as f64 + done, r.prompt as f64 + now));
+        }
+    }
+    if decoders.is_empty() {
+        return FOREVER_US;
+    }
+    kv.overflow_us(
+        blocks_used(residents, t),
+        t,
+        rate,
+        &decoders,
+        &mut Vec::new(),
+        secs_to_us,
+    )
+    .unwrap_or(FOREVER_US)
 }
 
 /// The forecast's answer for a request that started decoding at `start` (if it did) and
@@ -579,6 +799,7 @@ fn replay_to_end(
             Step::Idle => return head.is_none().then_some(out),
             Step::Forever => {
                 out.ends.extend(residents.iter().map(|r| (r.id, None)));
+                out.ends.extend(run.preempted.iter().map(|w| (w.id, None)));
                 out.ends
                     .extend(head.into_iter().chain(waiting).map(|w| (w.id, None)));
                 return Some(out);
@@ -733,11 +954,14 @@ impl Trajectory {
             }
             if self.tail == Tail::Unreached && next_wait == queue.len() {
                 self.tail = Tail::Ready;
-                self.tail_run = run;
+                self.tail_run = run.clone();
                 self.tail_residents.clone_from(residents);
             }
             let step = run.step(&serving, residents);
-            if matches!(step, Step::Started(_) | Step::Finished(_) | Step::Released) {
+            if matches!(
+                step,
+                Step::Started(_) | Step::Finished(_) | Step::Released | Step::Preempted(_)
+            ) {
                 self.first_event_us = self.first_event_us.min(run.t);
             }
             match step {
@@ -765,7 +989,7 @@ impl Trajectory {
                         self.outcomes[k].end = Some(run.t);
                     }
                 }
-                Step::Released => {}
+                Step::Released | Step::Preempted(_) => {}
             }
         }
     }
@@ -802,7 +1026,7 @@ impl Trajectory {
             return true;
         }
         let mut residents = std::mem::take(&mut self.tail_residents);
-        let mut run = self.tail_run;
+        let mut run = self.tail_run.clone();
         run.t = run.t.max(now_us);
         if run.admit(&serving, &mut residents, &w) {
             // It fits where the queue ahead of it drained: at once when no event came first.
@@ -922,7 +1146,7 @@ impl Trajectory {
             Tail::Ready => {}
         }
         scratch.clone_from(&self.tail_residents);
-        let mut run = self.tail_run;
+        let mut run = self.tail_run.clone();
         run.t = run.t.max(now);
         let mut head = Some(newcomer);
         let (mut start, mut end) = (None, None);
@@ -938,6 +1162,9 @@ impl Trajectory {
                 Step::Forever => {
                     for r in scratch.iter().filter(|r| r.id != newcomer.id) {
                         other(r.id, None);
+                    }
+                    for w in run.preempted.iter().filter(|w| w.id != newcomer.id) {
+                        other(w.id, None);
                     }
                     return Some((start, end));
                 }
@@ -1089,6 +1316,7 @@ mod tests {
         Waiting {
             id: PROBE_ID,
             kv: 1,
+            prompt: 0,
             start_s,
             prefill: true,
             done: 0.0,
@@ -1117,6 +1345,8 @@ mod tests {
         let mut res = vec![Resident {
             id: 1,
             kv: 1,
+            prompt: 0,
+            seq: 0,
             target: 20.0,
             phase: ResidentPhase::Starting {
                 at_us: 1_000_000,
@@ -1142,6 +1372,8 @@ mod tests {
         let mut res = vec![Resident {
             id: 9,
             kv: 1,
+            prompt: 0,
+            seq: 0,
             target: 50.0,
             phase: ResidentPhase::Decoding {
                 done: 0.0,
@@ -1168,6 +1400,8 @@ mod tests {
         let mut res = vec![Resident {
             id: 1,
             kv: 1,
+            prompt: 0,
+            seq: 0,
             target: 10.0,
             phase: ResidentPhase::Decoding {
                 done: 0.0,
@@ -1233,7 +1467,10 @@ mod tests {
                 done: b.min(target),
                 prefill: false,
             },
-            _ => ResidentPhase::Held { at_us: a },
+            _ => ResidentPhase::Held {
+                at_us: a,
+                done: 0.0,
+            },
         }
     }
 
@@ -1259,7 +1496,7 @@ mod tests {
                 .enumerate()
                 .map(|(k, &(kind, a, b, kv, target))| Resident {
                     id: k as u64,
-                    kv,
+                    kv, prompt: 0, seq: 0,
                     target,
                     phase: phase_of(kind, a, b, rate, target),
                 })
@@ -1269,14 +1506,14 @@ mod tests {
                 .enumerate()
                 .map(|(k, &(kv, start_s, prefill, done, target))| Waiting {
                     id: 100 + k as u64,
-                    kv,
+                    kv, prompt: 0,
                     start_s,
                     prefill,
                     done: done.min(target),
                     target,
                 })
                 .collect();
-            let newcomer = Waiting { id: PROBE_ID, kv: new.0, start_s: new.1, prefill: new.2, done: 0.0, target: new.3 };
+            let newcomer = Waiting { id: PROBE_ID, kv: new.0, prompt: 0, start_s: new.1, prefill: new.2, done: 0.0, target: new.3 };
             let mut traj = Trajectory::default();
             let mut buf = residents.clone();
             traj.compute(NodeState { serving, now_us: 0, residents: &mut buf, queue: &queue });
@@ -1286,7 +1523,7 @@ mod tests {
                 .map(|r| match r.phase {
                     ResidentPhase::Decoding { end_us, .. }
                     | ResidentPhase::Prefilling { end_us, .. } => end_us,
-                    ResidentPhase::Starting { at_us, .. } | ResidentPhase::Held { at_us } => at_us,
+                    ResidentPhase::Starting { at_us, .. } | ResidentPhase::Held { at_us, .. } => at_us,
                 })
                 .min()
                 .unwrap_or(i64::MAX);
@@ -1336,6 +1573,8 @@ mod tests {
         let m = marginal(vec![Resident {
             id: 1,
             kv: 1,
+            prompt: 0,
+            seq: 0,
             target: 40.0,
             phase: decoding(10.0),
         }]);
@@ -1358,6 +1597,8 @@ mod tests {
         let resident = |id: u64, end: i64| Resident {
             id,
             kv: 100,
+            prompt: 0,
+            seq: 0,
             target: 30.0,
             phase: ResidentPhase::Starting {
                 at_us: end,
@@ -1368,6 +1609,7 @@ mod tests {
         let w = |id: u64, kv: u64| Waiting {
             id,
             kv,
+            prompt: 0,
             start_s: 0.5,
             prefill: true,
             done: 0.0,

@@ -123,6 +123,7 @@ pub fn run(
             recomputed_planned_tokens: 0,
             kv_bytes_moved: 0.0,
             interruptions: 0,
+            kv_preemptions: 0,
             planned_migrations: 0,
             slo_deadline_s: deadline_s,
             slo_met: completion_s.is_some_and(|c| c <= deadline_s),

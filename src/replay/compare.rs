@@ -278,6 +278,9 @@ pub struct PolicySummary {
     pub interruptions_by_cause: BTreeMap<String, f64>,
     /// Mean dollars per window by pool (empty when no pool has a price).
     pub dollars_by_pool: BTreeMap<String, f64>,
+    /// Mean recompute preemptions per window because a node's KV ran out (the iteration
+    /// model; 0 under the simple model).
+    pub kv_preemptions: f64,
     /// Paired differences against `fastest` (absent for `fastest` itself).
     pub vs_fastest: Option<Versus>,
     /// Paired differences against the best hazard-blind baseline (absent for that baseline).
@@ -370,7 +373,7 @@ impl PolicySummary {
 
     /// The JSON object of the row: `policy` (the label), `kind`, `param`, `requests`,
     /// `windows`, each metric key with `<key>_ci = [low, high]` when an interval exists,
-    /// `interruptions_by_cause`, `dollars_by_pool` (when priced), `vs_fastest` and `vs_best_blind` (objects keyed by metric,
+    /// `interruptions_by_cause`, `dollars_by_pool` (when priced), `kv_preemptions`, `vs_fastest` and `vs_best_blind` (objects keyed by metric,
     /// each `{"diff", "ci_low", "ci_high"}`, with `reference`), `gap_closed` (number or null),
     /// `gap_closed_ci`, and `"gap": "none"` when there is no gap to close.
     pub fn to_json(&self) -> Value {
@@ -393,6 +396,7 @@ impl PolicySummary {
         if !self.dollars_by_pool.is_empty() {
             o.insert("dollars_by_pool".into(), json!(self.dollars_by_pool));
         }
+        o.insert("kv_preemptions".into(), json!(self.kv_preemptions));
         for (key, v) in [
             ("vs_fastest", &self.vs_fastest),
             ("vs_best_blind", &self.vs_best_blind),
@@ -450,6 +454,10 @@ impl PolicySummary {
             metrics,
             interruptions_by_cause: named_values(o.get("interruptions_by_cause")),
             dollars_by_pool: named_values(o.get("dollars_by_pool")),
+            kv_preemptions: o
+                .get("kv_preemptions")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
             vs_fastest: versus("vs_fastest")?,
             vs_best_blind: versus("vs_best_blind")?,
             gap_closed: GapClosed {
@@ -540,6 +548,7 @@ struct Row {
     windows: WindowValues,
     causes: BTreeMap<String, f64>,
     pools: BTreeMap<String, f64>,
+    kv_preemptions: f64,
     calibration: Calibration,
 }
 
@@ -737,6 +746,11 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
                 }
             }
             let n_runs = members.len().max(1) as f64;
+            let kv_preemptions = members
+                .iter()
+                .map(|r| r.summary.kv_preemptions)
+                .sum::<f64>()
+                / n_runs;
             causes.values_mut().for_each(|v| *v /= n_runs);
             pools.values_mut().for_each(|v| *v /= n_runs);
             let mut calibration = Calibration::default();
@@ -751,6 +765,7 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
                     windows,
                     causes,
                     pools,
+                    kv_preemptions,
                     calibration,
                 },
             )
@@ -798,6 +813,7 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
             metrics,
             interruptions_by_cause: row.causes.clone(),
             dollars_by_pool: row.pools.clone(),
+            kv_preemptions: row.kv_preemptions,
             vs_fastest: vs(fastest),
             vs_best_blind: best_blind
                 .filter(|b| b.label != row.label)
@@ -882,6 +898,7 @@ mod tests {
                 calibration: Default::default(),
                 dollars_by_pool: BTreeMap::new(),
                 good_tokens: 0.0,
+                kv_preemptions: 0.0,
             },
         }
     }

@@ -8,6 +8,17 @@
 //!   reserved whole when it starts on a node, so capacity is never exceeded. Policies see the
 //!   estimate-based need [`RequestView::kv_need`] and, as `kv_used_tokens`, the sum of those
 //!   scheduler-side reservations; the true lengths stay in the engine.
+//! * **KV blocks** (the iteration model only, [`KvBlocks`]). The engine admits as vLLM's does:
+//!   a request starts when its context's blocks of 16 tokens (and the block of its first
+//!   output token) fit beside the blocks in use, leaving 1 % of them free; a decoder takes
+//!   one more block each time it fills its last one. When a decoder needs a block and none is
+//!   free ([`Event::KvFull`], computed analytically from the decoders' common rate), the most
+//!   recently admitted prefilling or decoding request on the node is preempted (recompute
+//!   preemption): it frees its slot and blocks, keeps its whole generated tokens and waits at
+//!   the front of the node's queue, and prefills its context again when a completion makes
+//!   room. It counts in [`RequestRecord::kv_preemptions`], not as an interruption; a node lost
+//!   while it waits re-places it like any queued request. A request can use a node only if
+//!   its final context fits the node's blocks less the watermark.
 //! * **Placement** ([`Policy::place`]) runs in two passes. Pass 1 shows the true cluster: a
 //!   node with a free slot and room is feasible. If the policy picks one whose FIFO queue is
 //!   empty and the true need fits, the request starts there; otherwise it joins that node's
@@ -103,7 +114,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use crate::policy::cost::{secs, unplanned_recovery_s, ServiceTime};
-use crate::policy::iteration::{self, EngineKind, StepCoefficients};
+use crate::policy::iteration::{self, EngineKind, KvBlocks, StepCoefficients};
 use crate::policy::migration::planned_cost;
 use crate::policy::model::{conditional_excess, norm_cdf, norm_quantile};
 use crate::policy::service::{
@@ -261,6 +272,10 @@ struct Req {
     pf_seq: u64,
     /// Iteration model: the prefill's tokens in all (what sets its chunk).
     pf_tokens: f64,
+    /// Admission order of its current slot (the newest is preempted first for KV).
+    adm_seq: u64,
+    /// Iteration model: times it was preempted because its node's KV ran out.
+    kv_preemptions: u32,
     recovering: bool,
     sched_primary: u64,
     sched_aux: u64,
@@ -332,6 +347,9 @@ struct NodeState {
     residents: Vec<u32>,
     fifo: VecDeque<u32>,
     queued_work_s: f64,
+    /// Iteration model: the scheduled KV overflow ([`Event::KvFull`]) and its epoch.
+    kv_at: i64,
+    kv_epoch: u32,
     /// Changes whenever anything the forecast reads of the node changes ([`Sim::touch`]).
     version: u64,
 }
@@ -425,6 +443,12 @@ struct Sim<'a> {
     pace_dirty: Vec<usize>,
     /// The next prefill's admission order (iteration model).
     next_pf_seq: u64,
+    /// The KV tokens a lone request may need on each node: its capacity (simple model), its
+    /// blocks less the admission watermark (iteration model).
+    rooms: Vec<u64>,
+    /// Scratch of the KV overflow computation.
+    kv_decoders: Vec<(i64, f64, f64)>,
+    kv_order: Vec<(i64, usize, u64)>,
 }
 
 /// The tokens request `q` is expected to generate in total, from its estimate `L^_r` (never its
@@ -639,6 +663,7 @@ impl LiveLoads<'_> {
         Waiting {
             id: u64::from(r),
             kv: q.prompt.saturating_add(q.est.max(q.done_tokens())),
+            prompt: q.prompt,
             start_s,
             prefill: true,
             done: q.done,
@@ -688,7 +713,11 @@ impl LiveLoads<'_> {
                 };
                 (q.sched_primary, phase)
             } else if q.aux_kind == Aux::Source {
-                (q.sched_aux, ResidentPhase::Held { at_us: q.phase_end })
+                let phase = ResidentPhase::Held {
+                    at_us: q.phase_end,
+                    done: q.done,
+                };
+                (q.sched_aux, phase)
             } else {
                 // An overlapped move's reserved destination: decoding here from the cut-over,
                 // with the tokens expected by then.
@@ -704,6 +733,8 @@ impl LiveLoads<'_> {
             residents.push(Resident {
                 id: u64::from(r),
                 kv,
+                prompt: q.prompt,
+                seq: q.adm_seq,
                 target,
                 phase,
             });
@@ -853,6 +884,8 @@ impl<'a> Sim<'a> {
                 rate: 0.0,
                 pf_left: 0.0,
                 pf_seq: 0,
+                adm_seq: 0,
+                kv_preemptions: 0,
                 pf_tokens: 0.0,
                 recovering: false,
                 sched_primary: 0,
@@ -914,6 +947,8 @@ impl<'a> Sim<'a> {
                 residents: Vec::with_capacity(slots.min(4096) as usize + 1),
                 fifo: VecDeque::with_capacity(8),
                 queued_work_s: 0.0,
+                kv_at: service::FOREVER_US,
+                kv_epoch: 0,
                 version: 0,
             });
             known_ends.push(match s {
@@ -965,12 +1000,15 @@ impl<'a> Sim<'a> {
         if tick_us > 0 && start.saturating_add(tick_us) < end {
             queue.push(start + tick_us, Event::Tick);
         }
-        let min_cap = cluster
+        let rooms: Vec<u64> = cluster
             .nodes
             .iter()
-            .map(|n| n.spec.kv_capacity_tokens)
-            .min()
-            .unwrap_or(0);
+            .map(|n| match cfg.engine {
+                EngineKind::Simple => n.spec.kv_capacity_tokens,
+                EngineKind::Iteration => KvBlocks::of(n.spec.kv_capacity_tokens).room_tokens(),
+            })
+            .collect();
+        let min_cap = rooms.iter().copied().min().unwrap_or(0);
         let mut expl = if cfg.decision_log > 0 {
             Explanation::recording()
         } else {
@@ -1045,6 +1083,9 @@ impl<'a> Sim<'a> {
                 .collect(),
             pace_dirty: Vec::new(),
             next_pf_seq: 0,
+            rooms,
+            kv_decoders: Vec::new(),
+            kv_order: Vec::new(),
         }
     }
 
@@ -1139,6 +1180,14 @@ impl<'a> Sim<'a> {
                 Event::EndCheck { req, epoch } => {
                     if self.reqs[req as usize].chk_epoch == epoch {
                         self.on_end_check(policy, req);
+                    } else {
+                        self.stats.stale_events += 1;
+                    }
+                }
+                Event::KvFull { node, epoch } => {
+                    let st = &self.nodes[node as usize];
+                    if st.up && st.kv_epoch == epoch && st.kv_at == self.now {
+                        self.on_kv_full(node as usize);
                     } else {
                         self.stats.stale_events += 1;
                     }
@@ -1297,22 +1346,31 @@ impl<'a> Sim<'a> {
     fn can_ever_hold(&self, i: usize, r: u32) -> bool {
         match (self.nodes.get(i), self.cluster.nodes.get(i)) {
             (Some(st), Some(n)) => {
-                st.up && n.spec.slots > 0 && n.spec.kv_capacity_tokens >= self.reqs[r as usize].need
+                st.up && n.spec.slots > 0 && self.rooms[i] >= self.reqs[r as usize].need
             }
             _ => false,
         }
     }
 
-    /// True when request `r` can start on node `i` now (a free slot, true need fits).
+    /// True when request `r` can start on node `i` now: a free slot, and its true need fits
+    /// (simple model) or its context's blocks fit beside the blocks in use and the watermark
+    /// (iteration model, [`KvBlocks`]).
     fn can_start(&self, r: u32, i: usize) -> bool {
         let st = &self.nodes[i];
         let spec = &self.cluster.nodes[i].spec;
+        let q = &self.reqs[r as usize];
         st.up
             && st.slots_used < spec.slots
-            && st
-                .kv_true
-                .checked_add(self.reqs[r as usize].need)
-                .is_some_and(|x| x <= spec.kv_capacity_tokens)
+            && if self.steps[i].is_some() {
+                KvBlocks::of(spec.kv_capacity_tokens).admits(
+                    self.kv_blocks_used(i),
+                    q.prompt as f64 + q.done_tokens() as f64,
+                )
+            } else {
+                st.kv_true
+                    .checked_add(q.need)
+                    .is_some_and(|x| x <= spec.kv_capacity_tokens)
+            }
     }
 
     fn place_view_request(&self, r: u32) -> RequestView {
@@ -1341,11 +1399,12 @@ impl<'a> Sim<'a> {
         if mask {
             active.clear();
             let views = &self.views;
+            let rooms = &self.rooms;
             active.extend(
                 self.free_list
                     .iter()
                     .copied()
-                    .filter(|&i| views[i].kv_capacity_tokens >= need),
+                    .filter(|&i| views[i].kv_capacity_tokens >= need && rooms[i] >= need),
             );
         }
         let choice = {
@@ -1385,7 +1444,7 @@ impl<'a> Sim<'a> {
             v.slots_used = 0;
             v.kv_used_tokens = 0;
             v.queue_wait_s = wait;
-            if v.kv_capacity_tokens < need {
+            if v.kv_capacity_tokens < need || self.rooms[i] < need {
                 v.kv_capacity_tokens = 0;
             }
         }
@@ -1494,6 +1553,9 @@ impl<'a> Sim<'a> {
     fn acquire(&mut self, r: u32, i: usize) -> u64 {
         let sched = self.sched_need(r);
         let need = self.reqs[r as usize].need;
+        self.reqs[r as usize].adm_seq = self.next_pf_seq;
+        self.next_pf_seq += 1;
+        self.mark_pace(i);
         let st = &mut self.nodes[i];
         st.slots_used += 1;
         st.kv_true = st.kv_true.saturating_add(need);
@@ -1582,10 +1644,9 @@ impl<'a> Sim<'a> {
             // rate is set at the end of the event ([`Sim::repace`]).
             q.pf_left = dur * c.prefill_tok_s;
             q.pf_tokens = q.pf_left;
-            q.pf_seq = self.next_pf_seq;
+            q.pf_seq = q.adm_seq;
             q.rate = 0.0;
             q.phase_end = service::FOREVER_US;
-            self.next_pf_seq += 1;
             self.mark_pace(i);
             return;
         }
@@ -1607,13 +1668,157 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// Sets the rates of every node marked during the event.
+    /// Sets the rates of every node marked during the event, and when its decoders next
+    /// overflow its KV.
     fn flush_pace(&mut self) {
         while let Some(i) = self.pace_dirty.pop() {
             if self.nodes[i].up {
                 self.repace(i);
+                self.schedule_kv(i);
             }
         }
+    }
+
+    /// KV blocks in use on node `i` now under the iteration model: every request holding it,
+    /// its prompt and the tokens generated (a decoder's up to now and the block of its next
+    /// token), as [`service`] counts them.
+    fn kv_blocks_used(&self, i: usize) -> u64 {
+        let now = self.now;
+        let me = i as u32;
+        self.nodes[i]
+            .residents
+            .iter()
+            .map(|&r| {
+                let q = &self.reqs[r as usize];
+                let p = q.prompt as f64;
+                if q.node == me && q.phase == Phase::Decode {
+                    KvBlocks::decoder_blocks(
+                        p + progress(
+                            q.done,
+                            q.rate,
+                            q.phase_start,
+                            q.phase_end,
+                            now,
+                            q.output as f64,
+                        ),
+                    )
+                } else {
+                    KvBlocks::blocks(p + q.done)
+                }
+            })
+            .sum()
+    }
+
+    /// (Re)schedules node `i`'s KV overflow ([`KvBlocks::overflow_us`]) after its rates were
+    /// set.
+    fn schedule_kv(&mut self, i: usize) {
+        if self.steps[i].is_none() {
+            return;
+        }
+        let now = self.now;
+        let me = i as u32;
+        let blocks = KvBlocks::of(self.cluster.nodes[i].spec.kv_capacity_tokens);
+        // The blocks the residents hold at most before any of them completes: when they fit,
+        // nothing overflows before the next completion (which sets the overflow again).
+        let most: u64 = self.nodes[i]
+            .residents
+            .iter()
+            .map(|&r| {
+                let q = &self.reqs[r as usize];
+                let p = q.prompt as f64;
+                if q.node == me && q.phase == Phase::Decode {
+                    KvBlocks::blocks(p + q.output as f64)
+                } else {
+                    KvBlocks::blocks(p + q.done)
+                }
+            })
+            .sum();
+        if most <= blocks.capacity {
+            let st = &mut self.nodes[i];
+            if st.kv_at != service::FOREVER_US {
+                st.kv_at = service::FOREVER_US;
+                st.kv_epoch = st.kv_epoch.wrapping_add(1);
+            }
+            return;
+        }
+        let mut decoders = std::mem::take(&mut self.kv_decoders);
+        decoders.clear();
+        let mut rate = 0.0;
+        for &r in &self.nodes[i].residents {
+            let q = &self.reqs[r as usize];
+            if q.node == me && q.phase == Phase::Decode {
+                rate = q.rate;
+                let at = progress(
+                    q.done,
+                    q.rate,
+                    q.phase_start,
+                    q.phase_end,
+                    now,
+                    q.output as f64,
+                );
+                let p = q.prompt as f64;
+                decoders.push((q.phase_start, p + q.done, p + at));
+            }
+        }
+        let used = self.kv_blocks_used(i);
+        let at = blocks
+            .overflow_us(used, now, rate, &decoders, &mut self.kv_order, secs_to_us)
+            .unwrap_or(service::FOREVER_US);
+        self.kv_decoders = decoders;
+        let st = &mut self.nodes[i];
+        if at != st.kv_at {
+            st.kv_at = at;
+            st.kv_epoch = st.kv_epoch.wrapping_add(1);
+            let (node, epoch) = (i as u32, st.kv_epoch);
+            self.schedule(at, Event::KvFull { node, epoch });
+        }
+    }
+
+    /// Node `i`'s decoders need a KV block and none is free: recompute preemption of the most
+    /// recently admitted prefilling or decoding request there (vLLM's policy). It frees its
+    /// slot and KV and waits at the front of the node's queue with its whole generated tokens
+    /// kept, to prefill its context again when it fits (not an interruption: the node is up).
+    fn on_kv_full(&mut self, i: usize) {
+        let me = i as u32;
+        let victim = self.nodes[i]
+            .residents
+            .iter()
+            .copied()
+            .filter(|&r| {
+                let q = &self.reqs[r as usize];
+                q.node == me && matches!(q.phase, Phase::Prefill | Phase::Decode)
+            })
+            .max_by_key(|&r| self.reqs[r as usize].adm_seq);
+        self.nodes[i].kv_at = service::FOREVER_US;
+        let Some(r) = victim else {
+            return;
+        };
+        self.stats.kv_preemptions += 1;
+        self.leave_decode(r);
+        self.release_aux(r);
+        self.release_primary(r);
+        let work = {
+            let spec = &self.cluster.nodes[i].spec;
+            let q = &self.reqs[r as usize];
+            let ctx = q.prompt.saturating_add(q.done_tokens()) as f64;
+            secs(ctx, spec.prefill_tok_s)
+                + secs((q.est as f64 - q.done).max(0.0), spec.decode_tok_s)
+        };
+        let q = &mut self.reqs[r as usize];
+        q.done = q.done.floor();
+        q.kv_preemptions += 1;
+        q.chk_epoch = q.chk_epoch.wrapping_add(1);
+        q.epoch = q.epoch.wrapping_add(1);
+        q.mv_epoch = q.mv_epoch.wrapping_add(1);
+        q.phase = Phase::Queued;
+        q.node = me;
+        q.queued_work = work;
+        let st = &mut self.nodes[i];
+        st.queued_work_s += work;
+        st.fifo.push_front(r);
+        self.mark_pace(i);
+        self.touch(i);
+        self.views_dirty = true;
     }
 
     /// Iteration model: node `i`'s decoders and prefills brought to now and their rates set
@@ -2155,13 +2360,15 @@ impl<'a> Sim<'a> {
         let rv = self.place_view_request(r);
         let need = self.reqs[r as usize].need;
         self.scratch_views.clear();
-        self.scratch_views.extend(self.views.iter().map(|v| {
-            let mut v = *v;
-            if v.kv_capacity_tokens < need {
-                v.kv_capacity_tokens = 0;
-            }
-            v
-        }));
+        let rooms = &self.rooms;
+        self.scratch_views
+            .extend(self.views.iter().zip(rooms).map(|(v, &room)| {
+                let mut v = *v;
+                if v.kv_capacity_tokens < need || room < need {
+                    v.kv_capacity_tokens = 0;
+                }
+                v
+            }));
         self.scratch_views[i].up = false;
         self.stats.migration_checks += 1;
         let choice = {
@@ -2456,8 +2663,17 @@ impl<'a> Sim<'a> {
             if st.slots_used > spec.slots {
                 return Err(invariant(t, format!("node {i}: slots exceeded")));
             }
-            if st.kv_true > spec.kv_capacity_tokens {
+            if self.steps[i].is_none() && st.kv_true > spec.kv_capacity_tokens {
                 return Err(invariant(t, format!("node {i}: KV capacity exceeded")));
+            }
+            // Under the iteration model a decoder may hold one block beyond the capacity until
+            // the overflow is handled later in the same microsecond.
+            if self.steps[i].is_some()
+                && st.up
+                && self.kv_blocks_used(i)
+                    > KvBlocks::of(spec.kv_capacity_tokens).capacity + u64::from(st.decoding)
+            {
+                return Err(invariant(t, format!("node {i}: KV blocks exceeded")));
             }
             if st.residents.len() != st.slots_used as usize {
                 return Err(invariant(t, format!("node {i}: slot count mismatch")));
@@ -2549,6 +2765,7 @@ impl<'a> Sim<'a> {
                 recomputed_planned_tokens: q.rec_planned,
                 kv_bytes_moved: q.kv_bytes,
                 interruptions: q.interruptions,
+                kv_preemptions: q.kv_preemptions,
                 planned_migrations: q.planned,
                 slo_deadline_s: q.deadline_s,
                 slo_met,

@@ -68,6 +68,9 @@ pub struct RequestRecord {
     pub kv_bytes_moved: f64,
     /// Unplanned interruptions (a node holding the request's KV went down).
     pub interruptions: u32,
+    /// Iteration model: recompute preemptions because its node's KV ran out (not
+    /// interruptions: the node stayed up and the request waited at its queue's front).
+    pub kv_preemptions: u32,
     /// Planned migrations completed or started (cutover reached).
     pub planned_migrations: u32,
     /// SLO deadline `slo_factor * (P_r / p_max + L_r / d_max)`, seconds after arrival.
@@ -473,6 +476,10 @@ pub struct RunSummary {
     /// Output tokens of the SLO-met scored requests.
     #[serde(default)]
     pub good_tokens: f64,
+    /// Iteration model: recompute preemptions because a node's KV ran out (a request
+    /// preempted twice counts twice); 0 under the simple model.
+    #[serde(default)]
+    pub kv_preemptions: f64,
 }
 
 impl RunSummary {
@@ -547,6 +554,7 @@ impl RunSummary {
             calibration: Calibration::from_records(records.iter().copied()),
             dollars_by_pool: BTreeMap::new(),
             good_tokens,
+            kv_preemptions: sum(&|r| f64::from(r.kv_preemptions)),
         }
     }
 

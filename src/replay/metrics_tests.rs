@@ -59,6 +59,7 @@ fn record(arrival: f64, completion: Option<f64>) -> RequestRecord {
         recomputed_planned_tokens: 0,
         kv_bytes_moved: 0.0,
         interruptions: 0,
+        kv_preemptions: 0,
         planned_migrations: 0,
         recovery_s: 0.0,
         interruption_causes: Vec::new(),

@@ -84,6 +84,8 @@ pub struct RunStats {
     /// Every policy but the oracle: requests still on a node at its announced end that no
     /// node had room for (lost there as an interruption of that cause).
     pub drain_missed: u64,
+    /// Iteration model: recompute preemptions because a node's KV ran out.
+    pub kv_preemptions: u64,
 }
 
 /// One logged policy decision ([`ReplayConfig::decision_log`]).

@@ -39,7 +39,20 @@ pub enum Event {
         /// Check epoch when scheduled.
         epoch: u32,
     },
+    /// Iteration model: a node's decoders need a KV block and none is free, if the node's KV
+    /// epoch still equals the one given. Handled after every other event of the same
+    /// microsecond (a completion then frees blocks first).
+    KvFull {
+        /// Node index.
+        node: u32,
+        /// The node's KV epoch when scheduled.
+        epoch: u32,
+    },
 }
+
+/// Added to the insertion counter of [`Event::KvFull`] so that it sorts after every other
+/// event of its microsecond.
+const LATE: u64 = 1 << 63;
 
 /// A scheduled event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -84,9 +97,14 @@ impl EventQueue {
     /// Schedules `event` at `time`.
     #[inline]
     pub fn push(&mut self, time: i64, event: Event) {
+        let late = if matches!(event, Event::KvFull { .. }) {
+            LATE
+        } else {
+            0
+        };
         self.heap.push(Scheduled {
             time,
-            seq: self.seq,
+            seq: self.seq | late,
             event,
         });
         self.seq += 1;

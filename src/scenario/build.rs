@@ -18,6 +18,7 @@ use super::config::{
 use super::error::ScenarioError;
 use crate::fit::causes::CauseGroup;
 use crate::fit::{load_sessions, parse_time, SourceSessions};
+use crate::policy::iteration::{EngineKind, StepCoefficients};
 use crate::policy::PolicyKind;
 use crate::replay::{
     self, Cluster, Grid, Node, NodeSpec, ParamPoint, ReplayConfig, Request, Window, Workload,
@@ -626,7 +627,12 @@ pub struct OfferedLoad {
     pub capacity_req_s: f64,
     /// Up capacity of each window, requests/s: `C_w = sum_i slots_i * u_iw / s_i`, with
     /// `u_iw` node `i`'s up fraction in window `w` and `s_i` its mean service time of a request
-    /// with every slot busy, `s_i = mean_r(prompt_r / p_i + output_r * (1 + b (slots_i - 1)) / d_i)`.
+    /// with every slot busy. Under the simple model prefills run side by side:
+    /// `s_i = mean_r(prompt_r / p_i + output_r * (1 + b (slots_i - 1)) / d_i)`. Under the
+    /// iteration model ([`crate::policy::iteration`]) the node's steps are shared: a request
+    /// takes `tau_r = prompt_r beta + output_r (alpha / k + gamma + delta (prompt_r + output_r))`
+    /// of them with `k = slots_i` decoders per step, and `s_i = slots_i mean_r(tau_r)` (so the
+    /// same `load` is the same share of what each engine can serve).
     pub window_capacity_req_s: Vec<f64>,
     /// The workload's own arrival rate, requests/s: `n / period`, with the loop period of the
     /// engine (`span + span / (n - 1)`, at least 1 s).
@@ -661,24 +667,49 @@ pub fn offered_load(
     windows: &[Window],
     requests: &[replay::Request],
     batch_slowdown: f64,
+    engine: EngineKind,
 ) -> OfferedLoad {
     let n = requests.len();
-    // Mean service time per distinct (prefill, decode, slots): a fleet has few tiers.
-    let mut services: Vec<((u64, u64, u32), f64)> = Vec::new();
+    // Mean service time per distinct (prefill, decode, slots, step): a fleet has few tiers.
+    type Key = (u64, u64, u32, [u64; 4]);
+    let mut services: Vec<(Key, f64)> = Vec::new();
     let mut capacity = vec![0.0; windows.len()];
     for node in nodes {
         let s = &node.spec;
-        let key = (s.prefill_tok_s.to_bits(), s.decode_tok_s.to_bits(), s.slots);
+        let key = (
+            s.prefill_tok_s.to_bits(),
+            s.decode_tok_s.to_bits(),
+            s.slots,
+            [
+                s.step.fixed_share.to_bits(),
+                s.step.context_per_ktok.to_bits(),
+                s.step.lone_discount.to_bits(),
+                u64::from(s.step.max_batched_tokens),
+            ],
+        );
         let service = match services.iter().find(|(k, _)| *k == key) {
             Some(&(_, v)) => v,
             None => {
                 let slots = f64::from(s.slots.max(1));
                 let stretch = 1.0 + batch_slowdown * (slots - 1.0);
+                let step = match engine {
+                    EngineKind::Simple => None,
+                    EngineKind::Iteration => {
+                        StepCoefficients::of(s.prefill_tok_s, s.decode_tok_s, s.step)
+                    }
+                };
                 let v = requests
                     .iter()
                     .map(|r| {
-                        r.prompt_tokens as f64 / s.prefill_tok_s
-                            + r.output_tokens as f64 * stretch / s.decode_tok_s
+                        let (pr, out) = (r.prompt_tokens as f64, r.output_tokens as f64);
+                        match &step {
+                            None => pr / s.prefill_tok_s + out * stretch / s.decode_tok_s,
+                            Some(c) => {
+                                slots
+                                    * (pr * c.beta
+                                        + out * (c.alpha / slots + c.gamma + c.delta * (pr + out)))
+                            }
+                        }
                     })
                     .sum::<f64>()
                     / n.max(1) as f64;
@@ -1022,7 +1053,13 @@ pub(crate) fn build_with(
     let (rate_scale, window_scales) = match cfg.workload.load {
         None => (cfg.workload.rate_scale, Vec::new()),
         Some(load) => {
-            let l = offered_load(&cluster_nodes, &windows, &requests, batch_slowdown);
+            let l = offered_load(
+                &cluster_nodes,
+                &windows,
+                &requests,
+                batch_slowdown,
+                cfg.engine()?,
+            );
             if !(l.capacity_req_s > 0.0 && l.base_rate_req_s > 0.0) {
                 return Err(ScenarioError::Empty(format!(
                     "workload.load: no up capacity in the windows (capacity {:.3} requests/s) or no arrivals",

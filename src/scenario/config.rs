@@ -242,7 +242,8 @@ pub struct WorkloadConfig {
     pub estimator: LengthEstimator,
     /// Arrival-rate multiplier.
     pub rate_scale: f64,
-    /// Offered load as a fraction of each window's up capacity (replaces `rate_scale`).
+    /// Offered load as a fraction of each window's up capacity under the configured engine
+    /// ([`crate::scenario::build::OfferedLoad`]; replaces `rate_scale`).
     pub load: Option<f64>,
     /// Loop the workload to fill a window.
     pub loop_workload: bool,

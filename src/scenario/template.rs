@@ -114,9 +114,9 @@ estimator = "lognormal:0.5"
 # Multiply the arrival rate; loop the workload to fill the window.
 rate_scale = 1.0
 # Or set the load instead: scale each window's arrival rate so its offered work is this
-# fraction of that window's up capacity (from the node timelines and the hardware rates; a
-# window with no node up is not replayed; see `hazardserve replay --help`). Replaces
-# rate_scale.
+# fraction of that window's up capacity (from the node timelines and the hardware rates,
+# under the configured engine; a window with no node up is not replayed; see
+# `hazardserve replay --help`). Replaces rate_scale.
 # load = 0.6
 loop_workload = true
 

@@ -74,9 +74,9 @@ fn report(store: &Path, dir: &Path, sources: &[String]) -> String {
     std::fs::read_to_string(dir.join("report.md")).unwrap()
 }
 
-/// The cells table of `reports/sweeps/<id>.toml` run as sweep `id` and reported with
-/// `report --source SOURCE --sweep ID` into `dir`.
-fn sweep_cells(store: &Path, root: &Path, dir: &Path, id: &str, source: &str) -> String {
+/// The cells table and the forecast calibration table of `reports/sweeps/<id>.toml` run as
+/// sweep `id` and reported with `report --source SOURCE --sweep ID` into `dir`.
+fn sweep_cells(store: &Path, root: &Path, dir: &Path, id: &str, source: &str) -> (String, String) {
     let mut c = hs(store);
     c.current_dir(root)
         .args(["-q", "sweep", "--grid"])
@@ -89,8 +89,13 @@ fn sweep_cells(store: &Path, root: &Path, dir: &Path, id: &str, source: &str) ->
         .args(["--source", source, "--sweep", id]);
     ok(c);
     let md = std::fs::read_to_string(dir.join("report.md")).unwrap();
-    table_where(&md, |l| l.starts_with('|') && l.contains(CELLS_HEADER[0]))
-        .unwrap_or_else(|| panic!("no cells table:\n{md}"))
+    let cells = table_where(&md, |l| l.starts_with('|') && l.contains(CELLS_HEADER[0]))
+        .unwrap_or_else(|| panic!("no cells table:\n{md}"));
+    let calibration = table_where(&md, |l| {
+        l.starts_with('|') && l.contains(MAP_CALIBRATION_HEADER[0])
+    })
+    .unwrap_or_else(|| panic!("no calibration table:\n{md}"));
+    (cells, calibration)
 }
 
 #[test]
@@ -178,8 +183,9 @@ fn readme_result_tables_are_what_report_prints_now() {
     }
     for (key, id, source) in sweeps {
         if keys.iter().any(|(k, _)| k == key) {
-            let t = sweep_cells(&store, root, &tmp.path().join(id), id, source);
-            fresh.insert(key.into(), t);
+            let (cells, calibration) = sweep_cells(&store, root, &tmp.path().join(id), id, source);
+            fresh.insert(key.into(), cells);
+            fresh.insert(format!("{key}-calibration"), calibration);
         }
     }
     // The iteration engine's fidelity table (`hazardserve presets --fidelity`).

@@ -113,7 +113,7 @@ struct State {
 fn state() -> impl Strategy<Value = State> {
     (
         prop::collection::vec(1u32..5, 1..4),
-        prop_oneof![Just(u64::MAX / 4), 3_000u64..20_000],
+        prop_oneof![Just(u64::MAX / 4), 3_000u64..20_000, 600u64..2_000],
         (
             50.0f64..4000.0,
             2.0f64..80.0,
@@ -127,10 +127,11 @@ fn state() -> impl Strategy<Value = State> {
             0.0f64..=1.0,
             prop_oneof![Just(0.0), 0.0f64..0.5],
             prop_oneof![1u32..64, 64u32..4096],
+            prop_oneof![Just(0.0), 0.0f64..1.5],
         ),
     )
         .prop_map(
-            |(slots, cap, (p, d, f), earlier, (gap, probe), policy, (engine, a, c, b))| {
+            |(slots, cap, (p, d, f), earlier, (gap, probe), policy, (engine, a, c, b, e))| {
                 let n = slots.len();
                 let last = earlier.iter().map(|e| e.0).fold(0.0, f64::max);
                 State {
@@ -148,9 +149,10 @@ fn state() -> impl Strategy<Value = State> {
                     policy,
                     engine,
                     shape: StepShape {
-                        fixed_share: a,
+                        fixed_share: a * (1.0 + e),
                         context_per_ktok: c,
                         max_batched_tokens: b,
+                        lone_discount: e,
                     },
                 }
             },
@@ -181,7 +183,7 @@ fn earlier(s: &State) -> (Vec<Request>, Vec<usize>) {
         .earlier
         .iter()
         .enumerate()
-        .map(|(k, &(a, pr, o, _))| req(k as u64, a, pr.min(s.cap / 4), o))
+        .map(|(k, &(a, pr, o, _))| req(k as u64, a, pr.min(s.cap / 4), o.min(s.cap / 2)))
         .collect();
     // The engine sorts by arrival (stably): script each request's node by its rank.
     requests.sort_by_key(|a| a.arrival_us);
@@ -229,7 +231,7 @@ proptest! {
             simulate_with(&cluster, &Workload::new(requests.clone()), &cfg, &spec, &mut policy)
                 .expect("replay runs")
         };
-        requests.push(req(probe_id, s.probe_at, s.probe.0.min(s.cap / 4), s.probe.1));
+        requests.push(req(probe_id, s.probe_at, s.probe.0.min(s.cap / 4), s.probe.1.min(s.cap / 2)));
         let mut policy = Probe::with(script, probe_id, s.policy, u64::MAX, params);
         let out = simulate_with(&cluster, &Workload::new(requests), &cfg, &spec, &mut policy)
             .expect("replay runs");
@@ -256,7 +258,7 @@ proptest! {
         let cluster = cluster_of(&s);
         let (mut requests, script) = earlier(&s);
         let probe_id = requests.len() as u64;
-        requests.push(req(probe_id, s.probe_at, s.probe.0.min(s.cap / 4), s.probe.1));
+        requests.push(req(probe_id, s.probe_at, s.probe.0.min(s.cap / 4), s.probe.1.min(s.cap / 2)));
         let mut policy = Probe::new(script, probe_id, s.policy, u64::MAX);
         let cfg = config(s.f, s.engine);
         let spec = RunSpec::new(s.policy, Window::new(0, us(1e7)), 1, cfg.params);

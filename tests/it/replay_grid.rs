@@ -1,6 +1,7 @@
 //! The experiment grid: thread-count independence, aggregate keys, bootstrap intervals and the
 //! fraction of the fastest-to-oracle gap closed.
 
+use hazardserve::policy::iteration::{EngineKind, StepCoefficients};
 use hazardserve::policy::{Params, PolicyKind};
 use hazardserve::replay::{
     aggregate, run_grid, run_grid_metrics, summarize, AggregateOptions, Grid, LengthEstimator,
@@ -121,6 +122,8 @@ fn replay_aggregates_have_the_documented_keys_and_intervals() {
                 );
             }
         }
+        // KV preemptions per window (the simple engine never preempts).
+        assert_eq!(o["kv_preemptions"].as_f64(), Some(0.0), "{v}");
         for k in o.keys() {
             let base = k.strip_suffix("_ci").unwrap_or(k);
             assert!(
@@ -132,6 +135,7 @@ fn replay_aggregates_have_the_documented_keys_and_intervals() {
                         "requests",
                         "windows",
                         "interruptions_by_cause",
+                        "kv_preemptions",
                         "vs_fastest",
                         "gap_metric",
                         "vs_best_blind",
@@ -258,7 +262,7 @@ fn offered_load_is_per_window() {
         Window::new(us(5000.0), us(1000.0)),
     ];
     let requests = vec![req(0, 0.0, 1000, 90), req(1, 9.0, 1000, 90)];
-    let l = offered_load(&nodes, &windows, &requests, 0.0);
+    let l = offered_load(&nodes, &windows, &requests, 0.0, EngineKind::Simple);
     // Service time of a request: 1 s prefill + 9 s decode = 10 s; 2 slots per node.
     let expect = [0.2, 0.4, 0.2, 0.0];
     for (got, want) in l.window_capacity_req_s.iter().zip(expect) {
@@ -271,6 +275,15 @@ fn offered_load_is_per_window() {
     assert!((scales[1] / scales[0] - 2.0).abs() < 1e-12, "{scales:?}");
     assert!((scales[0] - 0.5 * 0.2 / (2.0 / 18.0)).abs() < 1e-12);
     assert_eq!(scales[3], 0.0);
+    // The iteration model: the node's steps are shared, a request takes 1,000 beta of
+    // prefill and 90 (alpha / 2 + gamma) of decode steps beside the other slot's decoder.
+    let it = offered_load(&nodes, &windows, &requests, 0.0, EngineKind::Iteration);
+    let c = StepCoefficients::of(1000.0, 10.0, nodes[0].spec.step).unwrap();
+    let tau = 1000.0 * c.beta + 90.0 * (c.alpha / 2.0 + c.gamma);
+    let expect = [1.0 / tau, 2.0 / tau, 1.0 / tau, 0.0];
+    for (got, want) in it.window_capacity_req_s.iter().zip(expect) {
+        assert!((got - want).abs() < 1e-12, "{:?}", it.window_capacity_req_s);
+    }
 }
 
 /// A grid's per-window rate scale replaces the configuration's for that window only, and a

@@ -1,7 +1,9 @@
 //! The iteration-level engine ([`hazardserve::policy::iteration`]) in the replay: a long prompt
 //! on a busy node lengthens its decoders' inter-token time as the step model says, a prompt
-//! within the token budget prefills in one step, and a node lost during a prefill or decode
-//! under the iteration model is recovered like any other loss.
+//! within the token budget prefills in one step, a node lost during a prefill or decode under
+//! the iteration model is recovered like any other loss, and a full KV cache preempts the
+//! newest request, which completes later with its tokens kept (also when the node is lost
+//! while it waits).
 
 use hazardserve::policy::iteration::{EngineKind, StepCoefficients, StepShape};
 use hazardserve::policy::PolicyKind;
@@ -14,6 +16,7 @@ fn shape(budget: u32) -> StepShape {
         fixed_share: 0.8,
         context_per_ktok: 0.02,
         max_batched_tokens: budget,
+        lone_discount: 0.0,
     }
 }
 
@@ -141,5 +144,119 @@ fn node_loss_under_the_iteration_model_is_recovered() {
             assert!(r.completion_s.is_some(), "{kind:?}: request {} lost", r.id);
             assert_eq!(r.generated_tokens, r.output_tokens);
         }
+    }
+}
+
+/// A node of 40 KV blocks (640 tokens, no watermark) serving with a free batch (`a = 1`: each
+/// of `k` decoders at `d`) and a 128-token budget.
+fn kv_node(sessions: &[(f64, Option<f64>)]) -> Node {
+    let mut n = node("kv", 4, 1_000.0, 20.0, sessions);
+    n.spec.kv_capacity_tokens = 640;
+    n.spec.step = StepShape {
+        fixed_share: 1.0,
+        context_per_ktok: 0.0,
+        max_batched_tokens: 128,
+        lone_discount: 0.0,
+    };
+    n
+}
+
+/// A full KV cache preempts the newest request, which completes later with its tokens kept.
+/// A (160 + 200 tokens) prefills in 1.25 steps of `t(128)`; B (the same, arriving at 0.1 s)
+/// prefills beside it in `160 / 127` steps of `t(127)` while A gains `160 / 127` tokens. Both
+/// then decode at 20 tokens/s; they hold 11 + 11 of the 40 blocks, so the 19th block they
+/// need overflows the cache: A's block 21, when A reaches 320 tokens. B, the newest, is
+/// preempted with its 158 whole tokens (an interruption it is not), waits at the queue's
+/// front until A completes 2 s later, then prefills its 318 tokens again and decodes only the
+/// 42 it lacks. The simple model reserves each request's whole context instead and never
+/// preempts.
+#[test]
+fn a_full_kv_cache_preempts_the_newest_request_which_completes_later_with_its_tokens_kept() {
+    let cluster = Cluster::new(vec![kv_node(&[(-1e6, None)])]);
+    let requests = vec![req(0, 0.0, 160, 200), req(1, 0.1, 160, 200)];
+    let out = run(
+        &cluster,
+        requests.clone(),
+        &config(EngineKind::Iteration),
+        PolicyKind::Fastest,
+        600.0,
+    );
+    let c = StepCoefficients::of(1_000.0, 20.0, cluster.nodes[0].spec.step).unwrap();
+    let t1 = 1.25 * c.step_s(128.0, 0, 0.0);
+    let t2 = t1 + 160.0 / 127.0 * c.step_s(127.0, 1, 0.0);
+    let a2 = 160.0 / 127.0;
+    let t3 = t2 + (320.0 - (160.0 + a2)) / 20.0;
+    let kept = ((t3 - t2) * 20.0).floor();
+    assert_eq!(kept, 158.0);
+    let t4 = t3 + 40.0 / 20.0;
+    let t5 = t4 + (160.0 + kept) / 128.0 * c.step_s(128.0, 0, 0.0);
+    let t6 = t5 + (200.0 - kept) / 20.0;
+    let (a, b) = (&out.records[0], &out.records[1]);
+    assert_eq!((a.kv_preemptions, b.kv_preemptions), (0, 1));
+    assert_eq!(out.stats.kv_preemptions, 1);
+    assert_eq!((a.interruptions, b.interruptions), (0, 0));
+    assert_eq!(b.generated_tokens, 200);
+    let near = |x: Option<f64>, want: f64, what: &str| {
+        let x = x.expect("a time");
+        assert!((x - want).abs() < 1e-4, "{what}: {x} s, expected {want} s");
+    };
+    near(a.completion_s, t4, "A completes");
+    near(b.ttft_s, t2 - 0.1, "B's first token");
+    near(b.completion_s.map(|x| x + 0.1), t6, "B completes");
+    let summary = hazardserve::replay::RunSummary::from_records(&out.records, 600.0);
+    assert_eq!(summary.kv_preemptions, 1.0);
+    // The simple model: B waits for A's reservation instead.
+    let simple = run(
+        &cluster,
+        requests,
+        &config(EngineKind::Simple),
+        PolicyKind::Fastest,
+        600.0,
+    );
+    assert_eq!(simple.stats.kv_preemptions, 0);
+    assert!(simple.records.iter().all(|r| r.kv_preemptions == 0));
+    assert!(simple.records[1].ttft_s.unwrap() > simple.records[0].completion_s.unwrap() - 0.1);
+}
+
+/// The node is lost while the preempted request waits at its queue's front: the request
+/// holding KV there is interrupted, the preempted one (holding none) is re-placed without an
+/// interruption, keeps its tokens, and both complete on a node that comes up later; the
+/// engine's invariants hold after every event.
+#[test]
+fn node_loss_during_a_kv_preemption_is_handled() {
+    let cluster = Cluster::new(vec![kv_node(&[(-1e6, Some(9.0))]), {
+        let mut n = kv_node(&[(9.5, None)]);
+        n.name = "later".into();
+        n
+    }]);
+    let requests = vec![req(0, 0.0, 160, 200), req(1, 0.1, 160, 200)];
+    for kind in [PolicyKind::Fastest, PolicyKind::Hazard, PolicyKind::Oracle] {
+        let out = run(
+            &cluster,
+            requests.clone(),
+            &config(EngineKind::Iteration),
+            kind,
+            600.0,
+        );
+        let (a, b) = (&out.records[0], &out.records[1]);
+        if kind == PolicyKind::Oracle {
+            // The oracle sees the end coming and may move or hold requests to avoid it: it
+            // must still serve both.
+            assert!(a.completion_s.is_some() && b.completion_s.is_some());
+            continue;
+        }
+        assert_eq!(b.kv_preemptions, 1, "{kind:?}");
+        assert_eq!((a.interruptions, b.interruptions), (1, 0), "{kind:?}");
+        for r in [a, b] {
+            assert!(r.completion_s.is_some(), "{kind:?}: request {} lost", r.id);
+            assert_eq!(r.generated_tokens, r.output_tokens);
+            assert_eq!(r.final_node, Some(1));
+        }
+        // B kept its 158 tokens: it prefills them again on the later node and decodes the 42
+        // it lacks, no more.
+        assert!(
+            b.completion_s.unwrap() + 0.1 < 9.5 + 200.0 / 20.0,
+            "{kind:?}"
+        );
     }
 }
