@@ -12,8 +12,11 @@
 //! `*_100_nodes_iteration`: the 100-node case under the iteration-level engine (continuous
 //! batching with chunked prefill, the nodes' decode step read from the simple engine's
 //! configuration, no batch slowdown; targets >= 50,000 requests/s for `fastest` and >= 25,000
-//! for `hazard`); `*_iteration_half_load` at half the arrival rate, below the iteration
-//! engine's capacity (the full rate overloads it: prefills stall the decoders); and
+//! for `hazard`) at the same offered load as the simple 100-node case: the arrival rate scaled
+//! by the ratio of the two engines' capacities ([`offered_load`]: the iteration engine serves
+//! prefills one after another and stalls the decoders meanwhile, so it serves fewer requests
+//! per second on the same nodes). Past saturation: `*_100_nodes_iteration_same_rate`, the
+//! iteration engine on the simple case's arrivals (more than it can serve), and
 //! `*_100_nodes_overload`, the simple engine at twice the rate, past its own capacity: queues
 //! grow through the window, and each placement forecasts them.
 //!
@@ -30,20 +33,40 @@ use hazardserve::policy::PolicyKind;
 use hazardserve::replay::{
     simulate, Cluster, PoissonWorkload, ReplayConfig, RunSpec, SyntheticCluster, Window, Workload,
 };
+use hazardserve::scenario::build::offered_load;
 
 const HOUR_US: i64 = 3_600_000_000;
 const WINDOW_S: f64 = 300.0;
 
 /// `nodes` synthetic nodes and a Poisson workload of `per_node` requests per second per node
-/// (8 slots per node, ~5 s of service per request: 1.0 is ~60 % of their capacity) over
-/// `window_s` seconds.
-fn inputs(nodes: usize, per_node: f64, window_s: f64) -> (Cluster, Workload, Window) {
-    let cluster = SyntheticCluster {
+/// (8 slots per node, ~5 s of unloaded service per request: 1.0 is ~60 % of the slots at their
+/// unloaded rate under the simple engine, and `workload.load` 0.84, which also counts the
+/// batch slowdown of full slots; the summary prints the latter) over `window_s` seconds. Under the iteration engine the nodes' step is the
+/// simple engine's decode rate without batch slowdown (the default configuration) read as a
+/// step: k decoders alone step in 1 / d. What differs is the iteration model's own work:
+/// prefills that contend and stall the decoders.
+fn inputs(
+    nodes: usize,
+    per_node: f64,
+    window_s: f64,
+    engine: EngineKind,
+) -> (Cluster, Workload, Window) {
+    let mut cluster = SyntheticCluster {
         nodes,
         to_us: 24 * HOUR_US,
         ..SyntheticCluster::default()
     }
     .build();
+    if engine == EngineKind::Iteration {
+        for n in &mut cluster.nodes {
+            n.spec.step = StepShape {
+                fixed_share: 1.0,
+                context_per_ktok: 0.0,
+                max_batched_tokens: 2048,
+                lone_discount: 0.0,
+            };
+        }
+    }
     let workload = PoissonWorkload {
         rate_per_s: nodes as f64 * per_node,
         length_s: window_s,
@@ -52,6 +75,25 @@ fn inputs(nodes: usize, per_node: f64, window_s: f64) -> (Cluster, Workload, Win
     .build();
     let window = Window::new(6 * HOUR_US, (window_s * 1e6) as i64);
     (cluster, workload, window)
+}
+
+/// The per-node arrival rate at which the iteration engine is offered the same share of its
+/// capacity as the simple engine at `per_node` requests/s per node on 100 nodes
+/// ([`offered_load`] of each engine on the same nodes, requests and window).
+fn equal_load_rate(per_node: f64) -> f64 {
+    let capacity = |engine| {
+        let (cluster, workload, window) = inputs(100, per_node, WINDOW_S, engine);
+        let cfg = ReplayConfig::default();
+        offered_load(
+            &cluster.nodes,
+            &[window],
+            &workload.requests,
+            cfg.batch_slowdown,
+            engine,
+        )
+        .capacity_req_s
+    };
+    per_node * capacity(EngineKind::Iteration) / capacity(EngineKind::Simple)
 }
 
 fn summary(
@@ -100,6 +142,7 @@ fn bench_replay(c: &mut Criterion) {
     let mut g = c.benchmark_group("replay");
     g.sample_size(10);
     let pair = &[PolicyKind::Fastest, PolicyKind::Hazard][..];
+    let equal_load = equal_load_rate(1.0);
     for (nodes, per_node, window_s, kinds, tag, cfg) in [
         (
             100,
@@ -109,28 +152,27 @@ fn bench_replay(c: &mut Criterion) {
             "",
             &simple,
         ),
-        (100, 1.0, WINDOW_S, pair, "_iteration", &iteration),
-        (100, 0.5, WINDOW_S, pair, "_iteration_half_load", &iteration),
+        (100, equal_load, WINDOW_S, pair, "_iteration", &iteration),
+        (100, 1.0, WINDOW_S, pair, "_iteration_same_rate", &iteration),
         (100, 2.0, WINDOW_S, pair, "_overload", &simple),
         (1_000, 1.0, 60.0, pair, "", &simple),
         (100, 1.2, 120.0, pair, "_busy", &simple),
         (1_000, 1.2, 120.0, pair, "_busy", &simple),
     ] {
-        let (mut cluster, workload, window) = inputs(nodes, per_node, window_s);
-        if cfg.engine == EngineKind::Iteration {
-            // The simple engine's decode rate without batch slowdown (the default
-            // configuration) read as a step: k decoders alone step in 1 / d. What differs is
-            // the iteration model's own work: prefills that contend and stall the decoders.
-            for n in &mut cluster.nodes {
-                n.spec.step = StepShape {
-                    fixed_share: 1.0,
-                    context_per_ktok: 0.0,
-                    max_batched_tokens: 2048,
-                    lone_discount: 0.0,
-                };
-            }
-        }
-        eprintln!("{nodes} nodes, {per_node} requests/s per node:");
+        let (cluster, workload, window) = inputs(nodes, per_node, window_s, cfg.engine);
+        let load = offered_load(
+            &cluster.nodes,
+            &[window],
+            &workload.requests,
+            cfg.batch_slowdown,
+            cfg.engine,
+        );
+        eprintln!(
+            "{nodes} nodes, {per_node:.3} requests/s per node, {:?} engine at {:.0} % of its \
+             capacity:",
+            cfg.engine,
+            100.0 * load.base_rate_req_s / load.capacity_req_s
+        );
         for &kind in kinds {
             summary(&cluster, &workload, window, kind, cfg);
         }

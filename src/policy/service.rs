@@ -881,9 +881,11 @@ struct Outcome {
 /// [`forecast`] of every request on one node and of any newcomer, computed once for the
 /// node's state: the node is replayed with no newcomer to the end, recording when each
 /// resident and queued request starts and completes and the state at the moment the whole
-/// queue holds slots, from which a newcomer's forecast resumes. While the node's state does
-/// not change, the answers equal [`forecast`]'s at any later `now` (each event of the node
-/// changes its state).
+/// queue holds slots, from which a newcomer's forecast resumes. The replay past that moment
+/// (the residents' outcomes) runs only when a resident's forecast or a marginal one is asked:
+/// a placement asks only newcomers', and an idle node's whole replay is past it. While the
+/// node's state does not change, the answers equal [`forecast`]'s at any later `now` (each
+/// event of the node changes its state).
 #[derive(Debug, Clone, Default)]
 pub struct Trajectory {
     serving: Option<NodeServing>,
@@ -907,6 +909,12 @@ pub struct Trajectory {
     /// The replay gave up before the node's end ([`MAX_FORECAST_EVENTS`]): the residents'
     /// outcomes are incomplete, so no [`Trajectory::newcomer_marginal`].
     gave_up: bool,
+    /// The replay stopped where the queue holds slots (and after its first event): a
+    /// newcomer's forecast needs no more, the residents' outcomes do, so the rest is replayed
+    /// only when one is asked ([`Trajectory::finish`]) from `rest_run` and `rest_residents`.
+    paused: bool,
+    rest_run: Run,
+    rest_residents: Vec<Resident>,
 }
 
 impl Trajectory {
@@ -942,6 +950,7 @@ impl Trajectory {
         for (k, o) in self.outcomes.iter().enumerate() {
             self.index.entry(o.id).or_insert(k);
         }
+        self.paused = false;
         let mut run = Run::new(residents, now_us);
         let mut next_wait = 0usize;
         loop {
@@ -956,42 +965,87 @@ impl Trajectory {
                 self.tail = Tail::Ready;
                 self.tail_run = run.clone();
                 self.tail_residents.clone_from(residents);
+                // A newcomer's forecast resumes from here: the rest waits until a resident's
+                // outcome is asked, but for the replay's first event, which says how long the
+                // answers hold.
+                self.paused = true;
+                self.rest_run = run;
+                self.rest_residents.clone_from(residents);
+                if self.first_event_us == i64::MAX {
+                    self.advance(1);
+                }
+                return;
             }
             let step = run.step(&serving, residents);
-            if matches!(
-                step,
-                Step::Started(_) | Step::Finished(_) | Step::Released | Step::Preempted(_)
-            ) {
-                self.first_event_us = self.first_event_us.min(run.t);
-            }
-            match step {
-                Step::Idle => return,
-                Step::GaveUp => {
-                    self.gave_up = true;
-                    return;
-                }
-                Step::Forever => {
-                    if self.tail == Tail::Unreached {
-                        self.tail = Tail::Forever;
-                    }
-                    for o in self.outcomes.iter_mut().filter(|o| o.end.is_none()) {
-                        o.forever = true;
-                    }
-                    return;
-                }
-                Step::Started(id) => {
-                    if let Some(&k) = self.index.get(&id) {
-                        self.outcomes[k].start = Some(run.t);
-                    }
-                }
-                Step::Finished(id) => {
-                    if let Some(&k) = self.index.get(&id) {
-                        self.outcomes[k].end = Some(run.t);
-                    }
-                }
-                Step::Released | Step::Preempted(_) => {}
+            if self.record(step, run.t) {
+                return;
             }
         }
+    }
+
+    /// Records one event of the replay at `t`; whether the replay is over.
+    fn record(&mut self, step: Step, t: i64) -> bool {
+        if matches!(
+            step,
+            Step::Started(_) | Step::Finished(_) | Step::Released | Step::Preempted(_)
+        ) {
+            self.first_event_us = self.first_event_us.min(t);
+        }
+        match step {
+            Step::Idle => true,
+            Step::GaveUp => {
+                self.gave_up = true;
+                true
+            }
+            Step::Forever => {
+                if self.tail == Tail::Unreached {
+                    self.tail = Tail::Forever;
+                }
+                for o in self.outcomes.iter_mut().filter(|o| o.end.is_none()) {
+                    o.forever = true;
+                }
+                true
+            }
+            Step::Started(id) => {
+                if let Some(&k) = self.index.get(&id) {
+                    self.outcomes[k].start = Some(t);
+                }
+                false
+            }
+            Step::Finished(id) => {
+                if let Some(&k) = self.index.get(&id) {
+                    self.outcomes[k].end = Some(t);
+                }
+                false
+            }
+            Step::Released | Step::Preempted(_) => false,
+        }
+    }
+
+    /// Replays at most `events` more events of a paused replay.
+    fn advance(&mut self, events: usize) {
+        let Some(serving) = self.serving else {
+            self.paused = false;
+            return;
+        };
+        let mut run = std::mem::take(&mut self.rest_run);
+        let mut residents = std::mem::take(&mut self.rest_residents);
+        for _ in 0..events {
+            if !self.paused {
+                break;
+            }
+            let step = run.step(&serving, &mut residents);
+            if self.record(step, run.t) {
+                self.paused = false;
+            }
+        }
+        self.rest_run = run;
+        self.rest_residents = residents;
+    }
+
+    /// Replays a paused replay to the node's end (the residents' outcomes).
+    fn finish(&mut self) {
+        self.advance(usize::MAX);
     }
 
     /// Whether the answers at `now_us` are [`forecast`]'s at `now_us` (the node state unchanged
@@ -1062,10 +1116,11 @@ impl Trajectory {
 
     /// [`forecast`] of request `id` (a resident or queued request), counted from `now_us`
     /// (not before the time the trajectory was computed at).
-    pub fn resident(&self, id: u64, now_us: i64) -> Option<ServiceTime> {
+    pub fn resident(&mut self, id: u64, now_us: i64) -> Option<ServiceTime> {
         if self.appended {
             return None;
         }
+        self.finish();
         let o = &self.outcomes[*self.index.get(&id)?];
         let now = now_us.max(self.now_us);
         if o.forever {
@@ -1094,12 +1149,16 @@ impl Trajectory {
     /// trajectory recorded without it. `None` when [`Trajectory::residents_known`] is false or
     /// the replay without the newcomer gave up (compute it again), or as [`forecast_marginal`].
     pub fn newcomer_marginal(
-        &self,
+        &mut self,
         newcomer: Waiting,
         now_us: i64,
         scratch: &mut Vec<Resident>,
     ) -> Option<Marginal> {
-        if self.appended || self.gave_up {
+        if self.appended {
+            return None;
+        }
+        self.finish();
+        if self.gave_up {
             return None;
         }
         let now = now_us.max(self.now_us);
@@ -1533,6 +1592,10 @@ mod tests {
                 forecast(NodeState { serving, now_us: now, residents: &mut buf, queue: &queue }, newcomer, watch)
             };
             let mut scratch = Vec::new();
+            // The replay stops where the queue holds slots (after its first event): how long
+            // its answers hold must not change when the rest is replayed (below).
+            let probes = [0, 1, earliest.saturating_sub(1), earliest, earliest.saturating_add(1)];
+            let holds = probes.map(|t| traj.holds_at(t));
             proptest::prop_assert_eq!(traj.newcomer(newcomer, now, &mut scratch), fresh(Some(newcomer), PROBE_ID));
             // The marginal forecast: the same newcomer time, and the same imposed delay from
             // the cached trajectory as from two fresh replays.
@@ -1546,6 +1609,7 @@ mod tests {
             for id in residents.iter().map(|r| r.id).chain(queue.iter().map(|w| w.id)).chain([999]) {
                 proptest::prop_assert_eq!(traj.resident(id, now), fresh(None, id));
             }
+            proptest::prop_assert_eq!(probes.map(|t| traj.holds_at(t)), holds);
         }
     }
 
