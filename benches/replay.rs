@@ -33,7 +33,7 @@ use hazardserve::policy::PolicyKind;
 use hazardserve::replay::{
     simulate, Cluster, PoissonWorkload, ReplayConfig, RunSpec, SyntheticCluster, Window, Workload,
 };
-use hazardserve::scenario::build::offered_load;
+use hazardserve::scenario::build::{offered_load, OfferedLoad};
 
 const HOUR_US: i64 = 3_600_000_000;
 const WINDOW_S: f64 = 300.0;
@@ -41,10 +41,10 @@ const WINDOW_S: f64 = 300.0;
 /// `nodes` synthetic nodes and a Poisson workload of `per_node` requests per second per node
 /// (8 slots per node, ~5 s of unloaded service per request: 1.0 is ~60 % of the slots at their
 /// unloaded rate under the simple engine, and `workload.load` 0.84, which also counts the
-/// batch slowdown of full slots; the summary prints the latter) over `window_s` seconds. Under the iteration engine the nodes' step is the
-/// simple engine's decode rate without batch slowdown (the default configuration) read as a
-/// step: k decoders alone step in 1 / d. What differs is the iteration model's own work:
-/// prefills that contend and stall the decoders.
+/// batch slowdown of full slots; the summary prints the latter) over `window_s` seconds.
+/// Under the iteration engine the nodes' step is the simple engine's decode rate without batch
+/// slowdown (the default configuration) read as a step: k decoders alone step in 1 / d. What
+/// differs is the iteration model's own work: prefills that contend and stall the decoders.
 fn inputs(
     nodes: usize,
     per_node: f64,
@@ -77,23 +77,31 @@ fn inputs(
     (cluster, workload, window)
 }
 
-/// The per-node arrival rate at which the iteration engine is offered the same share of its
-/// capacity as the simple engine at `per_node` requests/s per node on 100 nodes
+/// `nodes`, `window` and `workload` offered to `cfg`'s engine ([`offered_load`]).
+fn load_of(
+    cluster: &Cluster,
+    workload: &Workload,
+    window: Window,
+    cfg: &ReplayConfig,
+) -> OfferedLoad {
+    offered_load(
+        &cluster.nodes,
+        &[window],
+        &workload.requests,
+        cfg.batch_slowdown,
+        cfg.engine,
+    )
+}
+
+/// The per-node arrival rate at which the `iteration` engine is offered the same share of its
+/// capacity as the `simple` one at `per_node` requests/s per node on 100 nodes
 /// ([`offered_load`] of each engine on the same nodes, requests and window).
-fn equal_load_rate(per_node: f64) -> f64 {
-    let capacity = |engine| {
-        let (cluster, workload, window) = inputs(100, per_node, WINDOW_S, engine);
-        let cfg = ReplayConfig::default();
-        offered_load(
-            &cluster.nodes,
-            &[window],
-            &workload.requests,
-            cfg.batch_slowdown,
-            engine,
-        )
-        .capacity_req_s
+fn equal_load_rate(per_node: f64, simple: &ReplayConfig, iteration: &ReplayConfig) -> f64 {
+    let capacity = |cfg: &ReplayConfig| {
+        let (cluster, workload, window) = inputs(100, per_node, WINDOW_S, cfg.engine);
+        load_of(&cluster, &workload, window, cfg).capacity_req_s
     };
-    per_node * capacity(EngineKind::Iteration) / capacity(EngineKind::Simple)
+    per_node * capacity(iteration) / capacity(simple)
 }
 
 fn summary(
@@ -142,7 +150,7 @@ fn bench_replay(c: &mut Criterion) {
     let mut g = c.benchmark_group("replay");
     g.sample_size(10);
     let pair = &[PolicyKind::Fastest, PolicyKind::Hazard][..];
-    let equal_load = equal_load_rate(1.0);
+    let equal_load = equal_load_rate(1.0, &simple, &iteration);
     for (nodes, per_node, window_s, kinds, tag, cfg) in [
         (
             100,
@@ -160,13 +168,7 @@ fn bench_replay(c: &mut Criterion) {
         (1_000, 1.2, 120.0, pair, "_busy", &simple),
     ] {
         let (cluster, workload, window) = inputs(nodes, per_node, window_s, cfg.engine);
-        let load = offered_load(
-            &cluster.nodes,
-            &[window],
-            &workload.requests,
-            cfg.batch_slowdown,
-            cfg.engine,
-        );
+        let load = load_of(&cluster, &workload, window, cfg);
         eprintln!(
             "{nodes} nodes, {per_node:.3} requests/s per node, {:?} engine at {:.0} % of its \
              capacity:",

@@ -970,7 +970,8 @@ impl Trajectory {
                 // answers hold.
                 self.paused = true;
                 self.rest_run = run;
-                self.rest_residents.clone_from(residents);
+                // The caller's buffer is consumed: it takes the old one in exchange.
+                std::mem::swap(&mut self.rest_residents, residents);
                 if self.first_event_us == i64::MAX {
                     self.advance(1);
                 }
