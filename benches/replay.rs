@@ -64,6 +64,7 @@ fn inputs(
                 context_per_ktok: 0.0,
                 max_batched_tokens: 2048,
                 lone_discount: 0.0,
+                prefill_attention_per_ktok: 0.0,
             };
         }
     }

@@ -313,7 +313,7 @@ pub fn presets_cmd(globals: &Globals, args: PresetsArgs) -> anyhow::Result<()> {
         kind.push(Some("hardware".to_string()));
         name.push(Some(h.name.to_string()));
         figures.push(Some(format!(
-            "prefill {} tok/s, decode {} tok/s, batch slowdown {} ({}); iteration step: fixed share {:.3}, context {:.4} per 1k tokens, lone discount {:.3}, budget {}",
+            "prefill {} tok/s, decode {} tok/s, batch slowdown {} ({}); iteration step: fixed share {:.3}, context {:.4} per 1k tokens, lone discount {:.3}, prefill attention {:.4} per 1k tokens, budget {}",
             h.prefill_tok_s,
             h.decode_tok_s,
             h.batch_slowdown,
@@ -321,10 +321,11 @@ pub fn presets_cmd(globals: &Globals, args: PresetsArgs) -> anyhow::Result<()> {
             h.step.fixed_share,
             h.step.context_per_ktok,
             h.step.lone_discount,
+            h.step.prefill_attention_per_ktok,
             h.step.max_batched_tokens
         )));
         source.push(Some(format!(
-            "{}; iteration step: the batch slowdown read as a step (presets --fidelity)",
+            "{}; iteration step: the batch slowdown read as a step, prefill at 1/p per token once compute-bound (presets --fidelity)",
             h.source
         )));
     }
@@ -381,18 +382,32 @@ fn fidelity_cmd(globals: &Globals, args: &PresetsArgs) -> anyhow::Result<()> {
         ),
     ])?;
     globals.say(
-        "rows without a measurement (a preset's batch 8 and 32, TTFT behind a long prompt) are the model's alone",
+        "rows without a measurement (a preset's prefill at 8,192 tokens, batch 8 and 32, TTFT behind a long prompt) are the model's alone",
     );
     for t in calibration::REFERENCE_TABLES {
         if let Some(f) = calibration::fit(t) {
             globals.say(format!(
-                "{}: alpha {:.2} ms, beta {:.4} ms/token, gamma {:.3} ms/sequence, delta {:.3e} ms/context token, epsilon {:.2} ms ({}; {})",
+                "{}: alpha {:.2} ms, beta {:.4} ms/token, gamma {:.3} ms/sequence, delta {:.3e} ms/context token, epsilon {:.2} ms, zeta {:.3e} ms/token^2 ({}; {})",
                 t.name,
                 1e3 * f.alpha,
                 1e3 * f.beta,
                 1e3 * f.gamma,
                 1e3 * f.delta,
                 1e3 * f.epsilon,
+                1e3 * f.zeta,
+                t.setup,
+                t.source
+            ));
+        }
+    }
+    for t in calibration::KERNEL_PROFILES {
+        if let Some(f) = calibration::fit_roofline(t) {
+            globals.say(format!(
+                "{}: floor {:.2} ms, {:.4} ms/token once compute-bound, knee at {:.0} tokens ({}; {})",
+                t.name,
+                1e3 * f.alpha,
+                1e3 * f.beta,
+                f.alpha / f.beta,
                 t.setup,
                 t.source
             ));

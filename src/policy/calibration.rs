@@ -1,85 +1,42 @@
 //! The iteration model's calibration: the fidelity table (measured figure, model figure,
 //! error) that `hazardserve presets --fidelity` prints and the README shows, for every
-//! hardware preset against its own published figures, and the step model fitted to published
-//! batched-decode tables with the fit's residuals.
+//! hardware preset against its own published figures, the step model fitted to published
+//! batched tables with the fit's residuals, and the step's roofline fitted to published
+//! kernel profiles.
 //!
 //! # The fit
 //!
 //! A batched decode measurement (llama.cpp's `batched-bench`: `B` sequences of a `PP`-token
 //! prompt each generating `TG` tokens, aggregate decode throughput `S_TG`) gives the step time
 //! `B / S_TG`, which the step model ([`crate::policy::iteration`]) writes as
-//! `alpha + gamma B + delta B (PP + TG)` (every decoder reads its KV at its end, as the engine
-//! charges it), less `epsilon` at `B = 1`. The batched rows (`B >= 2`) are fitted by least
-//! squares for `alpha`, `gamma` (and `delta` where the rows hold more than one context length;
-//! otherwise `delta = 0` and the context's cost is in `gamma`), each kept non-negative; the
-//! lone rows then give `epsilon`, the mean of what their step saves against the batched line
-//! (kept in `[0, alpha + gamma]`; without two batched rows every row is fitted by the line and
-//! `epsilon = 0`). A prompt-processing row (`PP` tokens in one step at `S_PP` tokens/s) gives
-//! `beta = (PP / S_PP - alpha) / PP`. [`Fit::shape`] is the fit read as a
-//! [`crate::policy::iteration::StepShape`], relative to the lone decode step
-//! `s1 = alpha + gamma - epsilon`: `a = alpha / s1`, `c = 1000 delta / s1`, `e = epsilon / s1`.
+//! `hypot(alpha, beta B) + gamma B + delta B (PP + TG)` (every decoder reads its KV at its
+//! end, as the engine charges it), less `epsilon` at `B = 1`. A prompt-processing row (`PP`
+//! tokens alone at `S_PP` tokens/s, in chunks of the table's budget) gives the prefill time
+//! `PP / S_PP = hypot(alpha n, beta PP) + zeta PP^2 / 2`, `n` its chunks. The fit alternates
+//! until it settles: the batched rows (`B >= 2`) by least squares on relative error for
+//! `alpha`, `gamma` (and `delta` where the rows hold more than one context length; otherwise
+//! `delta = 0`), the roofline's excess over `alpha` taken from the current `beta`, each kept
+//! non-negative; the lone rows then give `epsilon`, the mean of what their step saves against
+//! the batched line (kept in `[0, alpha + gamma]`; without two batched rows every row is
+//! fitted by the line and `epsilon = 0`); the prefill rows give `beta` (a one-dimensional
+//! search) and `zeta` (least squares given `beta`, kept non-negative; 0 with a single prompt
+//! length). [`Fit::shape`] is the fit read as a [`crate::policy::iteration::StepShape`],
+//! relative to the lone decode step `s1 = hypot(alpha, beta) + gamma - epsilon`.
+//!
+//! A kernel profile (Vidur's per-iteration time of the linear layers at `n` tokens) is the
+//! roofline alone, `hypot(alpha, beta n)`, fitted by the least largest relative error
+//! ([`fit_roofline`]).
+//!
+//! Size: over 800 lines because the published rows are data, cited row by row beside the
+//! tables they belong to.
 
 use serde::Serialize;
 
-use crate::policy::iteration::{StepCoefficients, StepShape, PREFILL_REFERENCE_TOKENS};
+use crate::policy::iteration::{StepCoefficients, StepShape};
 
-/// What a published row measured.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub enum Figure {
-    /// Prompt processing of one `prompt`-token prompt alone, tokens/s.
-    Prefill {
-        /// Prompt tokens.
-        prompt: u32,
-    },
-    /// Aggregate decode throughput of `batch` sequences, each with a `prompt`-token prompt
-    /// generating `generated` tokens, tokens/s.
-    Decode {
-        /// Sequences decoding together.
-        batch: u32,
-        /// Prompt tokens of each.
-        prompt: u32,
-        /// Tokens each generates.
-        generated: u32,
-    },
-}
-
-impl Figure {
-    /// A short label: `prefill pp512`, `decode B=8 (pp512, tg128)`.
-    pub fn label(&self) -> String {
-        match *self {
-            Figure::Prefill { prompt } => format!("prefill tok/s, pp{prompt}"),
-            Figure::Decode {
-                batch,
-                prompt,
-                generated,
-            } => format!("decode tok/s, batch {batch} (pp{prompt} tg{generated})"),
-        }
-    }
-}
-
-/// One published measurement.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct Measured {
-    /// What it measured.
-    pub figure: Figure,
-    /// The published figure, tokens/s.
-    pub tok_s: f64,
-}
-
-/// A tier's published measurements and where they come from.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
-pub struct TierCalibration {
-    /// The table's name.
-    pub name: &'static str,
-    /// Where the rows were published.
-    pub source: &'static str,
-    /// Device, model, quantisation and engine of the measurement.
-    pub setup: &'static str,
-    /// The step's token budget the tier serves with (the engine's batch size setting).
-    pub max_batched_tokens: u32,
-    /// The rows, verbatim from the source.
-    pub rows: &'static [Measured],
-}
+pub use crate::policy::measurements::{
+    Figure, Measured, TierCalibration, KERNEL_PROFILES, REFERENCE_TABLES,
+};
 
 /// A fit: coefficients (seconds) and the residual of each decode row (model / measured - 1).
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -94,6 +51,8 @@ pub struct Fit {
     pub delta: f64,
     /// `epsilon`, s a lone decode step saves.
     pub epsilon: f64,
+    /// `zeta`, s of a prefill's attention per prefill token per prompt token.
+    pub zeta: f64,
     /// The token budget.
     pub budget: u32,
     /// Each row's relative residual, in the rows' order.
@@ -109,21 +68,27 @@ impl Fit {
             gamma: self.gamma,
             delta: self.delta,
             epsilon: self.epsilon,
+            zeta: self.zeta,
             budget: self.budget,
-            prefill_tok_s: PREFILL_REFERENCE_TOKENS
-                / (self.alpha + PREFILL_REFERENCE_TOKENS * self.beta),
+            prefill_tok_s: 1.0 / self.beta,
         }
     }
 
-    /// The fit's shape (relative to its own lone decode rate).
+    /// The fit's shape (relative to its own lone decode rate `1 / s1` and prefill rate
+    /// `1 / beta`).
     pub fn shape(&self) -> StepShape {
-        let lone = self.alpha + self.gamma - self.epsilon;
+        let lone = self.alpha.hypot(self.beta) + self.gamma - self.epsilon;
         let of = |x: f64| if lone > 0.0 { x / lone } else { 0.0 };
         StepShape {
             fixed_share: if lone > 0.0 { self.alpha / lone } else { 1.0 },
             context_per_ktok: 1000.0 * of(self.delta),
             max_batched_tokens: self.budget,
             lone_discount: of(self.epsilon),
+            prefill_attention_per_ktok: if self.beta > 0.0 {
+                500.0 * self.zeta / self.beta
+            } else {
+                0.0
+            },
         }
     }
 
@@ -137,6 +102,7 @@ impl Fit {
                 prompt,
                 generated,
             } => c.decode_throughput(batch, f64::from(prompt) + f64::from(generated)),
+            Figure::LinearOps { tokens } => 1e3 * self.alpha.hypot(self.beta * f64::from(tokens)),
         }
     }
 }
@@ -178,6 +144,35 @@ fn least_squares(x: &[Vec<f64>], y: &[f64]) -> Option<Vec<f64>> {
     Some((0..n).map(|i| a[i][n] / a[i][i]).collect())
 }
 
+/// The minimum of `f` on `[lo, hi]` by golden-section search on a log scale (`f` unimodal
+/// there; `lo > 0`).
+fn golden_log(lo: f64, hi: f64, f: impl Fn(f64) -> f64) -> f64 {
+    let g = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut a, mut b) = (lo.ln(), hi.ln());
+    let mut c = b - g * (b - a);
+    let mut d = a + g * (b - a);
+    let (mut fc, mut fd) = (f(c.exp()), f(d.exp()));
+    for _ in 0..200 {
+        if fc < fd {
+            b = d;
+            d = c;
+            fd = fc;
+            c = b - g * (b - a);
+            fc = f(c.exp());
+        } else {
+            a = c;
+            c = d;
+            fc = fd;
+            d = a + g * (b - a);
+            fd = f(d.exp());
+        }
+    }
+    ((a + b) / 2.0).exp()
+}
+
+/// Fit rounds of the alternating fit (it settles within a few; the rest cost nothing).
+const FIT_ROUNDS: usize = 60;
+
 /// Fits a tier's rows (see the module docs); `None` without a decode row and a prefill row.
 pub fn fit(t: &TierCalibration) -> Option<Fit> {
     let decode: Vec<(f64, f64, f64)> = t
@@ -188,71 +183,166 @@ pub fn fit(t: &TierCalibration) -> Option<Fit> {
                 batch,
                 prompt,
                 generated,
-            } if m.tok_s > 0.0 => {
+            } if m.value > 0.0 => {
                 let b = f64::from(batch);
-                Some((b, b * f64::from(prompt + generated), b / m.tok_s))
+                Some((b, b * f64::from(prompt + generated), b / m.value))
             }
             _ => None,
         })
         .collect();
-    if decode.is_empty() {
-        return None;
-    }
-    // The batched rows set the step; the lone rows then set the lone discount, when there are
-    // at least two batched rows to fit.
-    let batched: Vec<(f64, f64, f64)> = decode.iter().copied().filter(|d| d.0 >= 2.0).collect();
-    let (alpha, gamma, delta) = if batched.len() >= 2 && batched.len() < decode.len() {
-        linear_step(&batched)
-    } else {
-        linear_step(&decode)
-    };
-    let lone: Vec<f64> = decode
-        .iter()
-        .filter(|d| d.0 < 2.0 && batched.len() >= 2)
-        .map(|d| alpha + gamma + delta * d.1 - d.2)
-        .collect();
-    let epsilon = if lone.is_empty() {
-        0.0
-    } else {
-        (lone.iter().sum::<f64>() / lone.len() as f64).clamp(0.0, alpha + gamma)
-    };
-    let prefill: Vec<f64> = t
+    let prefill: Vec<(f64, f64)> = t
         .rows
         .iter()
         .filter_map(|m| match m.figure {
-            Figure::Prefill { prompt } if m.tok_s > 0.0 => {
-                let p = f64::from(prompt);
-                Some(((p / m.tok_s - alpha) / p).max(1e-12))
+            Figure::Prefill { prompt } if m.value > 0.0 => {
+                Some((f64::from(prompt), f64::from(prompt) / m.value))
             }
             _ => None,
         })
         .collect();
-    if prefill.is_empty() {
+    if decode.is_empty() || prefill.is_empty() {
         return None;
     }
-    let beta = prefill.iter().sum::<f64>() / prefill.len() as f64;
+    let budget = f64::from(t.max_batched_tokens.max(1));
+    let lengths = {
+        let mut l: Vec<u64> = prefill.iter().map(|p| p.0 as u64).collect();
+        l.sort_unstable();
+        l.dedup();
+        l.len()
+    };
+    // The batched rows set the step; the lone rows then set the lone discount, when there are
+    // at least two batched rows to fit.
+    let batched: Vec<(f64, f64, f64)> = decode.iter().copied().filter(|d| d.0 >= 2.0).collect();
+    let split = batched.len() >= 2 && batched.len() < decode.len();
+    let mean_s_per_token =
+        prefill.iter().map(|p| p.1).sum::<f64>() / prefill.iter().map(|p| p.0).sum::<f64>();
+    // The first round fits the decode rows by the plain line (`beta = 0`: no roofline
+    // excess), which starts `alpha` at the batched rows' floor.
     let mut f = Fit {
-        alpha,
+        alpha: 0.0,
+        beta: 0.0,
+        gamma: 0.0,
+        delta: 0.0,
+        epsilon: 0.0,
+        zeta: 0.0,
+        budget: t.max_batched_tokens,
+        residuals: Vec::new(),
+    };
+    for _ in 0..FIT_ROUNDS {
+        // The decode rows, less the roofline's excess over the floor at the current alpha.
+        let excess = |d: &(f64, f64, f64)| f.alpha.hypot(f.beta * d.0) - f.alpha;
+        let adjust = |rows: &[(f64, f64, f64)]| -> Vec<(f64, f64, f64)> {
+            rows.iter().map(|d| (d.0, d.1, d.2 - excess(d))).collect()
+        };
+        let (alpha, gamma, delta) = if split {
+            linear_step(&adjust(&batched))
+        } else {
+            linear_step(&adjust(&decode))
+        };
+        f.alpha = alpha;
+        f.gamma = gamma;
+        f.delta = delta;
+        let lone: Vec<f64> = decode
+            .iter()
+            .filter(|d| d.0 < 2.0 && split)
+            .map(|d| alpha.hypot(f.beta * d.0) + gamma * d.0 + delta * d.1 - d.2)
+            .collect();
+        f.epsilon = if lone.is_empty() {
+            0.0
+        } else {
+            (lone.iter().sum::<f64>() / lone.len() as f64).clamp(0.0, alpha + gamma)
+        };
+        // The prefill rows: beta by search, zeta by least squares given beta.
+        let roof = |beta: f64, p: f64| {
+            let x = budget.min(p);
+            (alpha * p / x).hypot(beta * p)
+        };
+        let zeta_at = |beta: f64| -> f64 {
+            if lengths < 2 {
+                return 0.0;
+            }
+            let (mut num, mut den) = (0.0, 0.0);
+            for &(p, t) in &prefill {
+                let q = p * p / 2.0 / t;
+                num += q * (1.0 - roof(beta, p) / t);
+                den += q * q;
+            }
+            if den > 0.0 {
+                (num / den).max(0.0)
+            } else {
+                0.0
+            }
+        };
+        let sse = |beta: f64| -> f64 {
+            let z = zeta_at(beta);
+            prefill
+                .iter()
+                .map(|&(p, t)| ((roof(beta, p) + z * p * p / 2.0) / t - 1.0).powi(2))
+                .sum()
+        };
+        f.beta = golden_log(mean_s_per_token * 1e-3, mean_s_per_token * 2.0, sse);
+        f.zeta = zeta_at(f.beta);
+    }
+    f.residuals = t
+        .rows
+        .iter()
+        .map(|m| f.model(m.figure) / m.value - 1.0)
+        .collect();
+    Some(f)
+}
+
+/// A kernel profile's roofline `hypot(alpha, beta n)` (seconds) fitted to its
+/// [`Figure::LinearOps`] rows by the least largest relative error (a profile's rows are
+/// measured with similar care at every size, and the claim checked of them is the largest
+/// error); `None` without two of them. Its `residuals` follow the rows.
+pub fn fit_roofline(t: &TierCalibration) -> Option<Fit> {
+    let rows: Vec<(f64, f64)> = t
+        .rows
+        .iter()
+        .filter_map(|m| match m.figure {
+            Figure::LinearOps { tokens } if m.value > 0.0 => {
+                Some((f64::from(tokens), m.value / 1e3))
+            }
+            _ => None,
+        })
+        .collect();
+    if rows.len() < 2 {
+        return None;
+    }
+    let worst = |alpha: f64, beta: f64| -> f64 {
+        rows.iter()
+            .map(|&(n, t)| (alpha.hypot(beta * n) / t - 1.0).abs())
+            .fold(0.0, f64::max)
+    };
+    let t_min = rows.iter().map(|r| r.1).fold(f64::INFINITY, f64::min);
+    let per_token = rows.iter().map(|r| r.1 / r.0).fold(0.0, f64::max);
+    let best_alpha = |beta: f64| golden_log(t_min * 1e-3, t_min * 2.0, |a| worst(a, beta));
+    let beta = golden_log(per_token * 1e-4, per_token * 2.0, |b| {
+        worst(best_alpha(b), b)
+    });
+    let mut f = Fit {
+        alpha: best_alpha(beta),
         beta,
-        gamma,
-        delta,
-        epsilon,
+        gamma: 0.0,
+        delta: 0.0,
+        epsilon: 0.0,
+        zeta: 0.0,
         budget: t.max_batched_tokens,
         residuals: Vec::new(),
     };
     f.residuals = t
         .rows
         .iter()
-        .map(|m| f.model(m.figure) / m.tok_s - 1.0)
+        .map(|m| f.model(m.figure) / m.value - 1.0)
         .collect();
     Some(f)
 }
 
-/// `alpha`, `gamma`, `delta` of decode rows `(batch, context read, step seconds)`, each kept
-/// non-negative: all three where the rows hold more than one context length, else `delta = 0`,
-/// else through the origin.
+/// `alpha`, `gamma`, `delta` of decode rows `(batch, context read, step seconds)` by least
+/// squares on relative error, each kept non-negative: all three where the rows hold more than
+/// one context length, else `delta = 0`, else through the origin.
 fn linear_step(decode: &[(f64, f64, f64)]) -> (f64, f64, f64) {
-    let y: Vec<f64> = decode.iter().map(|d| d.2).collect();
+    let y: Vec<f64> = decode.iter().map(|_| 1.0).collect();
     let contexts = {
         let mut c: Vec<f64> = decode.iter().map(|d| d.1 / d.0).collect();
         c.sort_by(f64::total_cmp);
@@ -261,7 +351,10 @@ fn linear_step(decode: &[(f64, f64, f64)]) -> (f64, f64, f64) {
     };
     let three = (contexts > 1)
         .then(|| {
-            let x: Vec<Vec<f64>> = decode.iter().map(|d| vec![1.0, d.0, d.1]).collect();
+            let x: Vec<Vec<f64>> = decode
+                .iter()
+                .map(|d| vec![1.0 / d.2, d.0 / d.2, d.1 / d.2])
+                .collect();
             least_squares(&x, &y)
         })
         .flatten()
@@ -269,13 +362,13 @@ fn linear_step(decode: &[(f64, f64, f64)]) -> (f64, f64, f64) {
     match three {
         Some(w) => (w[0], w[1], w[2]),
         None => {
-            let x: Vec<Vec<f64>> = decode.iter().map(|d| vec![1.0, d.0]).collect();
+            let x: Vec<Vec<f64>> = decode.iter().map(|d| vec![1.0 / d.2, d.0 / d.2]).collect();
             match least_squares(&x, &y) {
                 Some(w) if w[0] >= 0.0 && w[1] >= 0.0 => (w[0], w[1], 0.0),
                 _ => {
                     // Through the origin: all of the step grows with the batch.
-                    let g = decode.iter().map(|d| d.0 * d.2).sum::<f64>()
-                        / decode.iter().map(|d| d.0 * d.0).sum::<f64>();
+                    let g = decode.iter().map(|d| d.0 / d.2).sum::<f64>()
+                        / decode.iter().map(|d| (d.0 / d.2).powi(2)).sum::<f64>();
                     (0.0, g.max(0.0), 0.0)
                 }
             }
@@ -329,8 +422,10 @@ fn row(tier: &str, figure: String, measured: Option<f64>, model: f64) -> Fidelit
 /// The fidelity table. For every hardware preset, the iteration model with the preset's
 /// coefficients ([`StepCoefficients::of`]) against the preset's own published figures
 /// (prefill at `pp512`, one decoder) and, without a published figure for the device, its
-/// decode throughput at batch 8 and 32 and the TTFT behind a long prompt. Then every
-/// published batched table ([`REFERENCE_TABLES`]) against the step model fitted to it.
+/// prefill at 8,192 tokens, its decode throughput at batch 8 and 32 and the TTFT behind a
+/// long prompt. Then every published batched table ([`REFERENCE_TABLES`]) against the step
+/// model fitted to it, and every kernel profile ([`KERNEL_PROFILES`]) against the roofline
+/// fitted to it.
 pub fn fidelity() -> Vec<FidelityRow> {
     let mut out = Vec::new();
     for h in crate::policy::presets::HARDWARE {
@@ -342,6 +437,12 @@ pub fn fidelity() -> Vec<FidelityRow> {
             "prefill tok/s, pp512".into(),
             Some(h.prefill_tok_s),
             c.prefill_throughput(512.0),
+        ));
+        out.push(row(
+            h.name,
+            "prefill tok/s, pp8192".into(),
+            None,
+            c.prefill_throughput(8192.0),
         ));
         for b in [1u32, 8, 32] {
             out.push(row(
@@ -360,13 +461,17 @@ pub fn fidelity() -> Vec<FidelityRow> {
             ttft_behind_long_prompt(&c),
         ));
     }
-    for t in REFERENCE_TABLES {
-        let Some(f) = fit(t) else { continue };
+    let tables = REFERENCE_TABLES
+        .iter()
+        .map(|t| (t, fit(t)))
+        .chain(KERNEL_PROFILES.iter().map(|t| (t, fit_roofline(t))));
+    for (t, f) in tables {
+        let Some(f) = f else { continue };
         for m in t.rows {
             out.push(row(
                 t.name,
                 m.figure.label(),
-                Some(m.tok_s),
+                Some(m.value),
                 f.model(m.figure),
             ));
         }
@@ -399,72 +504,25 @@ pub fn fidelity_markdown() -> String {
     s
 }
 
-/// Published batched-decode tables the step model is fitted to, to show how well a linear
-/// step describes a real engine's batching.
-pub const REFERENCE_TABLES: &[TierCalibration] = &[TierCalibration {
-    name: "llama.cpp batched-bench sample",
-    source: "https://github.com/ggml-org/llama.cpp/blob/master/examples/batched-bench/README.md (Sample results)",
-    setup: "LLaMA 7B F16, llama.cpp batched-bench, prompt not shared, -c 16384 -b 2048 -ub 512 -ngl 99 (the device is not stated)",
-    max_batched_tokens: 2048,
-    rows: &[
-        Measured {
-            figure: Figure::Prefill { prompt: 128 },
-            tok_s: 1186.64,
-        },
-        Measured {
-            figure: Figure::Decode {
-                batch: 1,
-                prompt: 128,
-                generated: 128,
-            },
-            tok_s: 41.57,
-        },
-        Measured {
-            figure: Figure::Decode {
-                batch: 8,
-                prompt: 128,
-                generated: 128,
-            },
-            tok_s: 139.43,
-        },
-        Measured {
-            figure: Figure::Decode {
-                batch: 32,
-                prompt: 128,
-                generated: 128,
-            },
-            tok_s: 465.40,
-        },
-        Measured {
-            figure: Figure::Decode {
-                batch: 1,
-                prompt: 128,
-                generated: 256,
-            },
-            tok_s: 40.45,
-        },
-        Measured {
-            figure: Figure::Decode {
-                batch: 8,
-                prompt: 128,
-                generated: 256,
-            },
-            tok_s: 135.54,
-        },
-        Measured {
-            figure: Figure::Decode {
-                batch: 32,
-                prompt: 128,
-                generated: 256,
-            },
-            tok_s: 426.15,
-        },
-    ],
-}];
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::iteration::PRESET_PREFILL_ATTENTION_PER_KTOK;
+    use crate::policy::presets::HARDWARE;
+
+    fn leak(rows: Vec<Measured>) -> &'static [Measured] {
+        Box::leak(rows.into_boxed_slice())
+    }
+
+    fn table(rows: &'static [Measured]) -> TierCalibration {
+        TierCalibration {
+            name: "x",
+            source: "s",
+            setup: "s",
+            max_batched_tokens: 2048,
+            rows,
+        }
+    }
 
     #[test]
     fn a_fit_recovers_the_coefficients_that_made_its_rows() {
@@ -474,6 +532,7 @@ mod tests {
             gamma: 0.0009,
             delta: 2e-7,
             epsilon: 0.004,
+            zeta: 3e-9,
             budget: 2048,
             prefill_tok_s: 9000.0,
         };
@@ -486,40 +545,54 @@ mod tests {
             };
             rows.push(Measured {
                 figure,
-                tok_s: truth.decode_throughput(b, f64::from(pp + 128)),
+                value: truth.decode_throughput(b, f64::from(pp + 128)),
             });
         }
-        rows.push(Measured {
-            figure: Figure::Prefill { prompt: 512 },
-            tok_s: truth.prefill_throughput(512.0),
-        });
-        let rows: &'static [Measured] = Box::leak(rows.into_boxed_slice());
-        let t = TierCalibration {
-            name: "x",
-            source: "s",
-            setup: "s",
-            max_batched_tokens: 2048,
-            rows,
-        };
-        let f = fit(&t).unwrap();
-        assert!((f.alpha - truth.alpha).abs() < 1e-9);
-        assert!((f.gamma - truth.gamma).abs() < 1e-9);
-        assert!((f.delta - truth.delta).abs() < 1e-12);
-        assert!((f.beta - truth.beta).abs() < 1e-12);
-        assert!((f.epsilon - truth.epsilon).abs() < 1e-9);
-        assert!(f.residuals.iter().all(|r| r.abs() < 1e-9));
+        for pp in [512u32, 4096, 8192] {
+            rows.push(Measured {
+                figure: Figure::Prefill { prompt: pp },
+                value: truth.prefill_throughput(f64::from(pp)),
+            });
+        }
+        let f = fit(&table(leak(rows))).unwrap();
+        let rel = |a: f64, b: f64| (a / b - 1.0).abs();
+        assert!(rel(f.alpha, truth.alpha) < 1e-4, "{f:?}");
+        assert!(rel(f.gamma, truth.gamma) < 1e-3, "{f:?}");
+        assert!(rel(f.delta, truth.delta) < 1e-3, "{f:?}");
+        assert!(rel(f.beta, truth.beta) < 1e-4, "{f:?}");
+        assert!(rel(f.zeta, truth.zeta) < 1e-3, "{f:?}");
+        assert!(rel(f.epsilon, truth.epsilon) < 1e-3, "{f:?}");
+        assert!(f.residuals.iter().all(|r| r.abs() < 1e-5), "{f:?}");
         // The shape, applied to the fit's own lone rates, gives back the coefficients.
-        let lone = f.alpha + f.gamma - f.epsilon;
+        let lone = f.alpha.hypot(f.beta) + f.gamma - f.epsilon;
         let back = StepCoefficients::of(1.0 / f.beta, 1.0 / lone, f.shape()).unwrap();
-        assert!((back.alpha - f.alpha).abs() < 1e-12 && (back.gamma - f.gamma).abs() < 1e-12);
-        assert!((back.epsilon - f.epsilon).abs() < 1e-12 && (back.delta - f.delta).abs() < 1e-15);
+        assert!(rel(back.alpha, f.alpha) < 1e-12 && rel(back.gamma, f.gamma) < 1e-12);
+        assert!(rel(back.epsilon, f.epsilon) < 1e-12 && rel(back.delta, f.delta) < 1e-12);
+        assert!(rel(back.zeta, f.zeta) < 1e-12);
+    }
+
+    #[test]
+    fn a_roofline_fit_recovers_its_floor_and_slope() {
+        let rows: Vec<Measured> = [1u32, 16, 128, 256, 1024, 4096]
+            .iter()
+            .map(|&n| Measured {
+                figure: Figure::LinearOps { tokens: n },
+                value: 1e3 * 0.009f64.hypot(7e-5 * f64::from(n)),
+            })
+            .collect();
+        let f = fit_roofline(&table(leak(rows))).unwrap();
+        assert!((f.alpha / 0.009 - 1.0).abs() < 1e-4 && (f.beta / 7e-5 - 1.0).abs() < 1e-4);
+        assert!(f.residuals.iter().all(|r| r.abs() < 1e-4));
     }
 
     #[test]
     fn every_row_with_a_measurement_is_within_15_percent() {
         let rows = fidelity();
-        assert!(rows.len() >= 5 * crate::policy::presets::HARDWARE.len());
-        assert!(rows.iter().filter(|r| r.tier.contains(' ')).count() >= 7);
+        assert!(rows.len() >= 6 * HARDWARE.len());
+        for t in REFERENCE_TABLES.iter().chain(KERNEL_PROFILES) {
+            let n = rows.iter().filter(|r| r.tier == t.name).count();
+            assert_eq!(n, t.rows.len(), "{}: not fitted", t.name);
+        }
         for r in &rows {
             if let Some(e) = r.error {
                 assert!(
@@ -532,9 +605,54 @@ mod tests {
             }
         }
         // A long prompt ahead costs every tier more than its own prefill alone.
-        for h in crate::policy::presets::HARDWARE {
+        for h in HARDWARE {
             let c = StepCoefficients::of(h.prefill_tok_s, h.decode_tok_s, h.step).unwrap();
             assert!(ttft_behind_long_prompt(&c) > 512.0 / h.prefill_tok_s);
         }
+    }
+
+    /// A lone prompt never prefills faster than the tier's measured rate: at any length, on
+    /// every preset (measured at 512 tokens), and on every fitted table's measured lengths
+    /// within the fit's residual. A step `alpha + beta x` with `beta = 1/p - alpha/512`
+    /// fails this (a 2,048-token chunk ran 20 % faster than `2048 / p`).
+    #[test]
+    fn a_lone_prompt_never_prefills_faster_than_measured() {
+        for h in HARDWARE {
+            let c = StepCoefficients::of(h.prefill_tok_s, h.decode_tok_s, h.step).unwrap();
+            let mut n = 1.0;
+            while n <= 65_536.0 {
+                let r = c.prefill_throughput(n);
+                assert!(
+                    r <= h.prefill_tok_s,
+                    "{} at {n}: {r} > {}",
+                    h.name,
+                    h.prefill_tok_s
+                );
+                n *= 2.0;
+            }
+            // ... and at 512 it is the measurement, within the table's 15 %.
+            assert!(
+                c.prefill_throughput(512.0) >= 0.85 * h.prefill_tok_s,
+                "{}",
+                h.name
+            );
+            // Past 2,048 tokens the prefill slows as the prompt grows (attention).
+            assert!(c.prefill_throughput(32_768.0) < c.prefill_throughput(4096.0));
+        }
+    }
+
+    /// The presets' attention share is the DGX Spark dense model's fit (to the rounding of
+    /// the constant).
+    #[test]
+    fn the_presets_attention_share_is_the_dense_tables_fit() {
+        let t = REFERENCE_TABLES
+            .iter()
+            .find(|t| t.name.contains("qwen"))
+            .unwrap();
+        let z = fit(t).unwrap().shape().prefill_attention_per_ktok;
+        assert!(
+            (z - PRESET_PREFILL_ATTENTION_PER_KTOK).abs() < 5e-4,
+            "fit {z}, constant {PRESET_PREFILL_ATTENTION_PER_KTOK}"
+        );
     }
 }

@@ -6,46 +6,72 @@
 //!
 //! Each step runs the decode token of every decoding request (`k` of them) and, under a token
 //! budget `B = max_batched_tokens`, a chunk of the oldest pending prefill (chunked prefill, as
-//! vLLM's scheduler and Sarathi-Serve do: decodes first, the rest of the budget to the prefill):
+//! vLLM's scheduler and Sarathi-Serve do: decodes first, the rest of the budget to the prefill).
+//! Its time is a smooth roofline:
 //!
 //! ```text
-//! t_step = alpha + beta * x + gamma * k + delta * C
+//! t_step = hypot(alpha, beta (x + k)) + gamma k + delta C + zeta x L / 2
 //! ```
 //!
-//! with `x` the prefill tokens in the step, `C` the context tokens the decodes read. A prefill
-//! of `L` tokens beside `k` decoders runs in chunks of `x = min(max(B - k, 1), L)` tokens:
-//! `L / x` steps of `t(x)` seconds, during which each decoder gains one token per step
-//! ([`pace`]; a prompt within the budget prefills in one step, and the last, shorter chunk of a
-//! long one is charged at the full chunk's rate). `C` is the KV each decoder holds when it
+//! with `x` the prefill tokens in the step, `L` the prefill's tokens in all and `C` the
+//! context tokens the decodes read. `hypot(alpha, beta n) = sqrt(alpha^2 + (beta n)^2)` is the
+//! forward pass's linear layers over `n = x + k` tokens: flat at the memory floor `alpha` (the
+//! weights are read once per step) while few tokens ride along, linear at `beta` per token once
+//! compute-bound, with the smooth knee that kernel profiles show (Vidur's A100, H100 and A40
+//! profiles, fitted in [`crate::policy::calibration`]: every power-of-two row within 11 %,
+//! where a hard `max` misses the knee by up to 25 % and `alpha + beta x` misses both ends).
+//! `gamma` is the
+//! per-sequence cost (sampling, the KV write), `delta` each decoder's read of its context, and
+//! `zeta x L / 2` the prefill's attention: each of its tokens attends on average to half of the
+//! prompt, so a prompt alone costs `zeta L^2 / 2` over its chunks and its throughput falls
+//! slowly as it grows (the DGX Spark table: 2,380 tok/s at 512, 2,187 at 8,192).
+//!
+//! A prefill of `L` tokens beside `k` decoders runs in chunks of `x = min(max(B - k, 1), L)`
+//! tokens: `L / x` steps of `t(x)` seconds, during which each decoder gains one token per step
+//! ([`pace`]; a prompt within the budget prefills in one step, and the last, shorter chunk of
+//! a long one is charged at the full chunk's rate). `C` is the KV each decoder holds when it
 //! finishes (its prompt plus its output). The rates depend only on what the node holds, so
 //! they are constant between events (admission, prefill end, decode start, completion, node
 //! loss), and the replay advances analytically from one to the next instead of stepping every
 //! iteration.
 //!
-//! Prefills are served one at a time, oldest first (a step carries one request's chunk); the
-//! fixed overheads of a recovery (the stall penalty and the recompute overhead) are charged as
-//! prefill work at the node's prefill rate.
+//! Prefills are served one at a time, oldest first (a step carries one request's chunk). A
+//! recovery after a node loss and a planned move by recompute are served alike: their fixed
+//! overheads (the stall penalty and the recompute overhead; a move's overhead) are waiting
+//! time, the slot and its KV held while no GPU work is done, and then the recomputed context
+//! is prefill work on the destination that contends with its other requests like any prefill.
 //!
 //! # Coefficients
 //!
 //! A node's coefficients come from its own rates and its preset's calibrated shape
-//! ([`StepShape`], fitted in [`crate::policy::calibration`]): `alpha + gamma - epsilon = 1 / d`
-//! (one decoder alone, without context, decodes at the node's `d`), `alpha = a / d` with the
-//! shape's fixed share `a`, `epsilon = e / d` with its lone discount `e` (what a step of one
-//! decode token alone saves: llama.cpp runs a lone sequence on a matrix-vector kernel, faster
-//! than its batched path; the published batched table in [`crate::policy::calibration`] shows
-//! a 2x jump from batch 1 to batch 8 that no linear step fits without it), `delta = c / (1000 d)`
-//! with its context share `c` per 1,000 tokens, and
-//! `beta = 1 / p - alpha / 512`, so that a 512-token prompt alone (llama-bench's `pp512`, what
-//! the presets' `p` measured) prefills in one step at the node's `p`. Both engines therefore
-//! serve a lone request alike; they differ in how requests on one node contend.
+//! ([`StepShape`]): `alpha = a / d` with the shape's fixed share `a`, `beta = 1 / p` (a
+//! prefill token costs at least what the node's measured prefill rate says: a lone prompt of
+//! any length prefills at most at `p`, and slower while the step is memory-bound or the
+//! prompt long), `epsilon = e / d` with its lone discount `e` (what a step of one decode token
+//! alone saves: llama.cpp runs a lone sequence on a matrix-vector kernel, faster than its
+//! batched path), `gamma = (1 + e) / d - hypot(alpha, beta)` so that one decoder alone,
+//! without context, decodes at the node's `d`, `delta = c / (1000 d)` with its context share
+//! `c` per 1,000 tokens, and `zeta = z beta / 500` with its prefill attention share `z` (what
+//! 1,000 more prompt tokens add to each of its prefill tokens' cost, in prefill tokens).
+//!
+//! # Lower bounds
+//!
+//! Every step that carries `x` of a prefill's tokens costs at least `hypot(alpha, beta x) +
+//! zeta x L / 2` (the decoders and their context only add), `hypot(alpha, beta x) / x` falls
+//! as `x` grows and `x <= min(B, L)`, so a prefill of `L` tokens takes at least
+//! [`StepCoefficients::min_prefill_s`] `= hypot(alpha L / min(B, L), beta L) + zeta L^2 / 2`,
+//! which is exactly its time alone; every step that carries a decode token costs at least
+//! `hypot(alpha, beta) + gamma - epsilon = 1 / d`. The `bound` reference and the placement's
+//! pruning use these ([`StepCoefficients::min_prefill_s`], `L / d`), so both stay bounds under
+//! this engine.
 //!
 //! A preset's shape is its batch slowdown `f` read as a step (`a = 1 - f`, `c = 0`: `k`
-//! decoders alone step in `(1 + f (k - 1)) / d`, the simple model's decode rate), so that the
-//! two engines differ only in what the iteration model adds (prefills that contend with each
-//! other and with the decoders, chunked under the token budget).
-//! [`crate::policy::calibration`] fits the full step to a published batched table and shows
-//! where the linear step misses.
+//! decoders alone step in about `(1 + f (k - 1)) / d`, the simple model's decode rate, the
+//! roofline's knee adding under 1 % at 32 decoders), so that the two engines differ mainly in
+//! what the iteration model adds (prefills that contend with each other and with the
+//! decoders, chunked under the token budget, memory-bound short chunks, attention on long
+//! prompts). [`crate::policy::calibration`] fits the full step to published batched tables
+//! and kernel profiles and shows where it misses.
 
 use serde::{Deserialize, Serialize};
 
@@ -87,7 +113,8 @@ impl EngineKind {
 /// A preset's calibrated step shape, relative to the node's own rates (see the module docs).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct StepShape {
-    /// `a`: the part of the step that does not grow with the batch, in lone decode steps.
+    /// `a`: the step's memory floor (the part that does not grow with the tokens in it), in
+    /// lone decode steps.
     pub fixed_share: f64,
     /// `c`: the cost of reading 1,000 context tokens, in lone decode steps.
     pub context_per_ktok: f64,
@@ -98,18 +125,29 @@ pub struct StepShape {
     /// its batched path runs one sequence). 0 unless a fit found it; older scenarios omit it.
     #[serde(default)]
     pub lone_discount: f64,
+    /// `z`: what 1,000 tokens of prompt add to the cost of each of its prefill tokens
+    /// (attention), in prefill tokens. 0 when a scenario omits it.
+    #[serde(default)]
+    pub prefill_attention_per_ktok: f64,
 }
 
 /// The prompt length the presets' prefill rates were measured at (llama-bench's `pp512`).
 pub const PREFILL_REFERENCE_TOKENS: f64 = 512.0;
 
+/// The prefill attention share `z` of the presets, which publish no long-prompt figure: the
+/// DGX Spark dense model's (Qwen2.5-Coder-7B, llama.cpp, prefill at 512, 4,096 and 8,192
+/// tokens; [`crate::policy::calibration`] fits it and a test holds this constant to the fit).
+pub const PRESET_PREFILL_ATTENTION_PER_KTOK: f64 = 0.0135;
+
 /// The shape of a node built without a preset: the CUDA tiers' batch slowdown (0.12) read as
-/// a step, and vLLM's default token budget for chunked prefill (2,048 tokens).
+/// a step, vLLM's default token budget for chunked prefill (2,048 tokens) and the presets'
+/// prefill attention share.
 pub const GENERIC_SHAPE: StepShape = StepShape {
     fixed_share: 0.88,
     context_per_ktok: 0.0,
     max_batched_tokens: 2048,
     lone_discount: 0.0,
+    prefill_attention_per_ktok: PRESET_PREFILL_ATTENTION_PER_KTOK,
 };
 
 impl Default for StepShape {
@@ -122,9 +160,9 @@ impl Default for StepShape {
 /// A node's step coefficients, seconds (and the budget), from its rates and shape.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct StepCoefficients {
-    /// `alpha`: fixed seconds per step.
+    /// `alpha`: the step's memory floor, seconds.
     pub alpha: f64,
-    /// `beta`: seconds per prefill token in the step.
+    /// `beta`: seconds per token in the step once compute-bound.
     pub beta: f64,
     /// `gamma`: seconds per decoding sequence in the step.
     pub gamma: f64,
@@ -132,6 +170,9 @@ pub struct StepCoefficients {
     pub delta: f64,
     /// `epsilon`: seconds a step of one decode token alone saves (the single-sequence kernel).
     pub epsilon: f64,
+    /// `zeta`: a prefill's attention, seconds per prefill token per token of its prompt
+    /// (a chunk of `x` tokens of an `L`-token prompt costs `zeta x L / 2`).
+    pub zeta: f64,
     /// `B`: tokens per step.
     pub budget: u32,
     /// The node's prefill rate `p` (tokens/s): a prefill of `s` seconds at `p` is `s p`
@@ -143,9 +184,12 @@ impl StepCoefficients {
     /// The coefficients of a node with prefill rate `p`, lone decode rate `d` (tokens/s) and
     /// step shape `shape`; `None` unless both rates are positive and finite and the shape's
     /// figures are finite, `lone_discount >= 0`, `fixed_share` in `[0, 1 + lone_discount]`,
-    /// `context_per_ktok >= 0`, budget >= 1.
+    /// `context_per_ktok >= 0`, `prefill_attention_per_ktok >= 0`, budget >= 1. `gamma` is
+    /// kept non-negative (a node whose prefill rate is so low that one token's compute exceeds
+    /// its lone decode step then decodes alone slightly below `d`).
     pub fn of(p: f64, d: f64, shape: StepShape) -> Option<StepCoefficients> {
         let e = shape.lone_discount;
+        let z = shape.prefill_attention_per_ktok;
         let ok = p.is_finite()
             && p > 0.0
             && d.is_finite()
@@ -156,29 +200,37 @@ impl StepCoefficients {
             && shape.fixed_share <= 1.0 + e
             && shape.context_per_ktok.is_finite()
             && shape.context_per_ktok >= 0.0
+            && z.is_finite()
+            && z >= 0.0
             && shape.max_batched_tokens >= 1;
         let alpha = shape.fixed_share / d;
+        let beta = 1.0 / p;
         ok.then(|| StepCoefficients {
             alpha,
-            beta: (1.0 / p - alpha / PREFILL_REFERENCE_TOKENS).max(1e-3 / p),
-            gamma: (1.0 + e - shape.fixed_share) / d,
+            beta,
+            gamma: ((1.0 + e) / d - alpha.hypot(beta)).max(0.0),
             delta: shape.context_per_ktok / (1000.0 * d),
             epsilon: e / d,
+            zeta: z * beta / 500.0,
             budget: shape.max_batched_tokens,
             prefill_tok_s: p,
         })
     }
 
-    /// Seconds of one step with `x` prefill tokens, `k` decoders reading `ctx` context tokens
-    /// (less `epsilon` for one decode token alone).
+    /// Seconds of one step with `x` prefill tokens of a prefill of `l` tokens in all, `k`
+    /// decoders reading `ctx` context tokens (less `epsilon` for one decode token alone).
     #[inline]
-    pub fn step_s(&self, x: f64, k: u32, ctx: f64) -> f64 {
-        let lone = if k == 1 && !(x > 0.0) {
-            self.epsilon
+    pub fn step_s(&self, x: f64, k: u32, ctx: f64, l: f64) -> f64 {
+        let kf = f64::from(k);
+        let (lone, attention) = if x > 0.0 {
+            (0.0, self.zeta * x * l * 0.5)
+        } else if k == 1 {
+            (self.epsilon, 0.0)
         } else {
-            0.0
+            (0.0, 0.0)
         };
-        self.alpha + self.beta * x + self.gamma * f64::from(k) + self.delta * ctx - lone
+        self.alpha.hypot(self.beta * (x + kf)) + self.gamma * kf + self.delta * ctx + attention
+            - lone
     }
 
     /// The prefill chunk beside `k` decoders: `max(B - k, 1)` tokens.
@@ -187,34 +239,39 @@ impl StepCoefficients {
         f64::from(self.budget.saturating_sub(k).max(1))
     }
 
-    /// Seconds and steps to prefill `left` tokens beside `k` decoders reading `ctx` tokens:
-    /// full chunks, then the rest in one last step.
-    pub fn prefill_s(&self, left: f64, k: u32, ctx: f64) -> (f64, f64) {
-        if !(left > 0.0) {
+    /// Seconds and steps to prefill a prompt of `tokens` tokens beside `k` decoders reading
+    /// `ctx` tokens, as [`pace`] serves it: `tokens / x` steps of `x = min(chunk, tokens)`.
+    pub fn prefill_s(&self, tokens: f64, k: u32, ctx: f64) -> (f64, f64) {
+        if !(tokens > 0.0) {
             return (0.0, 0.0);
         }
-        let c = self.chunk(k);
-        let full = (left / c).floor();
-        let rest = left - full * c;
-        let mut t = full * self.step_s(c, k, ctx);
-        let mut steps = full;
-        if rest > 1e-9 {
-            t += self.step_s(rest, k, ctx);
-            steps += 1.0;
-        }
-        (t, steps)
+        let x = self.chunk(k).min(tokens);
+        let steps = tokens / x;
+        (steps * self.step_s(x, k, ctx, tokens), steps)
+    }
+
+    /// The least time a prefill of `tokens` tokens can take on this node, whatever shares it:
+    /// its time alone, `hypot(alpha tokens / min(B, tokens), beta tokens) + zeta tokens^2 / 2`
+    /// (see the module docs' lower bounds).
+    pub fn min_prefill_s(&self, tokens: f64) -> f64 {
+        self.prefill_s(tokens, 0, 0.0).0
     }
 
     /// Aggregate decode throughput of `k` decoders each holding `ctx_each` context tokens,
     /// tokens/s (no prefill in the steps).
     pub fn decode_throughput(&self, k: u32, ctx_each: f64) -> f64 {
-        f64::from(k) / self.step_s(0.0, k, f64::from(k) * ctx_each)
+        f64::from(k) / self.step_s(0.0, k, f64::from(k) * ctx_each, 0.0)
     }
 
     /// Prefill throughput of one prompt of `tokens` alone, tokens/s.
     pub fn prefill_throughput(&self, tokens: f64) -> f64 {
-        let (t, _) = self.prefill_s(tokens, 0, 0.0);
-        tokens / t
+        tokens / self.min_prefill_s(tokens)
+    }
+
+    /// Node seconds a prompt of `tokens` tokens adds to a busy node's steps (compute-bound:
+    /// its tokens at `beta` and its attention), what the offered load counts.
+    pub fn prefill_work_s(&self, tokens: f64) -> f64 {
+        tokens * self.beta + self.zeta * tokens * tokens * 0.5
     }
 }
 
@@ -235,14 +292,14 @@ pub fn pace(c: &StepCoefficients, k: u32, ctx: f64, head_tokens: Option<f64>) ->
     match head_tokens {
         Some(total) if total > 0.0 => {
             let x = c.chunk(k).min(total);
-            let t = c.step_s(x, k, ctx);
+            let t = c.step_s(x, k, ctx, total);
             Pace {
                 decode_tok_s: 1.0 / t,
                 prefill_tok_s: x / t,
             }
         }
         _ => Pace {
-            decode_tok_s: 1.0 / c.step_s(0.0, k.max(1), ctx),
+            decode_tok_s: 1.0 / c.step_s(0.0, k.max(1), ctx, 0.0),
             prefill_tok_s: 0.0,
         },
     }
@@ -367,9 +424,28 @@ mod tests {
             gamma: 0.002,
             delta: 1e-6,
             epsilon: 0.0,
+            zeta: 0.0,
             budget,
             prefill_tok_s: 10_000.0,
         }
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-12 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn the_step_is_flat_while_memory_bound_and_linear_once_compute_bound() {
+        let c = coeffs(4096);
+        // 1 and 20 tokens cost about the floor; 1,000 and 2,000 tokens about beta each.
+        let t1 = c.step_s(0.0, 1, 0.0, 0.0);
+        let t20 = c.step_s(19.0, 1, 0.0, 19.0);
+        assert!(close(t1, 0.010f64.hypot(0.0001) + 0.002));
+        assert!(t20 - t1 < 0.0003, "{t1} {t20}");
+        let t1000 = c.step_s(1000.0, 0, 0.0, 1000.0);
+        let t2000 = c.step_s(2000.0, 0, 0.0, 2000.0);
+        assert!(close(t1000, 0.010f64.hypot(0.1)));
+        assert!(((t2000 - t1000) / 1000.0 / 0.0001 - 1.0).abs() < 0.01);
     }
 
     #[test]
@@ -377,31 +453,57 @@ mod tests {
         let c = coeffs(2048);
         let (t, steps) = c.prefill_s(1500.0, 0, 0.0);
         assert_eq!(steps, 1.0);
-        assert!((t - (0.010 + 0.15)).abs() < 1e-12);
+        assert!(close(t, 0.010f64.hypot(0.15)));
         // Beside 4 decoders reading 4,000 tokens: still one step, each decoder gains one token.
         let p = pace(&c, 4, 4000.0, Some(1500.0));
-        let step = 0.010 + 0.15 + 0.008 + 0.004;
-        assert!((p.prefill_tok_s - 1500.0 / step).abs() < 1e-9);
-        assert!((p.decode_tok_s - 1.0 / step).abs() < 1e-9);
-        assert!((1500.0 / p.prefill_tok_s - step).abs() < 1e-12);
+        let step = 0.010f64.hypot(0.0001 * 1504.0) + 0.008 + 0.004;
+        assert!(close(p.prefill_tok_s, 1500.0 / step));
+        assert!(close(p.decode_tok_s, 1.0 / step));
     }
 
     #[test]
     fn a_long_prompt_lengthens_the_decoders_inter_token_time() {
-        let c = coeffs(512);
+        let c = StepCoefficients {
+            zeta: 1e-8,
+            ..coeffs(512)
+        };
         let idle = pace(&c, 4, 4000.0, None);
         let busy = pace(&c, 4, 4000.0, Some(8000.0));
-        // Chunks of 508 tokens beside the 4 decoders: each step 10 + 50.8 + 8 + 4 ms, one
-        // token for each decoder (their inter-token time from 22 ms to 72.8 ms).
-        let full = 0.010 + 0.0001 * 508.0 + 0.008 + 0.004;
-        assert!((1.0 / busy.decode_tok_s - full).abs() < 1e-12);
-        assert!((busy.prefill_tok_s - 508.0 / full).abs() < 1e-9);
-        assert!((1.0 / idle.decode_tok_s - 0.022).abs() < 1e-12);
-        // 15 full chunks and a last of 380 tokens: 16 steps.
+        // Chunks of 508 tokens beside the 4 decoders, each step carrying their 4 tokens and
+        // the chunk's attention over half the 8,000-token prompt.
+        let full = 0.010f64.hypot(0.0001 * 512.0) + 0.008 + 0.004 + 1e-8 * 508.0 * 4000.0;
+        assert!(close(1.0 / busy.decode_tok_s, full));
+        assert!(close(busy.prefill_tok_s, 508.0 / full));
+        assert!(close(
+            1.0 / idle.decode_tok_s,
+            0.010f64.hypot(0.0004) + 0.012
+        ));
+        assert!(1.0 / busy.decode_tok_s > 2.5 / idle.decode_tok_s);
+        // 8,000 / 508 steps, the last charged at the full chunk's rate.
         let (t, steps) = c.prefill_s(8000.0, 4, 4000.0);
-        assert_eq!(steps, 16.0);
-        let last = 0.010 + 0.0001 * 380.0 + 0.008 + 0.004;
-        assert!((t - (15.0 * full + last)).abs() < 1e-12);
+        assert!(close(steps, 8000.0 / 508.0));
+        assert!(close(t, steps * full));
+    }
+
+    #[test]
+    fn a_lone_prefill_is_the_least_any_prefill_can_take() {
+        for budget in [1u32, 16, 512, 2048] {
+            let c = StepCoefficients {
+                zeta: 2e-9,
+                ..coeffs(budget)
+            };
+            for tokens in [1.0, 7.0, 100.0, 512.0, 3000.0, 40_000.0] {
+                let lone = c.min_prefill_s(tokens);
+                let n = tokens / f64::from(budget).min(tokens);
+                let formula = (0.010 * n).hypot(0.0001 * tokens) + 1e-9 * tokens * tokens;
+                assert!(close(lone, formula), "{budget} {tokens}: {lone} {formula}");
+                // Never faster than beta per token; decoders beside it only slow it.
+                assert!(lone >= tokens * c.beta);
+                for k in [1u32, 3, 40] {
+                    assert!(c.prefill_s(tokens, k, 500.0).0 >= lone * (1.0 - 1e-12));
+                }
+            }
+        }
     }
 
     #[test]
@@ -411,10 +513,29 @@ mod tests {
             context_per_ktok: 0.05,
             max_batched_tokens: 1024,
             lone_discount: 0.0,
+            prefill_attention_per_ktok: 0.0,
         };
         let c = StepCoefficients::of(2000.0, 40.0, shape).unwrap();
         assert!((c.decode_throughput(1, 0.0) - 40.0).abs() < 1e-9);
-        assert!((c.prefill_throughput(512.0) - 2000.0).abs() < 1e-6);
+        assert!((c.beta - 1.0 / 2000.0).abs() < 1e-15);
+        // A prompt alone prefills below p, approaching it as it grows (no attention here).
+        let at = |n: f64| c.prefill_throughput(n);
+        assert!(at(16.0) < at(512.0) && at(512.0) < at(1024.0) && at(1024.0) < 2000.0);
+        assert!(at(512.0) > 0.95 * 2000.0);
+        // With attention the throughput falls again for long prompts.
+        let attn = StepCoefficients::of(
+            2000.0,
+            40.0,
+            StepShape {
+                prefill_attention_per_ktok: 0.1,
+                ..shape
+            },
+        )
+        .unwrap();
+        let a = |n: f64| attn.prefill_throughput(n);
+        assert!(a(8192.0) < a(1024.0) && a(32_768.0) < a(8192.0));
+        // 1,000 more prompt tokens add 0.1 prefill tokens to each token's cost.
+        assert!((attn.zeta * 1000.0 / 2.0 / attn.beta - 0.1).abs() < 1e-12);
         assert!(StepCoefficients::of(0.0, 40.0, shape).is_none());
         assert!(StepCoefficients::of(
             1.0,
@@ -434,8 +555,8 @@ mod tests {
         };
         let c = StepCoefficients::of(2000.0, 40.0, lone).unwrap();
         assert!((c.decode_throughput(1, 0.0) - 40.0).abs() < 1e-9);
-        assert!((c.decode_throughput(2, 0.0) - 2.0 / ((1.6 + 2.0 * 0.6) / 40.0)).abs() < 1e-9);
-        assert!((c.prefill_throughput(512.0) - 2000.0).abs() < 1e-6);
+        let two = c.alpha.hypot(2.0 * c.beta) + 2.0 * c.gamma;
+        assert!((c.decode_throughput(2, 0.0) - 2.0 / two).abs() < 1e-9);
         assert!(StepCoefficients::of(
             1.0,
             1.0,

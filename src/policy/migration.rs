@@ -495,7 +495,9 @@ pub(crate) fn move_cost(
 
 /// A destination's service-time forecast for a move: given the move's cost and the tokens
 /// left after it, when the request starts decoding on the destination and completes, counted
-/// from now (the window `W` and the cost `C` included). `None` falls back to the view formula.
+/// from now (the window `W` and the cost `C` included); under the `marginal` forecast the
+/// completion carries the delay the move imposes on the destination's requests, as placement
+/// prices it. `None` falls back to the view formula.
 pub type DestinationForecast<'f> = &'f dyn Fn(&MoveCost, f64) -> Option<ServiceTime>;
 
 /// [`assess_move`] for a move whose cost and method are already chosen (`mv`): the oracle

@@ -14,6 +14,8 @@
 //!   prefill), the second implementation of the service-time model;
 //! * [`service`]: the service-time model (how a node serves requests) and its forecast of
 //!   `T_i`, shared with the replay engine;
+//! * [`calibration`] and [`measurements`]: the step model fitted to published measurements,
+//!   and those measurements row by row;
 //! * [`model`]: the per-decision views (allocation-free for a simulator);
 //! * [`presets`]: model KV sizes, hardware rates and link tiers, with sources;
 //! * [`analysis`]: the `trigger` and `crossover` tables.
@@ -27,6 +29,7 @@ pub mod analysis;
 pub mod calibration;
 pub mod cost;
 pub mod iteration;
+pub mod measurements;
 pub mod migration;
 pub mod model;
 pub mod policies;

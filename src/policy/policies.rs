@@ -508,15 +508,52 @@ pub const ORACLE_DOOMED_PENALTY_S: f64 = 1e12;
 /// The newcomer of a forecast: `req` taking a slot now and decoding after `start_s` seconds
 /// (`prefill`: that phase is a prefill), `remaining` tokens still to generate after it.
 #[inline]
-fn newcomer(req: &RequestView, start_s: f64, prefill: bool, done: f64, remaining: f64) -> Waiting {
+/// `start`: the start phase as [`Waiting`] has it (`start_s`, `prefill`, `stall_s`, `tokens`).
+fn newcomer(req: &RequestView, start: StartPhase, done: f64, remaining: f64) -> Waiting {
     Waiting {
         id: PROBE_ID,
         kv: req.kv_need(),
         prompt: req.prompt_tokens,
-        start_s,
-        prefill,
+        start_s: start.seconds,
+        prefill: start.prefill,
+        stall_s: start.stall_s,
+        tokens: start.tokens,
         done,
         target: done + remaining,
+    }
+}
+
+/// A newcomer's start phase, as each engine serves it (see [`Waiting`]).
+#[derive(Debug, Clone, Copy)]
+struct StartPhase {
+    /// Seconds under the simple model.
+    seconds: f64,
+    /// A prefill (under the iteration model: `tokens` of work after `stall_s` of waiting),
+    /// else a pause of `seconds`.
+    prefill: bool,
+    stall_s: f64,
+    tokens: f64,
+}
+
+impl StartPhase {
+    /// A prefill of `tokens` at `p` tokens/s after `stall_s` seconds of waiting.
+    fn prefill(tokens: f64, p: f64, stall_s: f64) -> StartPhase {
+        StartPhase {
+            seconds: stall_s + secs(tokens, p),
+            prefill: true,
+            stall_s,
+            tokens,
+        }
+    }
+
+    /// A pause of `seconds` (a KV transfer).
+    fn pause(seconds: f64) -> StartPhase {
+        StartPhase {
+            seconds,
+            prefill: false,
+            stall_s: 0.0,
+            tokens: 0.0,
+        }
     }
 }
 
@@ -536,8 +573,8 @@ fn placement_service(
     forecast: ForecastKind,
 ) -> (ServiceTime, f64, f64) {
     if let Some(loads) = view.loads {
-        let start = secs(prefill_tokens, node.prefill_tok_s);
-        let w = newcomer(req, start, true, req.done_tokens as f64, rem);
+        let start = StartPhase::prefill(prefill_tokens, node.prefill_tok_s, 0.0);
+        let w = newcomer(req, start, req.done_tokens as f64, rem);
         let got = match forecast {
             ForecastKind::Own => loads.forecast_newcomer(idx, w).map(|st| (st, 0.0)),
             ForecastKind::Marginal => loads
@@ -583,24 +620,45 @@ fn placement_lower_bound(
 
 /// The destination forecast of a planned move of `req` to `j` (see
 /// [`super::migration::DestinationForecast`]): the request holds a slot on `j` from now and
-/// decodes after the move's window and cost.
+/// decodes after the move's window and cost. A recompute is served as the engine serves it:
+/// under the iteration model the window and the recompute overhead `o_r` are waiting, the
+/// recomputed tokens (the context, or the window's tokens with overlap) prefill work on `j`.
+/// Under the `marginal` forecast (as placement prices it) the completion includes the delay
+/// the move imposes on `j`'s requests, `T + D`.
 fn move_forecast<'v>(
     view: &'v ClusterView<'v>,
     j: NodeIdx,
     req: &'v RequestView,
     remaining: f64,
+    params: &Params,
 ) -> impl Fn(&MoveCost, f64) -> Option<ServiceTime> + 'v {
+    let (o_r, forecast) = (params.recompute_overhead_s, params.forecast);
     move |mv: &MoveCost, rem_after: f64| {
         let loads = view.loads?;
         let done = req.done_tokens as f64 + (remaining - rem_after).max(0.0);
-        let w = newcomer(
-            req,
-            mv.window_s.max(0.0) + mv.cost_s.max(0.0),
-            false,
-            done,
-            rem_after,
-        );
-        loads.forecast_newcomer(j, w)
+        let window = mv.window_s.max(0.0);
+        let seconds = window + mv.cost_s.max(0.0);
+        let start = match mv.method {
+            MoveMethod::Recompute => StartPhase {
+                seconds,
+                prefill: true,
+                stall_s: window + o_r.max(0.0),
+                tokens: if window > 0.0 {
+                    mv.decoded_in_window.max(0.0).floor()
+                } else {
+                    req.context() as f64
+                },
+            },
+            MoveMethod::Transfer => StartPhase::pause(seconds),
+        };
+        let w = newcomer(req, start, done, rem_after);
+        match forecast {
+            ForecastKind::Own => loads.forecast_newcomer(j, w),
+            ForecastKind::Marginal => loads.forecast_newcomer_marginal(j, w).map(|m| ServiceTime {
+                start_s: m.time.start_s,
+                total_s: m.time.total_s + m.imposed_s,
+            }),
+        }
     }
 }
 
@@ -876,7 +934,7 @@ impl StandardPolicy {
             if j == from || !dst.can_admit(need) {
                 continue;
             }
-            let forecast = move_forecast(view, j, req, source.remaining);
+            let forecast = move_forecast(view, j, req, source.remaining, &self.params);
             let q = MoveQuery {
                 src,
                 source: &source,
@@ -1003,7 +1061,7 @@ impl StandardPolicy {
                 mv.cost_s = mv.recompute_s;
                 mv.method = MoveMethod::Recompute;
             }
-            let forecast = move_forecast(view, j, req, source.remaining);
+            let forecast = move_forecast(view, j, req, source.remaining, &self.params);
             let q = MoveQuery {
                 src,
                 source: &source,

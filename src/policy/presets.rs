@@ -11,7 +11,7 @@
 
 use serde::Serialize;
 
-use crate::policy::iteration::StepShape;
+use crate::policy::iteration::{StepShape, PRESET_PREFILL_ATTENTION_PER_KTOK};
 
 /// A model's KV-cache footprint.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -170,6 +170,7 @@ pub const RTX4090_7B_F16: HardwarePreset = HardwarePreset {
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
         lone_discount: 0.0,
+        prefill_attention_per_ktok: PRESET_PREFILL_ATTENTION_PER_KTOK,
     },
 };
 
@@ -189,6 +190,7 @@ pub const M1_MAX_8B_Q4: HardwarePreset = HardwarePreset {
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
         lone_discount: 0.0,
+        prefill_attention_per_ktok: PRESET_PREFILL_ATTENTION_PER_KTOK,
     },
 };
 
@@ -207,6 +209,7 @@ pub const A100_8B_F16: HardwarePreset = HardwarePreset {
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
         lone_discount: 0.0,
+        prefill_attention_per_ktok: PRESET_PREFILL_ATTENTION_PER_KTOK,
     },
 };
 
@@ -224,6 +227,7 @@ pub const H100_8B_F16: HardwarePreset = HardwarePreset {
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
         lone_discount: 0.0,
+        prefill_attention_per_ktok: PRESET_PREFILL_ATTENTION_PER_KTOK,
     },
 };
 
@@ -242,6 +246,7 @@ pub const DESIGN_WAN_PEER: HardwarePreset = HardwarePreset {
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
         lone_discount: 0.0,
+        prefill_attention_per_ktok: PRESET_PREFILL_ATTENTION_PER_KTOK,
     },
 };
 
@@ -262,6 +267,7 @@ pub const PHONE_1B_Q4: HardwarePreset = HardwarePreset {
         context_per_ktok: 0.0,
         max_batched_tokens: 2048,
         lone_discount: 0.0,
+        prefill_attention_per_ktok: PRESET_PREFILL_ATTENTION_PER_KTOK,
     },
 };
 

@@ -170,6 +170,17 @@ pub enum ResidentPhase {
         /// Tokens generated when the hold began (its KV is the prompt and these).
         done: f64,
     },
+    /// Waiting under the iteration model until `at_us`, then prefilling `tokens` tokens: a
+    /// recovery's stall or a recompute move's overhead (the slot and its KV held, no GPU
+    /// work).
+    Stalled {
+        /// When the prefill starts.
+        at_us: i64,
+        /// The prefill's tokens.
+        tokens: f64,
+        /// Tokens generated so far.
+        done: f64,
+    },
     /// Prefilling under the iteration model ([`crate::policy::iteration`]): `left` prefill
     /// tokens at `since_us`, served at `rate` tokens/s (0 while an older prefill is served).
     Prefilling {
@@ -233,11 +244,20 @@ pub struct Waiting {
     pub kv: u64,
     /// Its prompt's tokens (the iteration model's KV is the prompt and the tokens generated).
     pub prompt: u64,
-    /// Seconds from taking a slot to decoding: its prefill (a recovery's re-prefill with its
-    /// overheads), or a planned move's cost.
+    /// Seconds from taking a slot to decoding under the simple model: its prefill (a
+    /// recovery's re-prefill with its overheads), or a planned move's cost.
     pub start_s: f64,
-    /// The start phase is a prefill (a request with nothing left completes at its end).
+    /// The start phase is a prefill (a request with nothing left completes at its end); under
+    /// the iteration model, `tokens` of prefill work in the node's steps, else a pause of
+    /// `start_s`.
     pub prefill: bool,
+    /// Under the iteration model, seconds the slot waits before its prefill starts: a
+    /// recovery's stall and recompute overhead, a recompute move's overhead (waiting time,
+    /// not GPU work).
+    pub stall_s: f64,
+    /// Under the iteration model, the prefill's tokens (its context: prompt and tokens
+    /// generated so far).
+    pub tokens: f64,
     /// Tokens generated so far.
     pub done: f64,
     /// Total tokens it is expected to generate.
@@ -310,6 +330,8 @@ enum Step {
     Released,
     /// Request `id` was preempted for KV (iteration model): it waits at the queue's front.
     Preempted(u64),
+    /// Request `id`'s stall ended (iteration model): its prefill joins the node's prefills.
+    Resumed(u64),
     /// The next event never comes (a rate of 0).
     Forever,
     /// No resident is left.
@@ -398,18 +420,20 @@ impl Run {
                 self.dirty = true;
             }
             let phase = match serving.step {
-                Some(c) if w.prefill => {
-                    let left = w.start_s * c.prefill_tok_s;
-                    ResidentPhase::Prefilling {
-                        left,
-                        rate: 0.0,
-                        since_us: self.t,
-                        end_us: FOREVER_US,
-                        seq,
-                        tokens: left,
-                        done: w.done,
-                    }
-                }
+                Some(_) if w.prefill && w.stall_s > 0.0 => ResidentPhase::Stalled {
+                    at_us: self.t.saturating_add(secs_to_us(w.stall_s)),
+                    tokens: w.tokens,
+                    done: w.done,
+                },
+                Some(_) if w.prefill => ResidentPhase::Prefilling {
+                    left: w.tokens,
+                    rate: 0.0,
+                    since_us: self.t,
+                    end_us: FOREVER_US,
+                    seq,
+                    tokens: w.tokens,
+                    done: w.done,
+                },
                 _ => ResidentPhase::Starting {
                     at_us: self.t.saturating_add(secs_to_us(w.start_s)),
                     done: w.done,
@@ -474,7 +498,9 @@ impl Run {
             let at = match r.phase {
                 ResidentPhase::Decoding { end_us, .. }
                 | ResidentPhase::Prefilling { end_us, .. } => end_us,
-                ResidentPhase::Starting { at_us, .. } | ResidentPhase::Held { at_us, .. } => at_us,
+                ResidentPhase::Starting { at_us, .. }
+                | ResidentPhase::Held { at_us, .. }
+                | ResidentPhase::Stalled { at_us, .. } => at_us,
             };
             if next.is_none_or(|(_, best)| at < best) {
                 next = Some((k, at));
@@ -496,6 +522,19 @@ impl Run {
         let t = self.t;
         let r = residents[k];
         match r.phase {
+            ResidentPhase::Stalled { tokens, done, .. } => {
+                residents[k].phase = ResidentPhase::Prefilling {
+                    left: tokens,
+                    rate: 0.0,
+                    since_us: t,
+                    end_us: FOREVER_US,
+                    seq: r.seq,
+                    tokens,
+                    done,
+                };
+                self.dirty = true;
+                Step::Resumed(r.id)
+            }
             ResidentPhase::Held { .. } => {
                 residents.swap_remove(k);
                 self.slots_used -= 1;
@@ -610,6 +649,8 @@ impl Run {
             prompt: r.prompt,
             start_s: secs(r.prompt as f64 + done, p),
             prefill: true,
+            stall_s: 0.0,
+            tokens: r.prompt as f64 + done,
             done,
             target: r.target,
         });
@@ -636,6 +677,7 @@ fn blocks_used(residents: &[Resident], t: i64) -> u64 {
                 ),
                 ResidentPhase::Prefilling { done, .. }
                 | ResidentPhase::Starting { done, .. }
+                | ResidentPhase::Stalled { done, .. }
                 | ResidentPhase::Held { done, .. } => iteration::KvBlocks::blocks(p + done),
             }
         })
@@ -658,6 +700,7 @@ pub(crate) fn overflow_at(serving: &NodeServing, residents: &[Resident], t: i64)
                 }
                 ResidentPhase::Prefilling { done, .. }
                 | ResidentPhase::Starting { done, .. }
+                | ResidentPhase::Stalled { done, .. }
                 | ResidentPhase::Held { done, .. } => iteration::KvBlocks::blocks(p + done),
             }
         })
@@ -988,7 +1031,11 @@ impl Trajectory {
     fn record(&mut self, step: Step, t: i64) -> bool {
         if matches!(
             step,
-            Step::Started(_) | Step::Finished(_) | Step::Released | Step::Preempted(_)
+            Step::Started(_)
+                | Step::Finished(_)
+                | Step::Released
+                | Step::Preempted(_)
+                | Step::Resumed(_)
         ) {
             self.first_event_us = self.first_event_us.min(t);
         }
@@ -1019,7 +1066,7 @@ impl Trajectory {
                 }
                 false
             }
-            Step::Released | Step::Preempted(_) => false,
+            Step::Released | Step::Preempted(_) | Step::Resumed(_) => false,
         }
     }
 
@@ -1379,6 +1426,8 @@ mod tests {
             prompt: 0,
             start_s,
             prefill: true,
+            stall_s: 0.0,
+            tokens: 0.0,
             done: 0.0,
             target,
         }
@@ -1569,11 +1618,13 @@ mod tests {
                     kv, prompt: 0,
                     start_s,
                     prefill,
+                    stall_s: 0.0,
+                    tokens: 0.0,
                     done: done.min(target),
                     target,
                 })
                 .collect();
-            let newcomer = Waiting { id: PROBE_ID, kv: new.0, prompt: 0, start_s: new.1, prefill: new.2, done: 0.0, target: new.3 };
+            let newcomer = Waiting { id: PROBE_ID, kv: new.0, prompt: 0, start_s: new.1, prefill: new.2, stall_s: 0.0, tokens: 0.0, done: 0.0, target: new.3 };
             let mut traj = Trajectory::default();
             let mut buf = residents.clone();
             traj.compute(NodeState { serving, now_us: 0, residents: &mut buf, queue: &queue });
@@ -1583,7 +1634,9 @@ mod tests {
                 .map(|r| match r.phase {
                     ResidentPhase::Decoding { end_us, .. }
                     | ResidentPhase::Prefilling { end_us, .. } => end_us,
-                    ResidentPhase::Starting { at_us, .. } | ResidentPhase::Held { at_us, .. } => at_us,
+                    ResidentPhase::Starting { at_us, .. }
+                    | ResidentPhase::Held { at_us, .. }
+                    | ResidentPhase::Stalled { at_us, .. } => at_us,
                 })
                 .min()
                 .unwrap_or(i64::MAX);
@@ -1677,6 +1730,8 @@ mod tests {
             prompt: 0,
             start_s: 0.5,
             prefill: true,
+            stall_s: 0.0,
+            tokens: 0.0,
             done: 0.0,
             target: 20.0 + id as f64,
         };

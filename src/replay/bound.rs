@@ -3,18 +3,24 @@
 //!
 //! Per request `r` arriving at `a_r`, with its TRUE lengths:
 //!
-//! `service_r = P_r / p_max + L_r / d_max`
+//! `service_r = prefill_min(P_r) + L_r / d_max`
 //!
-//! (unloaded prefill plus decode on the fastest node: `p_max` and `d_max` are the highest
-//! prefill and decode rates of any node, so `service_r` is at most the unloaded time on any
-//! single node, and on any combination of nodes since a move only adds time), and the bound is
+//! (the least prefill the engine allows plus decode on the fastest node: `d_max` is the
+//! highest decode rate of any node, and `prefill_min(P)` the least time any node's engine can
+//! prefill `P` tokens in: `P / p_i` under the simple engine, where prefills never contend, and
+//! the prompt's time alone under the iteration engine,
+//! [`crate::policy::iteration::StepCoefficients::min_prefill_s`], which its module docs prove
+//! a lower bound of any prefill sharing the node's steps; each minimised over the nodes. So
+//! `service_r` is at most the time on any single node, and on any combination of nodes since
+//! a move only adds time), and the bound is
 //! the time after `a_r` needed to accumulate `service_r` seconds during which at least one node
 //! is up (the nodes' up intervals as the replay plays them, [`Node::up_intervals`] under
 //! [`ReplayConfig::censored_ends`]).
 //!
 //! Why no policy can beat it: a request makes progress (prefills or decodes) only while the
 //! node holding it is up, at rates at most `p_max` / `d_max` (batching and queueing only slow
-//! it); it must prefill at least its prompt before its first token and decode all `L_r` tokens
+//! it, and every decode step costs at least `1 / d` under both engines); it must prefill at
+//! least its prompt before its first token and decode all `L_r` tokens
 //! (unplanned losses and planned moves only add work or pauses). So its completion time is at
 //! least `service_r` plus the time after its arrival during which no node was up. The same
 //! argument with the prompt alone bounds the TTFT.
@@ -25,6 +31,7 @@
 //! [`Node::up_intervals`]: super::input::Node::up_intervals
 
 use crate::policy::cost::secs;
+use crate::policy::iteration::{EngineKind, StepCoefficients};
 use crate::policy::PolicyKind;
 
 use super::input::{
@@ -75,6 +82,46 @@ fn time_to_accumulate(up: &[(i64, i64)], arrival_us: i64, service_s: f64) -> Opt
     None
 }
 
+/// The least time any node of `cluster` can prefill a prompt under `engine` (see the module
+/// docs): one candidate per distinct node configuration.
+struct PrefillFloor {
+    /// The highest prefill rate (the simple engine).
+    p_max: f64,
+    /// Each distinct node's step coefficients (the iteration engine).
+    steps: Vec<StepCoefficients>,
+}
+
+impl PrefillFloor {
+    fn of(cluster: &Cluster, engine: EngineKind) -> PrefillFloor {
+        let mut steps: Vec<StepCoefficients> = Vec::new();
+        if engine == EngineKind::Iteration {
+            for n in &cluster.nodes {
+                let s = &n.spec;
+                if let Some(c) = StepCoefficients::of(s.prefill_tok_s, s.decode_tok_s, s.step) {
+                    if !steps.contains(&c) {
+                        steps.push(c);
+                    }
+                }
+            }
+        }
+        PrefillFloor {
+            p_max: cluster.max_prefill(),
+            steps,
+        }
+    }
+
+    /// Seconds: the least prefill of `tokens` tokens on any node.
+    fn seconds(&self, tokens: f64) -> f64 {
+        if self.steps.is_empty() {
+            return secs(tokens, self.p_max);
+        }
+        self.steps
+            .iter()
+            .map(|c| c.min_prefill_s(tokens))
+            .fold(f64::INFINITY, f64::min)
+    }
+}
+
 /// The bound's [`RunOutput`] for one run of the grid (one record per request; no
 /// simulation, so no decisions and empty counters).
 pub fn run(
@@ -88,14 +135,14 @@ pub fn run(
     let stream = run_stream_seed(spec.seed, spec.window_index as u64);
     let jobs = prepare_jobs(workload, spec.window.length_us, cfg, stream)?;
     let up = any_up_intervals(cluster, start, end, cfg);
-    let p_max = cluster.max_prefill();
+    let floor = PrefillFloor::of(cluster, cfg.engine);
     let d_max = cluster.max_decode();
     let window_s = spec.window.length_s();
     let mut records = Vec::with_capacity(jobs.len());
     for (r, j) in jobs.iter().enumerate() {
         let arrival = start + j.arrival_us;
         let arrival_s = j.arrival_us as f64 / US_PER_S;
-        let prefill_s = secs(j.prompt_tokens as f64, p_max);
+        let prefill_s = floor.seconds(j.prompt_tokens as f64);
         let service_s = prefill_s + secs(j.output_tokens as f64, d_max);
         let within = |x: Option<f64>| x.filter(|&c| arrival_s + c < window_s);
         let completion_s = within(time_to_accumulate(&up, arrival, service_s));

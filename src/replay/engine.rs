@@ -43,7 +43,11 @@
 //!   generated tokens it streamed are kept (partial tokens are lost), it counts one
 //!   interruption and is re-placed at once through the policy; its next prefill re-prefills the
 //!   whole context and costs `O_r + c / p_j + sigma` ([`unplanned_recovery_s`], equal to the
-//!   policy's `U_j` at the failure). Requests queued on the node are re-placed (no cost).
+//!   policy's `U_j` at the failure). Under the iteration model `O_r + sigma` is waiting time
+//!   (the slot held, no GPU work, [`Phase::Stall`]) and the context's `c` tokens are prefill
+//!   work in `j`'s steps; a planned move by recompute is served the same way (its overhead
+//!   waited, its tokens prefilled on the destination). Requests queued on the node are
+//!   re-placed (no cost).
 //! * **Planned moves.** Every `check_interval_s` each decoding request (not already moving) is
 //!   offered to [`Policy::check_migration`]. A move to `j` needs a free slot and room on `j`
 //!   (else it is refused). Without overlap the request stops for the explanation's
@@ -82,8 +86,10 @@
 //! * **The clairvoyant oracle.** It sees every request's true output length (its `L^_r` is
 //!   `L_r`) and every node's true timeline. It has no periodic tick: whenever one of its
 //!   requests starts prefilling or decoding on a node whose known end comes before the
-//!   request's true finish, a check is scheduled at `end_i - C_t - epsilon` (`C_t` the
-//!   shortest KV transfer it could need, `epsilon` = 1 ms), where
+//!   request's true finish (and again whenever its decode rate changes, so a co-decoder that
+//!   slows it past the end gets it checked in time), a check is scheduled at
+//!   `end_i - C_t - epsilon` (`C_t` the shortest KV transfer it could need, `epsilon` = 1 ms),
+//!   where
 //!   [`Policy::check_migration`] moves it if that beats the loss (if not, a last check at
 //!   `end_i - epsilon`, when only a recompute fits); a prefill that cannot finish
 //!   before the end restarts elsewhere at once. When no node can take it (capacity), the loss
@@ -136,6 +142,16 @@ use super::queue::{Event, EventQueue};
 
 /// No node.
 const NONE: u32 = u32::MAX;
+
+/// A planned move's cut-over: how the context reaches the destination, what it costs under
+/// the simple model, and the tokens it recomputes (a recompute's prefill work under the
+/// iteration model).
+#[derive(Debug, Clone, Copy)]
+struct Cut {
+    method: MoveMethod,
+    cost_s: f64,
+    tokens: u64,
+}
 
 /// The oracle's safety margin before a known end, us (1 ms).
 const ORACLE_EPSILON_US: i64 = 1_000;
@@ -236,6 +252,9 @@ enum Phase {
     Prefill,
     Decode,
     Moving,
+    /// Iteration model: waiting (slot and KV held, no GPU work) before a prefill of
+    /// `pf_tokens`: a recovery's stall and recompute overhead, a recompute move's overhead.
+    Stall,
     Done,
 }
 
@@ -514,6 +533,12 @@ fn draw_factors(sigma: f64, draws: u32) -> Vec<f64> {
     raw.into_iter().map(|x| x / mean).collect()
 }
 
+/// The waiting part of a recovery under the iteration model: the stall penalty and the
+/// recompute overhead (as [`unplanned_recovery_s`] counts them, without the prefill).
+fn recovery_stall_s(p: &Params) -> f64 {
+    p.stall_penalty_s.max(0.0) + p.recompute_overhead_s.max(0.0)
+}
+
 /// `w` with its remaining output multiplied by `m`.
 fn scaled(w: Waiting, m: f64) -> Waiting {
     Waiting {
@@ -662,15 +687,16 @@ impl LiveLoads<'_> {
         let p = &self.params;
         let q = &self.reqs[r as usize];
         let ctx = q.prompt.saturating_add(q.done_tokens()) as f64;
-        let start_s = if q.recovering {
-            unplanned_recovery_s(
+        let (start_s, stall_s) = if q.recovering {
+            let dur = unplanned_recovery_s(
                 ctx,
                 spec.prefill_tok_s,
                 p.stall_penalty_s,
                 p.recompute_overhead_s,
-            )
+            );
+            (dur, recovery_stall_s(p))
         } else {
-            secs(ctx, spec.prefill_tok_s)
+            (secs(ctx, spec.prefill_tok_s), 0.0)
         };
         Waiting {
             id: u64::from(r),
@@ -678,6 +704,8 @@ impl LiveLoads<'_> {
             prompt: q.prompt,
             start_s,
             prefill: true,
+            stall_s,
+            tokens: ctx,
             done: q.done,
             target: draw_target(q, self.sigma, k, self.factors.len(), r),
         }
@@ -707,6 +735,11 @@ impl LiveLoads<'_> {
                         rate: q.rate,
                         since_us: q.phase_start,
                         end_us: decode_end_us(q.phase_start, q.done, target, q.rate),
+                    },
+                    Phase::Stall => ResidentPhase::Stalled {
+                        at_us: q.phase_end,
+                        tokens: q.pf_tokens,
+                        done: q.done,
                     },
                     Phase::Prefill if step.is_some() => ResidentPhase::Prefilling {
                         left: q.pf_left,
@@ -1637,7 +1670,8 @@ impl<'a> Sim<'a> {
         }
         q.last_node = i as u32;
         let ctx = q.prompt.saturating_add(q.done_tokens());
-        let dur = if q.recovering {
+        let recovering = q.recovering;
+        let dur = if recovering {
             q.rec_unplanned = q.rec_unplanned.saturating_add(ctx);
             q.recovering = false;
             unplanned_recovery_s(
@@ -1651,15 +1685,16 @@ impl<'a> Sim<'a> {
         };
         q.epoch = q.epoch.wrapping_add(1);
         q.phase_start = now;
-        if let Some(c) = self.steps[i] {
-            // Iteration model: the prefill joins the node's prefills, oldest served first; its
-            // rate is set at the end of the event ([`Sim::repace`]).
-            q.pf_left = dur * c.prefill_tok_s;
-            q.pf_tokens = q.pf_left;
-            q.pf_seq = q.adm_seq;
-            q.rate = 0.0;
-            q.phase_end = service::FOREVER_US;
-            self.mark_pace(i);
+        if self.steps[i].is_some() {
+            // Iteration model: the prefill of the context joins the node's prefills, oldest
+            // served first (its rate is set at the end of the event, [`Sim::repace`]); a
+            // recovery first waits out its stall and recompute overhead, holding the slot.
+            let stall = if recovering {
+                recovery_stall_s(&params)
+            } else {
+                0.0
+            };
+            self.begin_prefill(r, i, ctx as f64, stall);
             return;
         }
         q.phase_end = now.saturating_add(secs_to_us(dur));
@@ -1668,6 +1703,32 @@ impl<'a> Sim<'a> {
         if self.drains {
             self.schedule_end_check(r);
         }
+    }
+
+    /// Iteration model: request `r` (holding its slot on node `i`) prefills `tokens` tokens
+    /// in the node's steps, after `stall_s` seconds of waiting ([`Phase::Stall`]) when
+    /// positive.
+    fn begin_prefill(&mut self, r: u32, i: usize, tokens: f64, stall_s: f64) {
+        let now = self.now;
+        let q = &mut self.reqs[r as usize];
+        q.pf_left = tokens;
+        q.pf_tokens = tokens;
+        q.pf_seq = q.adm_seq;
+        q.rate = 0.0;
+        q.epoch = q.epoch.wrapping_add(1);
+        q.phase_start = now;
+        if stall_s > 0.0 {
+            q.phase = Phase::Stall;
+            q.phase_end = now.saturating_add(secs_to_us(stall_s));
+            let (t, epoch) = (q.phase_end, q.epoch);
+            self.schedule(t, Event::PhaseEnd { req: r, epoch });
+        } else {
+            q.phase = Phase::Prefill;
+            q.phase_end = service::FOREVER_US;
+        }
+        self.touch(i);
+        self.views_dirty = true;
+        self.mark_pace(i);
     }
 
     // ----- iteration model ---------------------------------------------------------------
@@ -1900,7 +1961,10 @@ impl<'a> Sim<'a> {
         }
     }
 
-    /// (Re)schedules the end of a decoding request's decode at its current rate.
+    /// (Re)schedules the end of a decoding request's decode at its current rate. The oracle's
+    /// end check follows the new end ([`Sim::schedule_end_check`]): a co-decoder that slows
+    /// the request past its node's known end gets it checked in time, and one that speeds it
+    /// up before the end cancels the check.
     fn schedule_decode_end(&mut self, r: u32) {
         self.touch_req(r);
         let now = self.now;
@@ -1910,6 +1974,9 @@ impl<'a> Sim<'a> {
         q.phase_end = decode_end_us(now, q.done, q.output as f64, q.rate);
         let (t, epoch) = (q.phase_end, q.epoch);
         self.schedule(t, Event::PhaseEnd { req: r, epoch });
+        if self.oracle && self.drains {
+            self.schedule_end_check(r);
+        }
     }
 
     /// After the number of decoders on node `i` changed: new rate for all of them.
@@ -1953,7 +2020,7 @@ impl<'a> Sim<'a> {
         self.schedule_decode_end(r);
         self.rerate(i);
         self.views_dirty = true;
-        if self.drains {
+        if self.drains && !self.oracle {
             self.schedule_end_check(r);
         }
     }
@@ -1996,6 +2063,14 @@ impl<'a> Sim<'a> {
                 }
             }
             Phase::Decode => self.complete(r),
+            Phase::Stall => {
+                let (i, tokens) = {
+                    let q = &self.reqs[r as usize];
+                    (q.node as usize, q.pf_tokens)
+                };
+                self.begin_prefill(r, i, tokens, 0.0);
+                Ok(())
+            }
             Phase::Moving => {
                 if self.reqs[r as usize].aux_kind == Aux::Source {
                     let src = self.reqs[r as usize].aux as usize;
@@ -2517,7 +2592,12 @@ impl<'a> Sim<'a> {
                 MoveMethod::Recompute => q.rec_planned = q.rec_planned.saturating_add(ctx),
             }
         }
-        self.cut_over(r, i, j, method, c_planned, false);
+        let cut = Cut {
+            method,
+            cost_s: c_planned,
+            tokens: ctx,
+        };
+        self.cut_over(r, i, j, cut, false);
     }
 
     /// `C_planned` of moving `tokens` from `i` to `j` with the policy's constants.
@@ -2534,18 +2614,17 @@ impl<'a> Sim<'a> {
         )
     }
 
-    /// The request leaves source `i` for destination `j` and pauses `cost_s` seconds; a
-    /// transfer keeps the source's slot until then. `reserved`: `j` is already held as the
-    /// overlapped move's destination.
-    fn cut_over(
-        &mut self,
-        r: u32,
-        i: usize,
-        j: usize,
-        method: MoveMethod,
-        cost_s: f64,
-        reserved: bool,
-    ) {
+    /// The request leaves source `i` for destination `j` and pauses the cut's `cost_s`
+    /// seconds; a transfer keeps the source's slot until then. Under the iteration model a
+    /// recompute is served as a recovery's re-prefill is: the recompute overhead is waiting,
+    /// the cut's `tokens` are prefill work on `j` that contends with `j`'s other requests.
+    /// `reserved`: `j` is already held as the overlapped move's destination.
+    fn cut_over(&mut self, r: u32, i: usize, j: usize, cut: Cut, reserved: bool) {
+        let Cut {
+            method,
+            cost_s,
+            tokens,
+        } = cut;
         self.end_first(r, Fate::Censored);
         self.touch(i);
         self.touch(j);
@@ -2577,13 +2656,18 @@ impl<'a> Sim<'a> {
         q.planned += 1;
         q.stints += 1;
         q.last_node = j as u32;
-        q.phase = Phase::Moving;
-        q.epoch = q.epoch.wrapping_add(1);
-        q.phase_start = now;
-        q.phase_end = now.saturating_add(secs_to_us(cost_s));
-        let (t, epoch) = (q.phase_end, q.epoch);
-        self.schedule(t, Event::PhaseEnd { req: r, epoch });
-        self.views_dirty = true;
+        if method == MoveMethod::Recompute && self.steps[j].is_some() {
+            let o_r = self.params.recompute_overhead_s.max(0.0);
+            self.begin_prefill(r, j, tokens as f64, o_r);
+        } else {
+            q.phase = Phase::Moving;
+            q.epoch = q.epoch.wrapping_add(1);
+            q.phase_start = now;
+            q.phase_end = now.saturating_add(secs_to_us(cost_s));
+            let (t, epoch) = (q.phase_end, q.epoch);
+            self.schedule(t, Event::PhaseEnd { req: r, epoch });
+            self.views_dirty = true;
+        }
         if method == MoveMethod::Recompute {
             self.drain_fifo(i);
         }
@@ -2610,7 +2694,12 @@ impl<'a> Sim<'a> {
                 MoveMethod::Recompute => q.rec_planned = q.rec_planned.saturating_add(g),
             }
         }
-        self.cut_over(r, i, j, catch.method, catch.cost_s, true);
+        let cut = Cut {
+            method: catch.method,
+            cost_s: catch.cost_s,
+            tokens: g,
+        };
+        self.cut_over(r, i, j, cut, true);
     }
 
     // ----- validation and output ---------------------------------------------------------
@@ -2672,7 +2761,10 @@ impl<'a> Sim<'a> {
                 kv += q.need;
                 if q.node == i as u32 {
                     sched += q.sched_primary;
-                    if !matches!(q.phase, Phase::Prefill | Phase::Decode | Phase::Moving) {
+                    if !matches!(
+                        q.phase,
+                        Phase::Prefill | Phase::Decode | Phase::Moving | Phase::Stall
+                    ) {
                         return Err(invariant(
                             t,
                             format!("request {r} on node {i} in {:?}", q.phase),
@@ -2701,7 +2793,10 @@ impl<'a> Sim<'a> {
             }
         }
         for (r, q) in self.reqs.iter().enumerate() {
-            if matches!(q.phase, Phase::Prefill | Phase::Decode | Phase::Moving) {
+            if matches!(
+                q.phase,
+                Phase::Prefill | Phase::Decode | Phase::Moving | Phase::Stall
+            ) {
                 let up = self.nodes.get(q.node as usize).is_some_and(|s| s.up);
                 let listed = up && self.nodes[q.node as usize].residents.contains(&(r as u32));
                 if !listed {

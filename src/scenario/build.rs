@@ -671,7 +671,7 @@ pub fn offered_load(
 ) -> OfferedLoad {
     let n = requests.len();
     // Mean service time per distinct (prefill, decode, slots, step): a fleet has few tiers.
-    type Key = (u64, u64, u32, [u64; 4]);
+    type Key = (u64, u64, u32, [u64; 5]);
     let mut services: Vec<(Key, f64)> = Vec::new();
     let mut capacity = vec![0.0; windows.len()];
     for node in nodes {
@@ -684,6 +684,7 @@ pub fn offered_load(
                 s.step.fixed_share.to_bits(),
                 s.step.context_per_ktok.to_bits(),
                 s.step.lone_discount.to_bits(),
+                s.step.prefill_attention_per_ktok.to_bits(),
                 u64::from(s.step.max_batched_tokens),
             ],
         );
@@ -706,7 +707,7 @@ pub fn offered_load(
                             None => pr / s.prefill_tok_s + out * stretch / s.decode_tok_s,
                             Some(c) => {
                                 slots
-                                    * (pr * c.beta
+                                    * (c.prefill_work_s(pr)
                                         + out * (c.alpha / slots + c.gamma + c.delta * (pr + out)))
                             }
                         }

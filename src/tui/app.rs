@@ -12,8 +12,9 @@ use std::sync::Arc;
 use crossterm::event::KeyEvent;
 
 use super::data::{
-    LoadJob, Loaded, Overview, ReplayData, RequestExplain, RequestKey, RequestList, SourceData,
-    SourceRow, SweepData, TriggerData, TriggerKey, VerdictView, POOLED, TRIGGER_CONTEXTS,
+    LoadJob, Loaded, Overview, PolicyPoint, ReplayData, RequestExplain, RequestKey, RequestList,
+    SourceData, SourceRow, SweepData, TriggerData, TriggerKey, VerdictView, POOLED,
+    TRIGGER_CONTEXTS,
 };
 
 /// A screen, by its id: the [`super::component::Component`] of that id in
@@ -334,8 +335,14 @@ impl App {
         let r = self.replay_data()?;
         Some(LoadJob::Requests {
             run: r.run.run_id.clone(),
-            policy: self.sel_policy.clone()?,
+            policy: self.selected_point(r)?,
         })
+    }
+
+    /// The selected policy of run `r` at its parameter point.
+    fn selected_point(&self, r: &ReplayData) -> Option<PolicyPoint> {
+        let name = self.sel_policy.as_deref()?;
+        r.rows.iter().find(|p| p.name == name).map(PolicyPoint::of)
     }
 
     /// The listed requests of the selected policy.
@@ -354,7 +361,7 @@ impl App {
         let r = self.replay_data()?;
         Some(LoadJob::Explain {
             run: r.run.run_id.clone(),
-            policy: self.sel_policy.clone()?,
+            policy: self.selected_point(r)?,
             key: self.sel_request?,
         })
     }

@@ -386,19 +386,19 @@ pub enum LoadJob {
     Source(String),
     /// A replay run (`None`: the latest).
     Replay(Option<String>),
-    /// The listed requests of one policy (display name) of a run.
+    /// The listed requests of one policy of a run.
     Requests {
         /// Run id.
         run: String,
-        /// Policy display name.
-        policy: String,
+        /// The policy at its parameter point.
+        policy: PolicyPoint,
     },
     /// The timeline of one request (re-runs its window).
     Explain {
         /// Run id.
         run: String,
-        /// Policy display name.
-        policy: String,
+        /// The policy at its parameter point.
+        policy: PolicyPoint,
         /// The request.
         key: RequestKey,
     },
@@ -419,7 +419,7 @@ impl LoadJob {
             LoadJob::Source(s) => format!("loading and fitting {s}"),
             LoadJob::Replay(Some(r)) => format!("loading run {r}"),
             LoadJob::Replay(None) => "loading the latest run".into(),
-            LoadJob::Requests { policy, .. } => format!("listing requests of {policy}"),
+            LoadJob::Requests { policy, .. } => format!("listing requests of {}", policy.name),
             LoadJob::Explain { key, .. } => format!(
                 "re-running window {} (seed {}) to explain request #{}",
                 key.window, key.seed, key.request
@@ -470,11 +470,26 @@ pub enum Loaded {
     Reloaded,
 }
 
-/// Splits a comparison display name into the stored (policy, param).
-pub(crate) fn split_display(display: &str) -> (String, String) {
-    match display.strip_suffix(" --overlap") {
-        Some(base) => (base.to_string(), "overlap".to_string()),
-        None => (display.to_string(), "default".to_string()),
+/// A policy at a parameter point, as the store keeps a run's rows (a [`PolicyRow`]'s `policy`
+/// and `param`) and the comparison shows it (`name`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct PolicyPoint {
+    /// Display name (`hazard --overlap` for the overlap point of `hazard`).
+    pub name: String,
+    /// Stored policy name.
+    pub policy: String,
+    /// Stored parameter point (`default` or `overlap`).
+    pub param: String,
+}
+
+impl PolicyPoint {
+    /// The point of a comparison row.
+    pub fn of(row: &PolicyRow) -> PolicyPoint {
+        PolicyPoint {
+            name: row.name.clone(),
+            policy: row.policy.clone(),
+            param: row.param.clone(),
+        }
     }
 }
 

@@ -15,10 +15,10 @@ use std::sync::Arc;
 use anyhow::{anyhow, Context};
 
 use super::data::{
-    shared_prefix, split_display, CauseShare, CellOrigin, LoadJob, Loaded, Metric, NodeData,
-    NodeShrinkage, Overview, PolicyRow, ReplayData, RequestExplain, RequestKey, RequestList,
-    RunRow, SourceData, StoreState, SweepCell, SweepData, TriggerData, TriggerKey, VerdictView,
-    POOLED, REQUEST_LIMIT, STRIP_BINS, STRIP_FULL, STRIP_UNOBSERVED,
+    shared_prefix, CauseShare, CellOrigin, LoadJob, Loaded, Metric, NodeData, NodeShrinkage,
+    Overview, PolicyPoint, PolicyRow, ReplayData, RequestExplain, RequestKey, RequestList, RunRow,
+    SourceData, StoreState, SweepCell, SweepData, TriggerData, TriggerKey, VerdictView, POOLED,
+    REQUEST_LIMIT, STRIP_BINS, STRIP_FULL, STRIP_UNOBSERVED,
 };
 use crate::fit::{self, NodeFitOptions};
 use crate::policy::analysis::{trigger_rows, TriggerSettings, DEFAULT_UPTIMES_S};
@@ -248,11 +248,11 @@ impl Loader {
         Ok(Some(SweepData::new(id, sweeps, cells)))
     }
 
-    fn requests(&self, run: &str, display: &str) -> anyhow::Result<RequestList> {
-        let (policy, param) = split_display(display);
+    fn requests(&self, run: &str, point: &PolicyPoint) -> anyhow::Result<RequestList> {
+        let (policy, param) = (&point.policy, &point.param);
         let reader = Reader::open(&self.store()?)?;
-        let total = reader.request_count(run, &policy, &param)?;
-        let rows = reader.eventful_requests(run, &policy, &param, REQUEST_LIMIT)?;
+        let total = reader.request_count(run, policy, param)?;
+        let rows = reader.eventful_requests(run, policy, param, REQUEST_LIMIT)?;
         Ok(RequestList { rows, total })
     }
 
@@ -268,10 +268,10 @@ impl Loader {
     fn explain(
         &mut self,
         run: &str,
-        display: &str,
+        point: &PolicyPoint,
         key: RequestKey,
     ) -> anyhow::Result<RequestExplain> {
-        let (policy, param) = split_display(display);
+        let (policy, param) = (point.policy.clone(), point.param.clone());
         let store = self.store()?;
         let stored = Reader::open(&store)?
             .request(run, &policy, &param, key)

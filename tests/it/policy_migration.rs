@@ -1,13 +1,16 @@
-//! `C_planned`, every sign case of the crossover `c*`, the overlap formula, and the migration
-//! guards (max_hops, min_remaining, hysteresis on both sides of the trigger).
+//! `C_planned`, every sign case of the crossover `c*`, the overlap formula, the migration
+//! guards (max_hops, min_remaining, hysteresis on both sides of the trigger), and the
+//! destination priced with the placement's forecast.
 
+use hazardserve::policy::cost::ServiceTime;
 use hazardserve::policy::migration::{
     c_star_formula, check_guards, crossover, overlapped_move, planned_cost, recompute_cost_s,
     transfer_cost_s, Blocked, Crossover, Hop, MoveMethod,
 };
+use hazardserve::policy::service::{Marginal, NodeLoads, Waiting};
 use hazardserve::policy::{
-    ClusterView, Explanation, NodeView, Outcome, Params, Policy, PolicyKind, RequestView,
-    StandardPolicy,
+    ClusterView, Explanation, ForecastKind, NodeView, Outcome, Params, Policy, PolicyKind,
+    RequestView, StandardPolicy,
 };
 use hazardserve::survival::curve::Exponential;
 
@@ -345,4 +348,93 @@ fn a_faster_but_equally_risky_node_does_not_attract_the_request() {
         "the move would lower E: {out:?}"
     );
     assert!(c.risk_gain <= 1.0);
+}
+
+/// A forecast of fixed answers: every newcomer completes `t_s` after its start phase, and
+/// under the `marginal` forecast imposes `d_s` on the node's other requests.
+struct FixedLoads {
+    t_s: f64,
+    d_s: f64,
+}
+
+impl NodeLoads for FixedLoads {
+    fn forecast_newcomer(&self, _node: usize, w: Waiting) -> Option<ServiceTime> {
+        Some(ServiceTime {
+            start_s: w.start_s,
+            total_s: w.start_s + self.t_s,
+        })
+    }
+
+    fn forecast_newcomer_marginal(&self, node: usize, w: Waiting) -> Option<Marginal> {
+        Some(Marginal {
+            time: self.forecast_newcomer(node, w)?,
+            imposed_s: self.d_s,
+        })
+    }
+
+    fn forecast_resident(&self, _node: usize, _id: u64) -> Option<ServiceTime> {
+        Some(ServiceTime {
+            start_s: 0.0,
+            total_s: self.t_s,
+        })
+    }
+
+    fn unloaded_decode_tok_s(&self, _node: usize) -> f64 {
+        20.0
+    }
+}
+
+/// The migration check prices the destination with the placement's forecast: under
+/// `marginal` its `T_j` carries the delay `D_j` the move imposes on the destination's requests
+/// (as placement's `T_i + D_i` does), under `own` it does not; a delay large enough keeps the
+/// request where it is.
+#[test]
+fn the_migration_check_prices_the_destination_with_the_placements_forecast() {
+    let risky = Exponential { mean: 20.0 };
+    let safe = Exponential { mean: 1e7 };
+    let nodes = [
+        NodeView {
+            decode_tok_s: 20.0,
+            prefill_tok_s: 5000.0,
+            bandwidth_bytes_s: 1e10,
+            ..NodeView::new(&risky)
+        },
+        NodeView {
+            decode_tok_s: 40.0,
+            prefill_tok_s: 5000.0,
+            bandwidth_bytes_s: 1e10,
+            ..NodeView::new(&safe)
+        },
+    ];
+    let req = RequestView {
+        id: 1,
+        prompt_tokens: 900,
+        done_tokens: 100,
+        est_output_tokens: 1100,
+        node: Some(0),
+        resident_tokens: 1000,
+        planned_hops: 0,
+        est_sigma: 0.0,
+    };
+    let check = |forecast: ForecastKind, d_s: f64| {
+        let loads = FixedLoads { t_s: 25.0, d_s };
+        let view = ClusterView::new(&nodes).with_loads(&loads);
+        let params = Params { forecast, ..base() };
+        let mut pol = StandardPolicy::new(PolicyKind::Hazard, params, 0);
+        let mut out = Explanation::recording();
+        let d = pol.check_migration(&view, &req, 0, &mut out);
+        let t_j = out.candidates.iter().find(|c| c.node == 1).map(|c| c.t);
+        (d, t_j.expect("the destination is priced"))
+    };
+    let (own, t_own) = check(ForecastKind::Own, 7.0);
+    let (marginal, t_marginal) = check(ForecastKind::Marginal, 7.0);
+    assert!(
+        (t_marginal - t_own - 7.0).abs() < 1e-9,
+        "{t_own} {t_marginal}"
+    );
+    // Seven seconds of delay to the destination's requests fail the time side of the
+    // trigger (`dT < h = 1 s`); half a second does not.
+    assert_eq!(own, Some(1));
+    assert_eq!(marginal, None);
+    assert_eq!(check(ForecastKind::Marginal, 0.5).0, Some(1));
 }

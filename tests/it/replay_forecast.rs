@@ -128,10 +128,11 @@ fn state() -> impl Strategy<Value = State> {
             prop_oneof![Just(0.0), 0.0f64..0.5],
             prop_oneof![1u32..64, 64u32..4096],
             prop_oneof![Just(0.0), 0.0f64..1.5],
+            prop_oneof![Just(0.0), 0.0f64..0.2],
         ),
     )
         .prop_map(
-            |(slots, cap, (p, d, f), earlier, (gap, probe), policy, (engine, a, c, b, e))| {
+            |(slots, cap, (p, d, f), earlier, (gap, probe), policy, (engine, a, c, b, e, z))| {
                 let n = slots.len();
                 let last = earlier.iter().map(|e| e.0).fold(0.0, f64::max);
                 State {
@@ -153,6 +154,7 @@ fn state() -> impl Strategy<Value = State> {
                         context_per_ktok: c,
                         max_batched_tokens: b,
                         lone_discount: e,
+                        prefill_attention_per_ktok: z,
                     },
                 }
             },

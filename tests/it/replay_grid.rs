@@ -275,11 +275,12 @@ fn offered_load_is_per_window() {
     assert!((scales[1] / scales[0] - 2.0).abs() < 1e-12, "{scales:?}");
     assert!((scales[0] - 0.5 * 0.2 / (2.0 / 18.0)).abs() < 1e-12);
     assert_eq!(scales[3], 0.0);
-    // The iteration model: the node's steps are shared, a request takes 1,000 beta of
-    // prefill and 90 (alpha / 2 + gamma) of decode steps beside the other slot's decoder.
+    // The iteration model: the node's steps are shared, a request takes its 1,000 prefill
+    // tokens' compute and attention and 90 (alpha / 2 + gamma) of decode steps beside the
+    // other slot's decoder.
     let it = offered_load(&nodes, &windows, &requests, 0.0, EngineKind::Iteration);
     let c = StepCoefficients::of(1000.0, 10.0, nodes[0].spec.step).unwrap();
-    let tau = 1000.0 * c.beta + 90.0 * (c.alpha / 2.0 + c.gamma);
+    let tau = c.prefill_work_s(1000.0) + 90.0 * (c.alpha / 2.0 + c.gamma);
     let expect = [1.0 / tau, 2.0 / tau, 1.0 / tau, 0.0];
     for (got, want) in it.window_capacity_req_s.iter().zip(expect) {
         assert!((got - want).abs() < 1e-12, "{:?}", it.window_capacity_req_s);

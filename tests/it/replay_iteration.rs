@@ -3,11 +3,12 @@
 //! within the token budget prefills in one step, a node lost during a prefill or decode under
 //! the iteration model is recovered like any other loss, and a full KV cache preempts the
 //! newest request, which completes later with its tokens kept (also when the node is lost
-//! while it waits).
+//! while it waits); a recovery and a planned recompute move are served alike (their overheads
+//! waited, their context prefilled on the destination).
 
 use hazardserve::policy::iteration::{EngineKind, StepCoefficients, StepShape};
-use hazardserve::policy::PolicyKind;
-use hazardserve::replay::{Cluster, Node, ReplayConfig};
+use hazardserve::policy::{MoveMethod, Params, PolicyKind};
+use hazardserve::replay::{simulate_with, Cluster, Node, ReplayConfig, RunSpec, Window, Workload};
 
 use super::replay_support::*;
 
@@ -17,6 +18,7 @@ fn shape(budget: u32) -> StepShape {
         context_per_ktok: 0.02,
         max_batched_tokens: budget,
         lone_discount: 0.0,
+        prefill_attention_per_ktok: 0.05,
     }
 }
 
@@ -35,8 +37,8 @@ fn config(engine: EngineKind) -> ReplayConfig {
 
 /// Four decoders, then a long prompt: while it prefills in chunks of `B - 4` tokens, every step
 /// carries one token of each decoder and `x = B - 4` prompt tokens, so each decoder's
-/// inter-token time goes from `t(0)` to `t(x) = t(0) + beta x` and its completion moves by
-/// `(L / x) beta x = L beta`, and by one step's `gamma + delta (L + 1)` more while the prompt's
+/// inter-token time goes from `t(0)` to `t(x)` and its completion moves by `(L / x) (t(x) -
+/// t(0))`, and by one step's `t(0)` with five decoders less that with four while the prompt's
 /// one output token decodes beside them; its first token comes after `L / x` steps of `t(x)`.
 /// Under the simple model the decoders do not see the prompt at all.
 #[test]
@@ -52,7 +54,11 @@ fn a_long_prompt_lengthens_four_decoders_inter_token_time_as_the_step_model_says
     let c = StepCoefficients::of(p, d, shape(budget)).unwrap();
     let x = f64::from(budget - 4);
     let steps = long as f64 / x;
-    let delay = long as f64 * c.beta + c.gamma + c.delta * (long + 1) as f64;
+    // Four decoders holding 416 tokens each read 1,664 context tokens per step.
+    let ctx = 4.0 * 416.0;
+    let t_x = c.step_s(x, 4, ctx, long as f64);
+    let t_0 = c.step_s(0.0, 4, ctx, 0.0);
+    let delay = steps * (t_x - t_0) + c.step_s(0.0, 5, ctx + (long + 1) as f64, 0.0) - t_0;
     for k in 0..4 {
         let a = alone.records[k].completion_s.unwrap();
         let b = busy.records[k].completion_s.unwrap();
@@ -62,15 +68,13 @@ fn a_long_prompt_lengthens_four_decoders_inter_token_time_as_the_step_model_says
             b - a,
         );
     }
-    // Four decoders holding 416 tokens each read 1,664 context tokens per step.
-    let t_x = c.step_s(x, 4, 4.0 * 416.0);
     let ttft = busy.records[4].ttft_s.unwrap();
     assert!(
         (ttft - steps * t_x).abs() < 1e-4,
         "ttft {ttft} s, the step model says {} s",
         steps * t_x
     );
-    assert!(t_x > c.step_s(0.0, 4, 4.0 * 416.0) + 0.05);
+    assert!(t_x > t_0 + 0.05);
     // The simple model: prefills never slow the decoders.
     let cfg = config(EngineKind::Simple);
     let alone = run(&cluster, decoders, &cfg, PolicyKind::Fastest, 600.0);
@@ -84,7 +88,8 @@ fn a_long_prompt_lengthens_four_decoders_inter_token_time_as_the_step_model_says
 }
 
 /// With `max_batched_tokens` at least the prompt, a lone prompt prefills in one step
-/// `t = alpha + beta P`; with a smaller budget, in `P / B` steps of `t(B)`.
+/// `t = hypot(alpha, beta P) + zeta P^2 / 2`; with a smaller budget, in `P / B` steps of
+/// `t(B)`.
 #[test]
 fn a_prompt_within_the_budget_prefills_in_one_step() {
     let (p, d, prompt) = (1_500.0, 30.0, 300u64);
@@ -99,13 +104,17 @@ fn a_prompt_within_the_budget_prefills_in_one_step() {
         );
         let c = StepCoefficients::of(p, d, shape(budget)).unwrap();
         let x = f64::from(budget).min(prompt as f64);
-        let want = (prompt as f64 / x) * c.step_s(x, 0, 0.0);
+        let want = (prompt as f64 / x) * c.step_s(x, 0, 0.0, prompt as f64);
         close(out.records[0].ttft_s, want);
         if budget >= 300 {
-            close(out.records[0].ttft_s, c.alpha + prompt as f64 * c.beta);
+            let pr = prompt as f64;
+            close(
+                out.records[0].ttft_s,
+                c.alpha.hypot(pr * c.beta) + c.zeta * pr * pr / 2.0,
+            );
         }
         // Five tokens alone, each one step of `t(0, 1, 305)`.
-        let done = want + 5.0 / (1.0 / c.step_s(0.0, 1, 305.0));
+        let done = want + 5.0 * c.step_s(0.0, 1, 305.0, 0.0);
         let got = out.records[0].completion_s.unwrap();
         assert!(
             (got - done).abs() < 1e-5,
@@ -157,6 +166,7 @@ fn kv_node(sessions: &[(f64, Option<f64>)]) -> Node {
         context_per_ktok: 0.0,
         max_batched_tokens: 128,
         lone_discount: 0.0,
+        prefill_attention_per_ktok: 0.0,
     };
     n
 }
@@ -164,7 +174,7 @@ fn kv_node(sessions: &[(f64, Option<f64>)]) -> Node {
 /// A full KV cache preempts the newest request, which completes later with its tokens kept.
 /// A (160 + 200 tokens) prefills in 1.25 steps of `t(128)`; B (the same, arriving at 0.1 s)
 /// prefills beside it in `160 / 127` steps of `t(127)` while A gains `160 / 127` tokens. Both
-/// then decode at 20 tokens/s; they hold 11 + 11 of the 40 blocks, so the 19th block they
+/// then decode at about 20 tokens/s; they hold 11 + 11 of the 40 blocks, so the 19th block they
 /// need overflows the cache: A's block 21, when A reaches 320 tokens. B, the newest, is
 /// preempted with its 158 whole tokens (an interruption it is not), waits at the queue's
 /// front until A completes 2 s later, then prefills its 318 tokens again and decodes only the
@@ -182,15 +192,21 @@ fn a_full_kv_cache_preempts_the_newest_request_which_completes_later_with_its_to
         600.0,
     );
     let c = StepCoefficients::of(1_000.0, 20.0, cluster.nodes[0].spec.step).unwrap();
-    let t1 = 1.25 * c.step_s(128.0, 0, 0.0);
-    let t2 = t1 + 160.0 / 127.0 * c.step_s(127.0, 1, 0.0);
+    // One and two decoders, each at about 20 tokens/s (the step's compute adds 0.08 %).
+    let (r1, r2) = (
+        1.0 / c.step_s(0.0, 1, 0.0, 0.0),
+        1.0 / c.step_s(0.0, 2, 0.0, 0.0),
+    );
+    assert!((r2 / 20.0 - 1.0).abs() < 1e-3 && (r1 / 20.0 - 1.0).abs() < 1e-3);
+    let t1 = 1.25 * c.step_s(128.0, 0, 0.0, 160.0);
+    let t2 = t1 + 160.0 / 127.0 * c.step_s(127.0, 1, 0.0, 160.0);
     let a2 = 160.0 / 127.0;
-    let t3 = t2 + (320.0 - (160.0 + a2)) / 20.0;
-    let kept = ((t3 - t2) * 20.0).floor();
+    let t3 = t2 + (320.0 - (160.0 + a2)) / r2;
+    let kept = ((t3 - t2) * r2).floor();
     assert_eq!(kept, 158.0);
-    let t4 = t3 + 40.0 / 20.0;
-    let t5 = t4 + (160.0 + kept) / 128.0 * c.step_s(128.0, 0, 0.0);
-    let t6 = t5 + (200.0 - kept) / 20.0;
+    let t4 = t3 + 40.0 / r1;
+    let t5 = t4 + (160.0 + kept) / 128.0 * c.step_s(128.0, 0, 0.0, 160.0 + kept);
+    let t6 = t5 + (200.0 - kept) / r1;
     let (a, b) = (&out.records[0], &out.records[1]);
     assert_eq!((a.kv_preemptions, b.kv_preemptions), (0, 1));
     assert_eq!(out.stats.kv_preemptions, 1);
@@ -258,5 +274,75 @@ fn node_loss_during_a_kv_preemption_is_handled() {
             b.completion_s.unwrap() + 0.1 < 9.5 + 200.0 / 20.0,
             "{kind:?}"
         );
+    }
+}
+
+/// The same context recovered after a node loss and moved by recompute onto a node with four
+/// decoders delays those decoders equally: both wait out the recompute overhead (no GPU work)
+/// and then prefill the context in the destination's steps. X (a 2,000-token prompt) runs
+/// alone on node 0 (one slot); four short decoders run on node 1. At 10 s X leaves node 0:
+/// lost with the node in one run, moved by recompute at the 10 s check in the other (stall
+/// penalty 0, recompute overhead 0.5 s in both). The decoders finish before X, so X's own
+/// remaining tokens do not matter.
+#[test]
+fn a_recovery_and_a_recompute_move_delay_the_destinations_decoders_equally() {
+    let params = Params {
+        stall_penalty_s: 0.0,
+        recompute_overhead_s: 0.5,
+        check_interval_s: 10.0,
+        ..Params::default()
+    };
+    let cfg = ReplayConfig {
+        engine: EngineKind::Iteration,
+        params,
+        ..checked()
+    };
+    let (p, d) = (2_000.0, 25.0);
+    let dest = || iter_node("d", 8, p, d, 2048);
+    let mut requests = vec![req(0, 0.0, 2_000, 2_000)];
+    requests.extend((1..=4).map(|k| req(k, 0.1 * k as f64, 16, 300)));
+    let go = |source: Node, mut policy: Scripted| {
+        let cluster = Cluster::new(vec![source, dest()]);
+        let spec = RunSpec::new(PolicyKind::Hazard, Window::new(0, us(600.0)), 1, cfg.params);
+        let w = Workload::new(requests.clone());
+        simulate_with(&cluster, &w, &cfg, &spec, &mut policy).expect("replay runs")
+    };
+    let one_slot = |sessions: &[(f64, Option<f64>)]| {
+        let mut n = node("s", 1, p, d, sessions);
+        n.spec.step = shape(2048);
+        n
+    };
+    // Recovery: node 0 is lost at 10 s; X is placed on node 1.
+    let lost = go(
+        one_slot(&[(-1e6, Some(10.0)), (1e5, None)]),
+        Scripted::new(vec![0, 1]),
+    );
+    // Planned move: node 0 stays up; the 10 s check moves X to node 1 by recompute.
+    let mut mover = Scripted::new(vec![0, 1]);
+    mover.from = 0;
+    mover.to = 1;
+    mover.method = MoveMethod::Recompute;
+    mover.cost_s = 1.0;
+    let moved = go(one_slot(&[(-1e6, None)]), mover);
+    // Baseline: X stays on node 0.
+    let stays = go(one_slot(&[(-1e6, None)]), Scripted::new(vec![0, 1]));
+    let x = (&lost.records[0], &moved.records[0]);
+    assert_eq!((x.0.interruptions, x.0.final_node), (1, Some(1)));
+    assert_eq!((x.1.planned_migrations, x.1.final_node), (1, Some(1)));
+    for k in 1..=4 {
+        let (a, b, c) = (
+            lost.records[k].completion_s.unwrap(),
+            moved.records[k].completion_s.unwrap(),
+            stays.records[k].completion_s.unwrap(),
+        );
+        assert_eq!(lost.records[k].final_node, Some(1));
+        assert!(
+            (a - b).abs() < 2e-6,
+            "decoder {k}: {a} s after the recovery, {b} s after the move"
+        );
+        // X's re-prefill (about 2,230 tokens at up to 2,000 tokens/s) and its decoding
+        // beside them delay them by more than a second.
+        assert!(a > c + 1.0, "decoder {k}: {a} s, {c} s without X");
+        assert!(a < x.0.completion_s.unwrap());
     }
 }

@@ -3,10 +3,11 @@
 
 use proptest::prelude::*;
 
+use hazardserve::policy::iteration::EngineKind;
 use hazardserve::policy::migration::{assess_move, source_state, MoveQuery};
 use hazardserve::policy::{
-    build, ClusterView, Explanation, Foresight, NodeIdx, NodeView, Outcome, Params, Policy,
-    PolicyKind, RequestView, RiskModel,
+    build, ClusterView, Explanation, ForecastKind, Foresight, NodeIdx, NodeView, Outcome, Params,
+    Policy, PolicyKind, RequestView, RiskModel,
 };
 use hazardserve::replay::{
     run_grid, simulate, simulate_with, CensoredEnds, Cluster, Grid, LengthEstimator,
@@ -23,6 +24,16 @@ fn total_interruptions(o: &RunOutput) -> u64 {
 
 /// A synthetic cluster of fast-failing nodes and a workload busy enough to fill some slots.
 fn synthetic(seed: u64, nodes: usize, up_scale_s: f64) -> (Cluster, Workload) {
+    synthetic_prompts(seed, nodes, up_scale_s, 1000.0)
+}
+
+/// [`synthetic`] with prompts of median `prompt_median` tokens.
+fn synthetic_prompts(
+    seed: u64,
+    nodes: usize,
+    up_scale_s: f64,
+    prompt_median: f64,
+) -> (Cluster, Workload) {
     let cluster = SyntheticCluster {
         nodes,
         up_shape: 0.7,
@@ -38,7 +49,7 @@ fn synthetic(seed: u64, nodes: usize, up_scale_s: f64) -> (Cluster, Workload) {
     let workload = PoissonWorkload {
         rate_per_s: 0.5,
         length_s: 1200.0,
-        prompt_median: 1000.0,
+        prompt_median,
         prompt_sigma: 0.6,
         output_median: 300.0,
         output_sigma: 0.6,
@@ -160,6 +171,98 @@ proptest! {
             ..ReplayConfig::default()
         };
         check_grid(&cluster, &workload, &cfg, windows(2, 1200.0));
+    }
+
+    /// No policy finishes a request, or gives its first token, before `bound` says it can,
+    /// under either engine, on generated clusters with long prompts (chunked past the token
+    /// budget) and short ones, exact or estimated lengths: the bound is computed with the
+    /// fastest service the engine allows.
+    #[test]
+    fn no_request_finishes_before_its_bound_under_either_engine(
+        seed in 1u64..10_000,
+        nodes in 2usize..8,
+        up_scale in 200.0f64..3000.0,
+        prompt_median in prop_oneof![Just(300.0), Just(6000.0), 20.0f64..12_000.0],
+        iteration in any::<bool>(),
+        noisy in any::<bool>(),
+    ) {
+        let (mut cluster, workload) = synthetic_prompts(seed, nodes, up_scale, prompt_median);
+        // Mixed tiers: every other node prefills 4x faster and decodes 2x faster.
+        for (k, n) in cluster.nodes.iter_mut().enumerate() {
+            n.spec.kv_capacity_tokens = 1 << 40;
+            if k % 2 == 1 {
+                n.spec.prefill_tok_s *= 4.0;
+                n.spec.decode_tok_s *= 2.0;
+            }
+        }
+        let cfg = ReplayConfig {
+            engine: if iteration { EngineKind::Iteration } else { EngineKind::Simple },
+            estimator: if noisy { LengthEstimator::Lognormal { sigma: 0.5 } } else { LengthEstimator::Exact },
+            ..ReplayConfig::default()
+        };
+        let policies: Vec<PolicyKind> = PolicyKind::ALL
+            .into_iter()
+            .filter(|&k| cluster.supports(k).is_ok())
+            .collect();
+        let ws = windows(2, 900.0);
+        let grid = Grid::new(policies.clone(), ws.clone(), vec![1]);
+        let runs = run_grid(&cluster, &workload, &cfg, &grid).expect("grid runs");
+        for w in 0..ws.len() {
+            let b = runs.iter().find(|o| o.policy == PolicyKind::Bound && o.window == w).unwrap();
+            for o in runs.iter().filter(|o| o.window == w && o.policy != PolicyKind::Bound) {
+                prop_assert_eq!(b.records.len(), o.records.len());
+                for (rb, ro) in b.records.iter().zip(&o.records) {
+                    if let Some(c) = ro.completion_s {
+                        let cb = rb.completion_s;
+                        prop_assert!(cb.is_some_and(|cb| cb <= c + 1e-6),
+                            "{}: request {} completed at {} before its bound {:?}", o.policy, ro.id, c, cb);
+                    }
+                    if let Some(t) = ro.ttft_s {
+                        let tb = rb.ttft_s;
+                        prop_assert!(tb.is_some_and(|tb| tb <= t + 1e-6),
+                            "{}: request {} first token at {} before its bound {:?}", o.policy, ro.id, t, tb);
+                    }
+                }
+            }
+        }
+    }
+
+    /// The placement's pruning (a node is skipped once a lower bound of its score reaches the
+    /// best so far) picks what the exhaustive search picks, with the replay's live forecasts,
+    /// under both engines and both forecast modes: a run that prices every candidate (the
+    /// decision log on) gives the same records as one that prunes.
+    #[test]
+    fn pruned_placement_equals_exhaustive_placement_with_forecasts(
+        seed in 1u64..10_000,
+        nodes in 3usize..9,
+        prompt_median in prop_oneof![Just(400.0), Just(5000.0)],
+        iteration in any::<bool>(),
+        marginal in any::<bool>(),
+    ) {
+        let (mut cluster, workload) = synthetic_prompts(seed, nodes, 1500.0, prompt_median);
+        for (k, n) in cluster.nodes.iter_mut().enumerate() {
+            n.spec.prefill_tok_s *= [1.0, 3.0, 0.5][k % 3];
+            n.spec.decode_tok_s *= [1.0, 0.7, 2.0][k % 3];
+        }
+        let params = Params {
+            forecast: if marginal { ForecastKind::Marginal } else { ForecastKind::Own },
+            ..Params::default()
+        };
+        let base = ReplayConfig {
+            engine: if iteration { EngineKind::Iteration } else { EngineKind::Simple },
+            params,
+            ..ReplayConfig::default()
+        };
+        let policies = [PolicyKind::Fastest, PolicyKind::Hazard, PolicyKind::Memoryless, PolicyKind::Oracle];
+        let grid = Grid::new(policies.to_vec(), windows(1, 900.0), vec![1]);
+        let pruned = run_grid(&cluster, &workload, &base, &grid).unwrap();
+        let full = ReplayConfig { decision_log: usize::MAX, ..base };
+        let exhaustive = run_grid(&cluster, &workload, &full, &grid).unwrap();
+        for (a, b) in pruned.iter().zip(&exhaustive) {
+            prop_assert_eq!(a.policy, b.policy);
+            prop_assert!(!b.decisions.is_empty());
+            prop_assert_eq!(&a.records, &b.records, "{}", a.policy);
+        }
     }
 
     /// With every session end censored (no events), no policy is ever interrupted, whatever
@@ -638,5 +741,52 @@ fn replay_oracle_and_bound_claims_on_every_stored_scenario() {
             file.display(),
             sc.grid.windows.len()
         );
+    }
+}
+
+/// The oracle's end checks follow a request's rate: A alone on node `x` would finish at
+/// 28.1 s, before `x`'s known end at 30 s, so no check is due when it starts decoding; B
+/// joins at 10 s and, while both decode at half the rate, slows A past the end (30.1 s). The
+/// oracle re-checks A when its end moves and moves it off `x` in time: no interruption, under
+/// both engines (each decoder at `d / k`: batch slowdown 1, or a step with no fixed share).
+#[test]
+fn the_oracle_moves_a_request_a_later_co_decoder_slows_past_its_nodes_end() {
+    for engine in [EngineKind::Simple, EngineKind::Iteration] {
+        let mut x = node("x", 4, 1000.0, 10.0, &[(-100.0, Some(30.0)), (200.0, None)]);
+        let mut y = always_up("y", 4, 1000.0, 2.0);
+        for n in [&mut x, &mut y] {
+            n.spec.step.fixed_share = 0.0;
+            n.spec.step.prefill_attention_per_ktok = 0.0;
+        }
+        let cluster = Cluster::new(vec![x, y]);
+        let reqs = vec![req(0, 0.0, 100, 280), req(1, 10.0, 100, 20)];
+        let cfg = ReplayConfig {
+            engine,
+            batch_slowdown: 1.0,
+            ..checked()
+        };
+        let out = run(&cluster, reqs, &cfg, PolicyKind::Oracle, 400.0);
+        let (a, b) = (&out.records[0], &out.records[1]);
+        assert_eq!(b.final_node, Some(0), "{engine:?}: B is served on x");
+        assert_eq!(a.first_node, Some(0), "{engine:?}");
+        assert_eq!(
+            (a.interruptions, b.interruptions),
+            (0, 0),
+            "{engine:?}: the oracle lost A at x's end"
+        );
+        assert_eq!(a.planned_migrations, 1, "{engine:?}: {a:?}");
+        assert_eq!(a.final_node, Some(1), "{engine:?}");
+        assert!(a.completion_s.is_some());
+        // Without B, A stays on x and finishes there before the end.
+        let alone = run(
+            &cluster,
+            vec![req(0, 0.0, 100, 280)],
+            &cfg,
+            PolicyKind::Oracle,
+            400.0,
+        );
+        let a = &alone.records[0];
+        assert_eq!((a.planned_migrations, a.final_node), (0, Some(0)));
+        assert!(a.completion_s.is_some_and(|c| c < 30.0), "{a:?}");
     }
 }

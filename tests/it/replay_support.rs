@@ -129,10 +129,11 @@ impl Policy for Scripted {
     ) -> Option<NodeIdx> {
         *out = Explanation::default();
         let need = req.kv_need();
+        // Only the nodes a decision visits are current ([`ClusterView::candidates`]).
         self.prefer
             .iter()
             .copied()
-            .find(|&i| view.nodes.get(i).is_some_and(|n| n.can_admit(need)))
+            .find(|&i| view.candidates().any(|(j, n)| j == i && n.can_admit(need)))
     }
 
     fn check_migration(

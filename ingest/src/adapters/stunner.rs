@@ -209,6 +209,12 @@ fn parse_file(file: &InputFile, trace: &mut Trace, rejects: &mut Rejects) -> Res
     let mut order: Vec<usize> = (0..windows.len()).collect();
     order.sort_by_key(|&k| (windows[k].user, windows[k].start_ms, windows[k].line));
     let mut stats = Stats::default();
+    let file_windows = FileWindows {
+        windows: &windows,
+        durs: &durs,
+        raws: &raws,
+        display: &display,
+    };
     let mut i = 0;
     while i < order.len() {
         let u = windows[order[i]].user;
@@ -221,10 +227,7 @@ fn parse_file(file: &InputFile, trace: &mut Trace, rejects: &mut Rejects) -> Res
         let node = user_sessions(
             &node_id,
             user_windows,
-            &windows,
-            &durs,
-            &raws,
-            &display,
+            &file_windows,
             rejects,
             &mut stats,
             &mut trace.sessions,
@@ -271,20 +274,31 @@ struct Stats {
     kept: u64,
 }
 
+/// One file's parsed windows, as [`user_sessions`] reads them: the windows, their segments'
+/// durations (each window's `durs` range), each window's raw line and the file's name.
+struct FileWindows<'a> {
+    windows: &'a [Window],
+    durs: &'a [i64],
+    raws: &'a [&'a str],
+    display: &'a str,
+}
+
 /// Walks one user's windows (in start order); returns its observation window and UTC offset,
 /// or `None` when every window was rejected.
-#[allow(clippy::too_many_arguments)]
 fn user_sessions(
     node_id: &str,
     user_windows: &[usize],
-    windows: &[Window],
-    durs: &[i64],
-    raws: &[&str],
-    display: &str,
+    file: &FileWindows<'_>,
     rejects: &mut Rejects,
     stats: &mut Stats,
     out: &mut Vec<Session>,
 ) -> Result<Option<(i64, i64, i64)>> {
+    let FileWindows {
+        windows,
+        durs,
+        raws,
+        display,
+    } = *file;
     // (start ms, left truncated) of the online session in progress.
     let mut open: Option<(i64, bool)> = None;
     // End and final state of the previous accepted window.
