@@ -43,8 +43,10 @@ const WINDOW_S: f64 = 300.0;
 /// unloaded rate under the simple engine, and `workload.load` 0.84, which also counts the
 /// batch slowdown of full slots; the summary prints the latter) over `window_s` seconds.
 /// Under the iteration engine the nodes' step is the simple engine's decode rate without batch
-/// slowdown (the default configuration) read as a step: k decoders alone step in 1 / d. What
-/// differs is the iteration model's own work: prefills that contend and stall the decoders.
+/// slowdown (the default configuration) read as a step: k decoders alone step in about 1 / d
+/// (the memory floor; each decode token's compute at the node's prefill rate adds under 1 %
+/// at 8 decoders). What differs is the iteration model's own work: prefills that contend and
+/// stall the decoders.
 fn inputs(
     nodes: usize,
     per_node: f64,

@@ -26,9 +26,6 @@
 //! A kernel profile (Vidur's per-iteration time of the linear layers at `n` tokens) is the
 //! roofline alone, `hypot(alpha, beta n)`, fitted by the least largest relative error
 //! ([`fit_roofline`]).
-//!
-//! Size: over 800 lines because the published rows are data, cited row by row beside the
-//! tables they belong to.
 
 use serde::Serialize;
 
@@ -60,6 +57,30 @@ pub struct Fit {
 }
 
 impl Fit {
+    /// Every coefficient 0 (a fit's starting point), with the token budget `budget`.
+    fn zero(budget: u32) -> Fit {
+        Fit {
+            alpha: 0.0,
+            beta: 0.0,
+            gamma: 0.0,
+            delta: 0.0,
+            epsilon: 0.0,
+            zeta: 0.0,
+            budget,
+            residuals: Vec::new(),
+        }
+    }
+
+    /// The fit with the residual of each of `t`'s rows (model / measured - 1).
+    fn with_residuals(mut self, t: &TierCalibration) -> Fit {
+        self.residuals = t
+            .rows
+            .iter()
+            .map(|m| self.model(m.figure) / m.value - 1.0)
+            .collect();
+        self
+    }
+
     /// The coefficients as the step model takes them.
     pub fn coefficients(&self) -> StepCoefficients {
         StepCoefficients {
@@ -218,16 +239,7 @@ pub fn fit(t: &TierCalibration) -> Option<Fit> {
         prefill.iter().map(|p| p.1).sum::<f64>() / prefill.iter().map(|p| p.0).sum::<f64>();
     // The first round fits the decode rows by the plain line (`beta = 0`: no roofline
     // excess), which starts `alpha` at the batched rows' floor.
-    let mut f = Fit {
-        alpha: 0.0,
-        beta: 0.0,
-        gamma: 0.0,
-        delta: 0.0,
-        epsilon: 0.0,
-        zeta: 0.0,
-        budget: t.max_batched_tokens,
-        residuals: Vec::new(),
-    };
+    let mut f = Fit::zero(t.max_batched_tokens);
     for _ in 0..FIT_ROUNDS {
         // The decode rows, less the roofline's excess over the floor at the current alpha.
         let excess = |d: &(f64, f64, f64)| f.alpha.hypot(f.beta * d.0) - f.alpha;
@@ -283,12 +295,7 @@ pub fn fit(t: &TierCalibration) -> Option<Fit> {
         f.beta = golden_log(mean_s_per_token * 1e-3, mean_s_per_token * 2.0, sse);
         f.zeta = zeta_at(f.beta);
     }
-    f.residuals = t
-        .rows
-        .iter()
-        .map(|m| f.model(m.figure) / m.value - 1.0)
-        .collect();
-    Some(f)
+    Some(f.with_residuals(t))
 }
 
 /// A kernel profile's roofline `hypot(alpha, beta n)` (seconds) fitted to its
@@ -320,22 +327,12 @@ pub fn fit_roofline(t: &TierCalibration) -> Option<Fit> {
     let beta = golden_log(per_token * 1e-4, per_token * 2.0, |b| {
         worst(best_alpha(b), b)
     });
-    let mut f = Fit {
+    let f = Fit {
         alpha: best_alpha(beta),
         beta,
-        gamma: 0.0,
-        delta: 0.0,
-        epsilon: 0.0,
-        zeta: 0.0,
-        budget: t.max_batched_tokens,
-        residuals: Vec::new(),
+        ..Fit::zero(t.max_batched_tokens)
     };
-    f.residuals = t
-        .rows
-        .iter()
-        .map(|m| f.model(m.figure) / m.value - 1.0)
-        .collect();
-    Some(f)
+    Some(f.with_residuals(t))
 }
 
 /// `alpha`, `gamma`, `delta` of decode rows `(batch, context read, step seconds)` by least

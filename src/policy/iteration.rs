@@ -61,16 +61,19 @@
 //! as `x` grows and `x <= min(B, L)`, so a prefill of `L` tokens takes at least
 //! [`StepCoefficients::min_prefill_s`] `= hypot(alpha L / min(B, L), beta L) + zeta L^2 / 2`,
 //! which is exactly its time alone; every step that carries a decode token costs at least
-//! `hypot(alpha, beta) + gamma - epsilon = 1 / d`. The `bound` reference and the placement's
-//! pruning use these ([`StepCoefficients::min_prefill_s`], `L / d`), so both stay bounds under
-//! this engine.
+//! `hypot(alpha, beta) + gamma - epsilon = 1 / d`. The `bound` reference uses these
+//! ([`StepCoefficients::min_prefill_s`], `L / d`); the placement's pruning keeps `L beta + L / d`
+//! (`beta = 1 / p`), below both; so both stay bounds under this engine.
 //!
-//! A preset's shape is its batch slowdown `f` read as a step (`a = 1 - f`, `c = 0`: `k`
-//! decoders alone step in about `(1 + f (k - 1)) / d`, the simple model's decode rate, the
-//! roofline's knee adding under 1 % at 32 decoders), so that the two engines differ mainly in
-//! what the iteration model adds (prefills that contend with each other and with the
-//! decoders, chunked under the token budget, memory-bound short chunks, attention on long
-//! prompts). [`crate::policy::calibration`] fits the full step to published batched tables
+//! A preset's shape is its batch slowdown `f` read as a step (`a = 1 - f`, `c = 0`): on the
+//! GPU tiers, whose knee `alpha / beta` is 124-160 tokens, `k` decoders alone step in about
+//! `(1 + f (k - 1)) / d`, the simple model's decode rate (within 1 % at 32 decoders); on the
+//! slow laptop tiers (`m1-max`, `wan-peer`: prefill at 500 and 250 tokens/s, a knee of 7-8
+//! tokens) a batch of decoders is compute-bound, and 32 decoders decode 15-18 % slower than
+//! the simple model has them (the `phone`'s batch, `f = 1`, gains nothing under either
+//! model, and they agree). Otherwise the engines differ in what the iteration model adds
+//! (prefills that contend with each other and with the decoders, chunked under the token
+//! budget, memory-bound short chunks, attention on long prompts). [`crate::policy::calibration`] fits the full step to published batched tables
 //! and kernel profiles and shows where it misses.
 
 use serde::{Deserialize, Serialize};
@@ -130,9 +133,6 @@ pub struct StepShape {
     #[serde(default)]
     pub prefill_attention_per_ktok: f64,
 }
-
-/// The prompt length the presets' prefill rates were measured at (llama-bench's `pp512`).
-pub const PREFILL_REFERENCE_TOKENS: f64 = 512.0;
 
 /// The prefill attention share `z` of the presets, which publish no long-prompt figure: the
 /// DGX Spark dense model's (Qwen2.5-Coder-7B, llama.cpp, prefill at 512, 4,096 and 8,192

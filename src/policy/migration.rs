@@ -495,10 +495,10 @@ pub(crate) fn move_cost(
 
 /// A destination's service-time forecast for a move: given the move's cost and the tokens
 /// left after it, when the request starts decoding on the destination and completes, counted
-/// from now (the window `W` and the cost `C` included); under the `marginal` forecast the
-/// completion carries the delay the move imposes on the destination's requests, as placement
-/// prices it. `None` falls back to the view formula.
-pub type DestinationForecast<'f> = &'f dyn Fn(&MoveCost, f64) -> Option<ServiceTime>;
+/// from now (the window `W` and the cost `C` included), and the delay `D_j` the move imposes on
+/// the destination's requests (the `marginal` forecast; 0 under `own`), which the trigger's
+/// time side counts as placement's score does. `None` falls back to the view formula.
+pub type DestinationForecast<'f> = &'f dyn Fn(&MoveCost, f64) -> Option<(ServiceTime, f64)>;
 
 /// [`assess_move`] for a move whose cost and method are already chosen (`mv`): the oracle
 /// forces recompute when a transfer would not finish before the source's known end.
@@ -571,14 +571,16 @@ pub(crate) fn price_move_with(
             return pruned(t_j, bound);
         }
     }
+    let mut d_j = 0.0;
     if let Some(f) = forecast {
-        if let Some(fc) = f(&mv, rem_after) {
+        if let Some((fc, d)) = f(&mv, rem_after) {
             t_j = fc.total_s - mv.window_s - cost;
             u_start = fc.start_s - mv.window_s;
             rate_j = fc.decode_rate(rem_after, dst.decode_tok_s);
+            d_j = nonneg(d);
         }
     }
-    let dt = mv.window_s + mv.cost_s + t_j - t_i;
+    let dt = mv.window_s + mv.cost_s + t_j + d_j - t_i;
     let beats = |gain: f64| match prune {
         Some((h, floor)) => gain > h.max(floor) && dt < h,
         None => true,

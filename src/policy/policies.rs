@@ -3,7 +3,8 @@
 //! Formulas (design note "The algorithm"): expected completion cost `E_i = T_i + L_i`, `L_i`
 //! a 16-cell Riemann sum of the unplanned loss `U_i` over the conditional survival curve
 //! `S_i(t | a_i)`; placement `argmin_i E_i`; pre-emptive migration only on risk removal
-//! (`risk_gain = L_i - (C + L_j) > h` and `dT = C + T_j - T_i < h`, hysteresis `h`); a move
+//! (`risk_gain = L_i - (C + L_j) > h` and `dT = C + T_j (+ D_j) - T_i < h`, hysteresis `h`,
+//! `D_j` the delay imposed on the destination's requests under the `marginal` forecast); a move
 //! costs `C = min(KV transfer, recompute)`. `T` and `L` price the expected remaining output
 //! [`RequestView::remaining_expected`], which never reaches 0 while a request runs.
 //!
@@ -623,41 +624,41 @@ fn placement_lower_bound(
 /// decodes after the move's window and cost. A recompute is served as the engine serves it:
 /// under the iteration model the window and the recompute overhead `o_r` are waiting, the
 /// recomputed tokens (the context, or the window's tokens with overlap) prefill work on `j`.
-/// Under the `marginal` forecast (as placement prices it) the completion includes the delay
-/// the move imposes on `j`'s requests, `T + D`.
+/// Under the `marginal` forecast (as placement prices it) the answer carries the delay `D`
+/// the move imposes on `j`'s requests (0 under `own`).
 fn move_forecast<'v>(
     view: &'v ClusterView<'v>,
     j: NodeIdx,
     req: &'v RequestView,
     remaining: f64,
     params: &Params,
-) -> impl Fn(&MoveCost, f64) -> Option<ServiceTime> + 'v {
+) -> impl Fn(&MoveCost, f64) -> Option<(ServiceTime, f64)> + 'v {
     let (o_r, forecast) = (params.recompute_overhead_s, params.forecast);
     move |mv: &MoveCost, rem_after: f64| {
         let loads = view.loads?;
         let done = req.done_tokens as f64 + (remaining - rem_after).max(0.0);
         let window = mv.window_s.max(0.0);
         let seconds = window + mv.cost_s.max(0.0);
+        let tokens = if window > 0.0 {
+            mv.decoded_in_window.max(0.0).floor()
+        } else {
+            req.context() as f64
+        };
         let start = match mv.method {
-            MoveMethod::Recompute => StartPhase {
+            MoveMethod::Recompute if tokens > 0.0 => StartPhase {
                 seconds,
                 prefill: true,
                 stall_s: window + o_r.max(0.0),
-                tokens: if window > 0.0 {
-                    mv.decoded_in_window.max(0.0).floor()
-                } else {
-                    req.context() as f64
-                },
+                tokens,
             },
-            MoveMethod::Transfer => StartPhase::pause(seconds),
+            _ => StartPhase::pause(seconds),
         };
         let w = newcomer(req, start, done, rem_after);
         match forecast {
-            ForecastKind::Own => loads.forecast_newcomer(j, w),
-            ForecastKind::Marginal => loads.forecast_newcomer_marginal(j, w).map(|m| ServiceTime {
-                start_s: m.time.start_s,
-                total_s: m.time.total_s + m.imposed_s,
-            }),
+            ForecastKind::Own => loads.forecast_newcomer(j, w).map(|st| (st, 0.0)),
+            ForecastKind::Marginal => loads
+                .forecast_newcomer_marginal(j, w)
+                .map(|m| (m.time, m.imposed_s)),
         }
     }
 }

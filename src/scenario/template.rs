@@ -50,8 +50,9 @@ kv_capacity_tokens = 200000
 link = "10gbe"
 # Service-time model: "simple" (per-request prefill at the preset's rate, decode slowed by
 # batch_slowdown; the default, which every committed result used) or "iteration" (each step
-# batches the decodes with a chunk of the oldest prefill under a token budget, step time
-# alpha + beta x prefill + gamma x decodes + delta x context, calibrated per preset).
+# batches the decodes with a chunk of the oldest prefill under a token budget; the step is a
+# roofline, flat while memory-bound and linear once compute-bound, plus the decoders' context
+# read and the prompt's attention; `hazardserve presets --fidelity` shows its calibration).
 engine = "simple"
 # Explicit figures override the preset: prefill_tok_s, decode_tok_s, bandwidth_bytes_s.
 # prefill_tok_s = 7741.0

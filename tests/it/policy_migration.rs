@@ -160,27 +160,28 @@ fn guard_function() {
     assert_eq!(check_guards(1, f64::NAN, &p), Err(Blocked::MinRemaining));
 }
 
-/// Source: fast-failing (mean session 20 s), decode 20 tok/s. Destination: safe, prefill
-/// 5,000 tok/s, a 10 GB/s link (transfer wins), decode `dst_decode`.
-fn run(params: Params, hops: u32, dst_decode: f64) -> (Option<usize>, Explanation) {
-    let risky = Exponential { mean: 20.0 };
-    let safe = Exponential { mean: 1e7 };
-    let nodes = [
-        NodeView {
-            decode_tok_s: 20.0,
-            prefill_tok_s: 5000.0,
-            bandwidth_bytes_s: 1e10,
-            ..NodeView::new(&risky)
-        },
-        NodeView {
-            decode_tok_s: dst_decode,
-            prefill_tok_s: 5000.0,
-            bandwidth_bytes_s: 1e10,
-            ..NodeView::new(&safe)
-        },
-    ];
-    let view = ClusterView::new(&nodes);
-    let req = RequestView {
+/// A source decoding at `d_src` whose sessions follow `src` and a destination decoding at
+/// `d_dst` whose sessions follow `dst`; both prefill 5,000 tok/s over a 10 GB/s link (a
+/// transfer wins).
+fn pair<'a>(
+    src: &'a Exponential,
+    d_src: f64,
+    dst: &'a Exponential,
+    d_dst: f64,
+) -> [NodeView<'a>; 2] {
+    let node = |curve: &'a Exponential, d: f64| NodeView {
+        decode_tok_s: d,
+        prefill_tok_s: 5000.0,
+        bandwidth_bytes_s: 1e10,
+        ..NodeView::new(curve)
+    };
+    [node(src, d_src), node(dst, d_dst)]
+}
+
+/// A request decoding on node 0: 900 prompt tokens, 100 of its 1,100 generated, after `hops`
+/// planned moves.
+fn on_source(hops: u32) -> RequestView {
+    RequestView {
         id: 1,
         prompt_tokens: 900,
         done_tokens: 100,
@@ -189,7 +190,17 @@ fn run(params: Params, hops: u32, dst_decode: f64) -> (Option<usize>, Explanatio
         resident_tokens: 1000,
         planned_hops: hops,
         est_sigma: 0.0,
-    };
+    }
+}
+
+/// Source: fast-failing (mean session 20 s), decode 20 tok/s. Destination: safe, prefill
+/// 5,000 tok/s, a 10 GB/s link (transfer wins), decode `dst_decode`.
+fn run(params: Params, hops: u32, dst_decode: f64) -> (Option<usize>, Explanation) {
+    let risky = Exponential { mean: 20.0 };
+    let safe = Exponential { mean: 1e7 };
+    let nodes = pair(&risky, 20.0, &safe, dst_decode);
+    let view = ClusterView::new(&nodes);
+    let req = on_source(hops);
     let mut pol = StandardPolicy::new(PolicyKind::Hazard, params, 0);
     let mut out = Explanation::default();
     let d = pol.check_migration(&view, &req, 0, &mut out);
@@ -313,20 +324,7 @@ fn a_faster_but_equally_risky_node_does_not_attract_the_request() {
     // E_j + C < E_i (much faster destination) but no risk removed: the load-balancing move the
     // earlier design made (and thrashed on) must not happen.
     let curve = Exponential { mean: 3600.0 };
-    let nodes = [
-        NodeView {
-            decode_tok_s: 10.0,
-            prefill_tok_s: 5000.0,
-            bandwidth_bytes_s: 1e10,
-            ..NodeView::new(&curve)
-        },
-        NodeView {
-            decode_tok_s: 100.0,
-            prefill_tok_s: 5000.0,
-            bandwidth_bytes_s: 1e10,
-            ..NodeView::new(&curve)
-        },
-    ];
+    let nodes = pair(&curve, 10.0, &curve, 100.0);
     let req = RequestView {
         id: 2,
         prompt_tokens: 1000,
@@ -385,37 +383,16 @@ impl NodeLoads for FixedLoads {
 }
 
 /// The migration check prices the destination with the placement's forecast: under
-/// `marginal` its `T_j` carries the delay `D_j` the move imposes on the destination's requests
-/// (as placement's `T_i + D_i` does), under `own` it does not; a delay large enough keeps the
-/// request where it is.
+/// `marginal` the trigger's time side `dT` carries the delay `D_j` the move imposes on the
+/// destination's requests (as placement's score `T_i + D_i + L_i` does), under `own` it does
+/// not; the request's own `T_j` (and the loss priced over it) is the same under both; a delay
+/// large enough keeps the request where it is.
 #[test]
 fn the_migration_check_prices_the_destination_with_the_placements_forecast() {
     let risky = Exponential { mean: 20.0 };
     let safe = Exponential { mean: 1e7 };
-    let nodes = [
-        NodeView {
-            decode_tok_s: 20.0,
-            prefill_tok_s: 5000.0,
-            bandwidth_bytes_s: 1e10,
-            ..NodeView::new(&risky)
-        },
-        NodeView {
-            decode_tok_s: 40.0,
-            prefill_tok_s: 5000.0,
-            bandwidth_bytes_s: 1e10,
-            ..NodeView::new(&safe)
-        },
-    ];
-    let req = RequestView {
-        id: 1,
-        prompt_tokens: 900,
-        done_tokens: 100,
-        est_output_tokens: 1100,
-        node: Some(0),
-        resident_tokens: 1000,
-        planned_hops: 0,
-        est_sigma: 0.0,
-    };
+    let nodes = pair(&risky, 20.0, &safe, 40.0);
+    let req = on_source(0);
     let check = |forecast: ForecastKind, d_s: f64| {
         let loads = FixedLoads { t_s: 25.0, d_s };
         let view = ClusterView::new(&nodes).with_loads(&loads);
@@ -423,15 +400,17 @@ fn the_migration_check_prices_the_destination_with_the_placements_forecast() {
         let mut pol = StandardPolicy::new(PolicyKind::Hazard, params, 0);
         let mut out = Explanation::recording();
         let d = pol.check_migration(&view, &req, 0, &mut out);
-        let t_j = out.candidates.iter().find(|c| c.node == 1).map(|c| c.t);
-        (d, t_j.expect("the destination is priced"))
+        let c = out.candidates.iter().find(|c| c.node == 1);
+        let c = c.expect("the destination is priced");
+        (d, c.t, c.l, c.dt)
     };
-    let (own, t_own) = check(ForecastKind::Own, 7.0);
-    let (marginal, t_marginal) = check(ForecastKind::Marginal, 7.0);
+    let (own, t_own, l_own, dt_own) = check(ForecastKind::Own, 7.0);
+    let (marginal, t_marginal, l_marginal, dt_marginal) = check(ForecastKind::Marginal, 7.0);
     assert!(
-        (t_marginal - t_own - 7.0).abs() < 1e-9,
-        "{t_own} {t_marginal}"
+        (dt_marginal - dt_own - 7.0).abs() < 1e-9,
+        "{dt_own} {dt_marginal}"
     );
+    assert_eq!((t_own, l_own), (t_marginal, l_marginal));
     // Seven seconds of delay to the destination's requests fail the time side of the
     // trigger (`dT < h = 1 s`); half a second does not.
     assert_eq!(own, Some(1));

@@ -346,3 +346,49 @@ fn a_recovery_and_a_recompute_move_delay_the_destinations_decoders_equally() {
         assert!(a < x.0.completion_s.unwrap());
     }
 }
+
+/// An overlapped move whose window generates no token has nothing to recompute at the
+/// cut-over: it is a pause (the recompute overhead), not a prefill of 0 tokens, which no step
+/// would ever serve and which would hold every later prefill on the destination. X is moved
+/// from node 0 to node 1 with a 1-microsecond window (its catch-up, 0 tokens, is cheaper to
+/// recompute than to transfer); Y arrives on node 1 afterwards. Both complete.
+#[test]
+fn an_overlapped_move_with_nothing_to_catch_up_does_not_stall_the_destination() {
+    let params = Params {
+        check_interval_s: 5.0,
+        transfer_overhead_s: 0.2,
+        recompute_overhead_s: 0.1,
+        ..Params::default()
+    };
+    let cfg = ReplayConfig {
+        engine: EngineKind::Iteration,
+        params,
+        ..checked()
+    };
+    let (p, d) = (2_000.0, 25.0);
+    // Node 0 ends at 6 s, after the move, so that Y is served on node 1.
+    let mut source = node("s", 1, p, d, &[(-1e6, Some(6.0)), (1e5, None)]);
+    source.spec.step = shape(2048);
+    let cluster = Cluster::new(vec![source, iter_node("d", 8, p, d, 2048)]);
+    let requests = vec![req(0, 0.0, 200, 400), req(1, 20.0, 300, 10)];
+    let mut mover = Scripted::new(vec![0, 1]);
+    mover.from = 0;
+    mover.to = 1;
+    mover.method = MoveMethod::Recompute;
+    mover.cost_s = 0.1;
+    mover.window_s = 1e-6;
+    let spec = RunSpec::new(PolicyKind::Hazard, Window::new(0, us(300.0)), 1, cfg.params);
+    let out = simulate_with(&cluster, &Workload::new(requests), &cfg, &spec, &mut mover)
+        .expect("replay runs");
+    let (x, y) = (&out.records[0], &out.records[1]);
+    assert_eq!((x.planned_migrations, x.final_node), (1, Some(1)), "{x:?}");
+    assert!(
+        x.completion_s.is_some(),
+        "the moved request never completes: {x:?}"
+    );
+    assert_eq!(y.final_node, Some(1));
+    assert!(
+        y.completion_s.is_some(),
+        "node 1's later prefill never ends: {y:?}"
+    );
+}

@@ -1,0 +1,251 @@
+//! Building a run's state: the requests, the nodes' timelines and views, the forecast's
+//! buffers and the first events.
+
+use super::forecast::draw_factors;
+use super::*;
+
+impl<'a> Sim<'a> {
+    pub(super) fn new(
+        cluster: &'a Cluster,
+        cfg: &'a ReplayConfig,
+        spec: &RunSpec,
+        jobs: Vec<ReplayJob>,
+        end: i64,
+        kind: PolicyKind,
+    ) -> Sim<'a> {
+        let start = spec.window.start_us;
+        let p_max = cluster.max_prefill();
+        let d_max = cluster.max_decode();
+        let oracle = kind == PolicyKind::Oracle;
+        let reqs: Vec<Req> = jobs
+            .iter()
+            .map(|j| Req {
+                prompt: j.prompt_tokens,
+                output: j.output_tokens,
+                // The clairvoyant oracle knows every true output length.
+                est: if oracle {
+                    j.output_tokens
+                } else {
+                    j.est_output_tokens
+                },
+                need: j.prompt_tokens.saturating_add(j.output_tokens),
+                arrival: start + j.arrival_us,
+                deadline_s: cfg.slo_factor
+                    * (secs(j.prompt_tokens as f64, p_max) + secs(j.output_tokens as f64, d_max)),
+                phase: Phase::NotArrived,
+                node: NONE,
+                aux: NONE,
+                aux_kind: Aux::None,
+                epoch: 0,
+                mv_epoch: 0,
+                phase_start: 0,
+                phase_end: 0,
+                done: 0.0,
+                rate: 0.0,
+                pf_left: 0.0,
+                pf_seq: 0,
+                adm_seq: 0,
+                kv_preemptions: 0,
+                pf_tokens: 0.0,
+                recovering: false,
+                sched_primary: 0,
+                sched_aux: 0,
+                queued_work: 0.0,
+                mv_done0: 0,
+                first_node: NONE,
+                last_node: NONE,
+                stints: 0,
+                ttft: None,
+                finish: None,
+                rec_unplanned: 0,
+                rec_planned: 0,
+                kv_bytes: 0.0,
+                interruptions: 0,
+                planned: 0,
+                unrecovered: 0,
+                unrecovered_sum_us: 0,
+                recovery_us: 0,
+                causes: Vec::new(),
+                chk_epoch: 0,
+                cutover_at: 0,
+                placed_at: NEVER,
+                forecast_t: f64::NAN,
+                forecast_p: f64::NAN,
+                placements: 0,
+                first_fate: Fate::Open,
+            })
+            .collect();
+        let n = cluster.nodes.len();
+        let mut queue = EventQueue::with_capacity(2 * n + 64 + reqs.len().min(1 << 16));
+        let mut nodes = Vec::with_capacity(n);
+        let mut known_ends = Vec::with_capacity(n);
+        let mut views = Vec::with_capacity(n);
+        for (i, node) in cluster.nodes.iter().enumerate() {
+            let excluded =
+                cfg.censored_ends == CensoredEnds::Exclude && node.censored_end_within(start, end);
+            let k = if excluded {
+                node.sessions.len()
+            } else {
+                node.session_index_after(start)
+            };
+            let s = node.sessions.get(k);
+            let up = s.is_some_and(|s| s.start_us <= start);
+            let slots = node.spec.slots;
+            nodes.push(NodeState {
+                up,
+                sess: k,
+                session_start: if up {
+                    s.map_or(start, |s| s.start_us)
+                } else {
+                    0
+                },
+                entry_s: if up { s.map_or(0.0, entry_of) } else { 0.0 },
+                slots_used: 0,
+                kv_true: 0,
+                kv_sched: 0,
+                decoding: 0,
+                residents: Vec::with_capacity(slots.min(4096) as usize + 1),
+                fifo: VecDeque::with_capacity(8),
+                queued_work_s: 0.0,
+                kv_at: service::FOREVER_US,
+                kv_epoch: 0,
+                version: 0,
+            });
+            known_ends.push(match s {
+                Some(s) if up => known_end_of(s, oracle),
+                _ => i64::MIN,
+            });
+            if let Some(s) = s {
+                // A censored end never takes the node down (`CensoredEnds::StayUp`; under
+                // `Exclude` a node with one in the window has no session here).
+                if up {
+                    if !s.end_censored() && s.end_us < end {
+                        queue.push(s.end_us, Event::NodeDown(i as u32));
+                    }
+                } else if s.start_us < end {
+                    queue.push(s.start_us, Event::NodeUp(i as u32));
+                }
+            }
+            views.push(NodeView {
+                up,
+                age_s: 0.0,
+                slots,
+                slots_used: 0,
+                kv_capacity_tokens: node.spec.kv_capacity_tokens,
+                kv_used_tokens: 0,
+                queue_wait_s: 0.0,
+                decode_tok_s: node.spec.decode_tok_s,
+                prefill_tok_s: node.spec.prefill_tok_s,
+                bandwidth_bytes_s: node.spec.bandwidth_bytes_s,
+                // `hazard-truth` reads the generating law (checked present by
+                // `Cluster::supports`); every other policy the fitted curve.
+                survival: match (&node.truth, kind == PolicyKind::HazardTruth) {
+                    (Some(t), true) => &**t,
+                    _ => &*node.survival,
+                },
+                exp_rate_per_s: node.exp_rate_per_s,
+            });
+        }
+        if let Some(j) = jobs.first() {
+            queue.push(start + j.arrival_us, Event::Arrival(0));
+        }
+        let params = spec.params;
+        // The oracle checks just before each known end instead of on the tick.
+        let tick_us =
+            if kind.migrates() && kind != PolicyKind::Oracle && params.check_interval_s > 0.0 {
+                secs_to_us(params.check_interval_s).max(1)
+            } else {
+                0
+            };
+        if tick_us > 0 && start.saturating_add(tick_us) < end {
+            queue.push(start + tick_us, Event::Tick);
+        }
+        let rooms: Vec<u64> = cluster
+            .nodes
+            .iter()
+            .map(|n| match cfg.engine {
+                EngineKind::Simple => n.spec.kv_capacity_tokens,
+                EngineKind::Iteration => KvBlocks::of(n.spec.kv_capacity_tokens).room_tokens(),
+            })
+            .collect();
+        let min_cap = rooms.iter().copied().min().unwrap_or(0);
+        let mut expl = if cfg.decision_log > 0 {
+            Explanation::recording()
+        } else {
+            Explanation::default()
+        };
+        expl.candidates
+            .reserve(if cfg.decision_log > 0 { n } else { 0 });
+        let nodes_up: Vec<bool> = nodes.iter().map(|s: &NodeState| s.up).collect();
+        let est_sigma = if kind == PolicyKind::Oracle {
+            0.0
+        } else {
+            cfg.estimator.noise_sigma()
+        };
+        let factors = draw_factors(est_sigma, params.length_draws);
+        Sim {
+            cluster,
+            cfg,
+            params,
+            oracle: kind == PolicyKind::Oracle,
+            est_sigma,
+            now: start,
+            start,
+            end,
+            tick_us,
+            scratch_views: views.clone(),
+            views,
+            known_ends,
+            drains: oracle
+                || cluster
+                    .nodes
+                    .iter()
+                    .any(|n| n.sessions.iter().any(UpSession::end_announced)),
+            nodes,
+            reqs,
+            jobs,
+            queue,
+            pending: VecDeque::with_capacity(16),
+            pending_spare: VecDeque::with_capacity(16),
+            lost: Vec::with_capacity(64),
+            requeue: Vec::with_capacity(64),
+            checks: Vec::with_capacity(256),
+            expl,
+            decisions: Vec::with_capacity(cfg.decision_log.min(1 << 16)),
+            stats: RunStats::default(),
+            views_time: i64::MIN,
+            views_dirty: true,
+            up_list: (0..n).filter(|&i| nodes_up[i]).collect(),
+            stale_down: (0..n).filter(|&i| !nodes_up[i]).collect(),
+            free_list: (0..n)
+                .filter(|&i| nodes_up[i] && cluster.nodes[i].spec.slots > 0)
+                .collect(),
+            scratch_active: Vec::new(),
+            min_cap,
+            scratch_residents: RefCell::new(Vec::with_capacity(64)),
+            scratch_waiting: RefCell::new(Vec::with_capacity(16)),
+            trajectories: RefCell::new(
+                (0..cluster.nodes.len() * factors.len())
+                    .map(|_| CachedTrajectory::default())
+                    .collect(),
+            ),
+            forecast_mismatch: RefCell::new(None),
+            draw_factors: factors,
+            steps: cluster
+                .nodes
+                .iter()
+                .map(|n| match cfg.engine {
+                    EngineKind::Simple => None,
+                    EngineKind::Iteration => {
+                        StepCoefficients::of(n.spec.prefill_tok_s, n.spec.decode_tok_s, n.spec.step)
+                    }
+                })
+                .collect(),
+            pace_dirty: Vec::new(),
+            next_pf_seq: 0,
+            rooms,
+            kv_decoders: Vec::new(),
+            kv_order: Vec::new(),
+        }
+    }
+}
