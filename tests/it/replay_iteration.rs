@@ -35,6 +35,21 @@ fn config(engine: EngineKind) -> ReplayConfig {
     }
 }
 
+/// The iteration engine with the policy constants `params` (validation on).
+fn iteration_with(params: Params) -> ReplayConfig {
+    ReplayConfig {
+        params,
+        ..config(EngineKind::Iteration)
+    }
+}
+
+/// A one-slot node (a move's source) with `sessions`, under the iteration model's shape.
+fn one_slot_node(p: f64, d: f64, sessions: &[(f64, Option<f64>)]) -> Node {
+    let mut n = node("s", 1, p, d, sessions);
+    n.spec.step = shape(2048);
+    n
+}
+
 /// Four decoders, then a long prompt: while it prefills in chunks of `B - 4` tokens, every step
 /// carries one token of each decoder and `x = B - 4` prompt tokens, so each decoder's
 /// inter-token time goes from `t(0)` to `t(x)` and its completion moves by `(L / x) (t(x) -
@@ -286,17 +301,12 @@ fn node_loss_during_a_kv_preemption_is_handled() {
 /// remaining tokens do not matter.
 #[test]
 fn a_recovery_and_a_recompute_move_delay_the_destinations_decoders_equally() {
-    let params = Params {
+    let cfg = iteration_with(Params {
         stall_penalty_s: 0.0,
         recompute_overhead_s: 0.5,
         check_interval_s: 10.0,
         ..Params::default()
-    };
-    let cfg = ReplayConfig {
-        engine: EngineKind::Iteration,
-        params,
-        ..checked()
-    };
+    });
     let (p, d) = (2_000.0, 25.0);
     let dest = || iter_node("d", 8, p, d, 2048);
     let mut requests = vec![req(0, 0.0, 2_000, 2_000)];
@@ -307,11 +317,7 @@ fn a_recovery_and_a_recompute_move_delay_the_destinations_decoders_equally() {
         let w = Workload::new(requests.clone());
         simulate_with(&cluster, &w, &cfg, &spec, &mut policy).expect("replay runs")
     };
-    let one_slot = |sessions: &[(f64, Option<f64>)]| {
-        let mut n = node("s", 1, p, d, sessions);
-        n.spec.step = shape(2048);
-        n
-    };
+    let one_slot = |sessions: &[(f64, Option<f64>)]| one_slot_node(p, d, sessions);
     // Recovery: node 0 is lost at 10 s; X is placed on node 1.
     let lost = go(
         one_slot(&[(-1e6, Some(10.0)), (1e5, None)]),
@@ -354,21 +360,15 @@ fn a_recovery_and_a_recompute_move_delay_the_destinations_decoders_equally() {
 /// recompute than to transfer); Y arrives on node 1 afterwards. Both complete.
 #[test]
 fn an_overlapped_move_with_nothing_to_catch_up_does_not_stall_the_destination() {
-    let params = Params {
+    let cfg = iteration_with(Params {
         check_interval_s: 5.0,
         transfer_overhead_s: 0.2,
         recompute_overhead_s: 0.1,
         ..Params::default()
-    };
-    let cfg = ReplayConfig {
-        engine: EngineKind::Iteration,
-        params,
-        ..checked()
-    };
+    });
     let (p, d) = (2_000.0, 25.0);
     // Node 0 ends at 6 s, after the move, so that Y is served on node 1.
-    let mut source = node("s", 1, p, d, &[(-1e6, Some(6.0)), (1e5, None)]);
-    source.spec.step = shape(2048);
+    let source = one_slot_node(p, d, &[(-1e6, Some(6.0)), (1e5, None)]);
     let cluster = Cluster::new(vec![source, iter_node("d", 8, p, d, 2048)]);
     let requests = vec![req(0, 0.0, 200, 400), req(1, 20.0, 300, 10)];
     let mut mover = Scripted::new(vec![0, 1]);
