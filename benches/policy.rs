@@ -179,6 +179,7 @@ fn bench_migrate(c: &mut Criterion) {
         resident_tokens: 3200,
         planned_hops: 0,
         est_sigma: 0.0,
+        recovering: false,
     };
     let mut g = c.benchmark_group("migrate_1000");
     for (name, overlap, record) in [

@@ -166,7 +166,7 @@ impl ReplayArgs {
             cfg.workload.rate_scale = r;
         }
         if let Some(e) = &self.estimator {
-            cfg.workload.estimator = e.parse().map_err(|e: crate::replay::ReplayError| {
+            cfg.workload.estimator = e.parse().map_err(|e: crate::replay::UnknownEstimator| {
                 crate::scenario::ScenarioError::invalid("workload.estimator", e.to_string())
             })?;
         }

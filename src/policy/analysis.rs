@@ -84,6 +84,7 @@ impl TriggerScenario {
                 resident_tokens: 4500,
                 planned_hops: 0,
                 est_sigma: 0.0,
+                recovering: false,
             },
         }
     }

@@ -602,7 +602,14 @@ pub(crate) fn unplanned_recovery_s(
     stall_penalty_s: f64,
     recompute_overhead_s: f64,
 ) -> f64 {
-    secs(context_tokens, prefill_tok_s) + nonneg(stall_penalty_s) + nonneg(recompute_overhead_s)
+    secs(context_tokens, prefill_tok_s) + recovery_wait_s(stall_penalty_s, recompute_overhead_s)
+}
+
+/// The waiting part of a recovery after a loss: the stall penalty `sigma` and the recompute
+/// overhead `O_r` (negative values count as 0); [`unplanned_recovery_s`] without the prefill.
+#[inline]
+pub(crate) fn recovery_wait_s(stall_penalty_s: f64, recompute_overhead_s: f64) -> f64 {
+    nonneg(stall_penalty_s) + nonneg(recompute_overhead_s)
 }
 
 #[cfg(test)]

@@ -210,10 +210,15 @@ pub struct RequestView {
     pub resident_tokens: u64,
     /// Planned migrations the request has made so far.
     pub planned_hops: u32,
-    /// Log-sd `sigma` of the estimate's multiplicative noise (`L^ = L exp(sigma Z)`); 0 for an
-    /// exact estimate. Used by [`RequestView::remaining_expected`] once the request outlives
+    /// Log-sd `sigma` of the posterior of the true length around the estimate (its median),
+    /// [`crate::replay::estimate`]; 0 for an exact estimate. Used by [`RequestView::remaining_expected`] once the request outlives
     /// its estimate.
     pub est_sigma: f64,
+    /// The request lost its KV to a node's end and is being placed again: the engine makes it
+    /// wait the stall penalty and the recompute overhead before its re-prefill, and the
+    /// forecasts price that wait.
+    #[serde(default)]
+    pub recovering: bool,
 }
 
 impl RequestView {
@@ -228,6 +233,7 @@ impl RequestView {
             resident_tokens: 0,
             planned_hops: 0,
             est_sigma: 0.0,
+            recovering: false,
         }
     }
 
@@ -252,9 +258,11 @@ impl RequestView {
     /// Expected remaining output `E[L - done | L > done]`, tokens: what `T_i` and `L_i` price
     /// (every policy uses it; [`RequestView::kv_need`] keeps the plain estimate).
     ///
-    /// Under the estimator's noise model the true length is log-normal around the estimate,
-    /// `ln L ~ N(mu, sigma^2)` with `mu = ln L^` (median-unbiased), so with `x = ln done`
-    /// (closed form, [`conditional_excess`]):
+    /// The policies' posterior of the true length is log-normal, `ln L ~ N(mu, sigma^2)` with
+    /// `mu = ln L^` (the estimate is the posterior median the estimator computed from its
+    /// observation and the workload's length distribution, [`crate::replay::estimate`]) and
+    /// `sigma` = [`RequestView::est_sigma`], so with `x = ln done` (closed form,
+    /// [`conditional_excess`]):
     ///
     /// `E[L - done | L > done] = e^{mu + sigma^2/2} Phi((mu + sigma^2 - x) / sigma)
     ///  / Phi((mu - x) / sigma) - done`.

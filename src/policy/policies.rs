@@ -70,8 +70,8 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 
 use super::cost::{
-    cost_from_service, interruption_probability, node_loss, node_loss_lower_bound, secs,
-    service_time, Fallbacks, LossPricing, NodeCost, RiskModel, ServiceTime, UnplannedLoss,
+    cost_from_service, interruption_probability, node_loss, node_loss_lower_bound, recovery_wait_s,
+    secs, service_time, Fallbacks, LossPricing, NodeCost, RiskModel, ServiceTime, UnplannedLoss,
 };
 use super::migration::{
     check_guards, move_cost, planned_move, price_move_with, source_state, trigger_fires, Blocked,
@@ -571,12 +571,19 @@ fn placement_service(
     req: &RequestView,
     prefill_tokens: f64,
     rem: f64,
-    forecast: ForecastKind,
+    params: &Params,
 ) -> (ServiceTime, f64, f64) {
+    // A recovering request waits out the stall and the recompute overhead first, as the
+    // engine serves it.
+    let wait = if req.recovering {
+        recovery_wait_s(params.stall_penalty_s, params.recompute_overhead_s)
+    } else {
+        0.0
+    };
     if let Some(loads) = view.loads {
-        let start = StartPhase::prefill(prefill_tokens, node.prefill_tok_s, 0.0);
+        let start = StartPhase::prefill(prefill_tokens, node.prefill_tok_s, wait);
         let w = newcomer(req, start, req.done_tokens as f64, rem);
-        let got = match forecast {
+        let got = match params.forecast {
             ForecastKind::Own => loads.forecast_newcomer(idx, w).map(|st| (st, 0.0)),
             ForecastKind::Marginal => loads
                 .forecast_newcomer_marginal(idx, w)
@@ -588,7 +595,7 @@ fn placement_service(
     }
     (
         service_time(
-            node.queue_wait_s,
+            node.queue_wait_s + wait,
             prefill_tokens,
             node.prefill_tok_s,
             rem,
@@ -701,15 +708,8 @@ impl StandardPolicy {
             0.0
         };
         let rem = req.remaining_expected();
-        let (st, rate, d) = placement_service(
-            view,
-            idx,
-            node,
-            req,
-            c - resident,
-            rem,
-            self.params.forecast,
-        );
+        let (st, rate, d) =
+            placement_service(view, idx, node, req, c - resident, rem, &self.params);
         let cost = cost_from_service(
             node,
             st,
@@ -761,8 +761,7 @@ impl StandardPolicy {
             if searching && !(placement_lower_bound(view, i, node, c - resident, rem) < best_e) {
                 continue;
             }
-            let (st, rate, d) =
-                placement_service(view, i, node, req, c - resident, rem, params.forecast);
+            let (st, rate, d) = placement_service(view, i, node, req, c - resident, rem, params);
             if searching && !(st.total_s + d < best_e) {
                 continue;
             }
@@ -844,7 +843,7 @@ impl StandardPolicy {
                     }
                 }
             }
-            let (st, _, d) = placement_service(view, i, node, req, c, rem, self.params.forecast);
+            let (st, _, d) = placement_service(view, i, node, req, c, rem, &self.params);
             let t = nan_as_inf(st.total_s + d);
             if out.record_candidates {
                 out.candidates.push(CandidateCost {

@@ -133,7 +133,7 @@ pub fn run(
     let end = spec.window.end_us()?;
     let start = spec.window.start_us;
     let stream = run_stream_seed(spec.seed, spec.window_index as u64);
-    let jobs = prepare_jobs(workload, spec.window.length_us, cfg, stream)?;
+    let jobs = prepare_jobs(workload, spec.window.length_us, cfg, stream)?.jobs;
     let up = any_up_intervals(cluster, start, end, cfg);
     let floor = PrefillFloor::of(cluster, cfg.engine);
     let d_max = cluster.max_decode();

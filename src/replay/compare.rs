@@ -281,6 +281,9 @@ pub struct PolicySummary {
     /// Mean recompute preemptions per window because a node's KV ran out (the iteration
     /// model; 0 under the simple model).
     pub kv_preemptions: f64,
+    /// Mean placements per window priced without the engine's forecast
+    /// ([`super::output::RunStats::forecast_fallbacks`]).
+    pub forecast_fallbacks: f64,
     /// Paired differences against `fastest` (absent for `fastest` itself).
     pub vs_fastest: Option<Versus>,
     /// Paired differences against the best hazard-blind baseline (absent for that baseline).
@@ -373,7 +376,7 @@ impl PolicySummary {
 
     /// The JSON object of the row: `policy` (the label), `kind`, `param`, `requests`,
     /// `windows`, each metric key with `<key>_ci = [low, high]` when an interval exists,
-    /// `interruptions_by_cause`, `dollars_by_pool` (when priced), `kv_preemptions`, `vs_fastest` and `vs_best_blind` (objects keyed by metric,
+    /// `interruptions_by_cause`, `dollars_by_pool` (when priced), `kv_preemptions`, `forecast_fallbacks`, `vs_fastest` and `vs_best_blind` (objects keyed by metric,
     /// each `{"diff", "ci_low", "ci_high"}`, with `reference`), `gap_closed` (number or null),
     /// `gap_closed_ci`, and `"gap": "none"` when there is no gap to close.
     pub fn to_json(&self) -> Value {
@@ -397,6 +400,7 @@ impl PolicySummary {
             o.insert("dollars_by_pool".into(), json!(self.dollars_by_pool));
         }
         o.insert("kv_preemptions".into(), json!(self.kv_preemptions));
+        o.insert("forecast_fallbacks".into(), json!(self.forecast_fallbacks));
         for (key, v) in [
             ("vs_fastest", &self.vs_fastest),
             ("vs_best_blind", &self.vs_best_blind),
@@ -456,6 +460,10 @@ impl PolicySummary {
             dollars_by_pool: named_values(o.get("dollars_by_pool")),
             kv_preemptions: o
                 .get("kv_preemptions")
+                .and_then(Value::as_f64)
+                .unwrap_or(0.0),
+            forecast_fallbacks: o
+                .get("forecast_fallbacks")
                 .and_then(Value::as_f64)
                 .unwrap_or(0.0),
             vs_fastest: versus("vs_fastest")?,
@@ -549,6 +557,7 @@ struct Row {
     causes: BTreeMap<String, f64>,
     pools: BTreeMap<String, f64>,
     kv_preemptions: f64,
+    forecast_fallbacks: f64,
     calibration: Calibration,
 }
 
@@ -751,6 +760,11 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
                 .map(|r| r.summary.kv_preemptions)
                 .sum::<f64>()
                 / n_runs;
+            let forecast_fallbacks = members
+                .iter()
+                .map(|r| r.summary.forecast_fallbacks)
+                .sum::<f64>()
+                / n_runs;
             causes.values_mut().for_each(|v| *v /= n_runs);
             pools.values_mut().for_each(|v| *v /= n_runs);
             let mut calibration = Calibration::default();
@@ -766,6 +780,7 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
                     causes,
                     pools,
                     kv_preemptions,
+                    forecast_fallbacks,
                     calibration,
                 },
             )
@@ -814,6 +829,7 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
             interruptions_by_cause: row.causes.clone(),
             dollars_by_pool: row.pools.clone(),
             kv_preemptions: row.kv_preemptions,
+            forecast_fallbacks: row.forecast_fallbacks,
             vs_fastest: vs(fastest),
             vs_best_blind: best_blind
                 .filter(|b| b.label != row.label)
@@ -899,6 +915,7 @@ mod tests {
                 dollars_by_pool: BTreeMap::new(),
                 good_tokens: 0.0,
                 kv_preemptions: 0.0,
+                forecast_fallbacks: 0.0,
             },
         }
     }

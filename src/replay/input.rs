@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
+use super::estimate::{Estimates, LengthEstimator};
 use crate::policy::model::MAX_LENGTH_DRAWS;
 use crate::policy::{Params, PolicyKind};
 use crate::rng::Rng;
@@ -74,9 +75,6 @@ pub enum ReplayError {
     /// A configuration value is out of range.
     #[error("configuration: {0}")]
     BadConfig(String),
-    /// An output-length estimator spec could not be parsed.
-    #[error("unknown estimator `{0}` (expected exact, lognormal[:SIGMA] or bucket)")]
-    UnknownEstimator(String),
     /// Validation mode: an engine invariant was violated (a bug, never an input problem).
     #[error("invariant violated at t={time_us} us: {what}")]
     Invariant {
@@ -657,84 +655,6 @@ impl Window {
     }
 }
 
-/// How the output-length estimate `L^_r` the policies see is made from the true length `L_r`.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case", tag = "kind")]
-pub enum LengthEstimator {
-    /// `L^_r = L_r`.
-    Exact,
-    /// Multiplicative log-normal noise, median-unbiased:
-    /// `L^_r = round(L_r * exp(sigma * Z))`, `Z ~ N(0, 1)` drawn from the request's own stream
-    /// (seeded by run seed, window and request index, so every policy sees the same estimate).
-    Lognormal {
-        /// `sigma` of the log-noise (default 0.5).
-        sigma: f64,
-    },
-    /// The mean output length of the workload's requests in the same prompt-length bucket,
-    /// buckets being powers of two of the prompt: bucket `b = floor(log2 P_r) + 1` (0 for an
-    /// empty prompt), `L^_r = round(mean{L_s : b(P_s) = b})` over the whole workload.
-    Bucket,
-}
-
-impl LengthEstimator {
-    /// Default `sigma` of [`LengthEstimator::Lognormal`].
-    pub const DEFAULT_SIGMA: f64 = 0.5;
-
-    /// The log-sd of the estimate's noise the policies assume when extrapolating a request
-    /// past its estimate ([`crate::policy::RequestView::est_sigma`]): 0 for `exact`, `sigma`
-    /// for `lognormal`, and [`LengthEstimator::DEFAULT_SIGMA`] for `bucket` (an assumption: a bucket
-    /// mean has no noise model of its own).
-    pub fn noise_sigma(&self) -> f64 {
-        match *self {
-            LengthEstimator::Exact => 0.0,
-            LengthEstimator::Lognormal { sigma } => sigma,
-            LengthEstimator::Bucket => LengthEstimator::DEFAULT_SIGMA,
-        }
-    }
-}
-
-impl Default for LengthEstimator {
-    /// [`LengthEstimator::Exact`].
-    fn default() -> LengthEstimator {
-        LengthEstimator::Exact
-    }
-}
-
-impl fmt::Display for LengthEstimator {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            LengthEstimator::Exact => f.write_str("exact"),
-            LengthEstimator::Lognormal { sigma } => write!(f, "lognormal:{sigma}"),
-            LengthEstimator::Bucket => f.write_str("bucket"),
-        }
-    }
-}
-
-impl FromStr for LengthEstimator {
-    type Err = ReplayError;
-    /// `exact`, `lognormal` (sigma 0.5), `lognormal:SIGMA` (finite, non-negative) or `bucket`.
-    fn from_str(s: &str) -> Result<LengthEstimator, ReplayError> {
-        let t = s.trim().to_ascii_lowercase();
-        let unknown = || ReplayError::UnknownEstimator(s.to_string());
-        match t.as_str() {
-            "exact" => Ok(LengthEstimator::Exact),
-            "bucket" => Ok(LengthEstimator::Bucket),
-            "lognormal" => Ok(LengthEstimator::Lognormal {
-                sigma: LengthEstimator::DEFAULT_SIGMA,
-            }),
-            _ => {
-                let rest = t.strip_prefix("lognormal:").ok_or_else(unknown)?;
-                let sigma: f64 = rest.trim().parse().map_err(|_| unknown())?;
-                if sigma.is_finite() && sigma >= 0.0 {
-                    Ok(LengthEstimator::Lognormal { sigma })
-                } else {
-                    Err(unknown())
-                }
-            }
-        }
-    }
-}
-
 /// Everything about a replay except the cluster, the workload, the window, the policy and the
 /// seed.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -887,12 +807,20 @@ pub struct ReplayJob {
     pub prompt_tokens: u64,
     /// `L_r`, tokens.
     pub output_tokens: u64,
-    /// `L^_r`, tokens.
+    /// The estimate the policies see: the posterior median `m_r` of the request's length
+    /// given the estimator's observation ([`super::estimate`]), tokens.
     pub est_output_tokens: u64,
 }
 
-/// Salt of the estimator streams (see [`run_stream_seed`]).
-pub(crate) const SALT_ESTIMATE: u64 = 0x6573_7469_6d61_7465;
+/// A run's jobs and the posterior log-sd of their estimates
+/// ([`crate::policy::RequestView::est_sigma`]).
+#[derive(Debug, Clone)]
+pub(crate) struct PreparedJobs {
+    /// The jobs, in arrival order.
+    pub(crate) jobs: Vec<ReplayJob>,
+    /// The log-sd `s` the policies price the estimates with.
+    pub(crate) est_sigma: f64,
+}
 
 /// The seed of a run's streams: `splitmix(seed) ^ splitmix(window + salt)`, so that different
 /// (seed, window) pairs give unrelated streams. Each request's stream is then
@@ -901,12 +829,6 @@ pub(crate) fn run_stream_seed(seed: u64, window: u64) -> u64 {
     let mut a = Rng::new(seed);
     let mut b = Rng::new(window.wrapping_add(0x5EED_0FA1_1D0E_5EED));
     a.next_u64() ^ b.next_u64().rotate_left(17)
-}
-
-/// Bucket of a prompt length for [`LengthEstimator::Bucket`]: `floor(log2 P) + 1`, 0 for `P = 0`.
-#[inline]
-fn prompt_bucket(prompt_tokens: u64) -> usize {
-    (64 - prompt_tokens.leading_zeros()) as usize
 }
 
 /// Expands `workload` into the jobs of one run: arrival offsets scaled by `1 / rate_scale`
@@ -919,7 +841,7 @@ pub(crate) fn prepare_jobs(
     length_us: i64,
     cfg: &ReplayConfig,
     stream_seed: u64,
-) -> Result<Vec<ReplayJob>, ReplayError> {
+) -> Result<PreparedJobs, ReplayError> {
     workload.validate()?;
     let n = workload.requests.len();
     let scale = cfg.rate_scale;
@@ -969,34 +891,17 @@ pub(crate) fn prepare_jobs(
             "more than 2^32 requests in one run".into(),
         ));
     }
-    // Bucket means over the workload.
-    let mut buckets = [(0.0f64, 0u64); 65];
-    if cfg.estimator == LengthEstimator::Bucket {
-        for r in &workload.requests {
-            let b = &mut buckets[prompt_bucket(r.prompt_tokens)];
-            b.0 += r.output_tokens as f64;
-            b.1 += 1;
-        }
-    }
+    let estimates = Estimates::new(
+        cfg.estimator,
+        workload
+            .requests
+            .iter()
+            .map(|r| (r.prompt_tokens, r.output_tokens)),
+    );
     let mut jobs = Vec::with_capacity(order.len());
     for (index, &(arrival_us, copy, pos)) in order.iter().enumerate() {
         let r = &workload.requests[pos as usize];
-        let est = match cfg.estimator {
-            LengthEstimator::Exact => r.output_tokens,
-            LengthEstimator::Lognormal { sigma } => {
-                let mut rng = Rng::stream(stream_seed ^ SALT_ESTIMATE, index as u64);
-                let x = r.output_tokens as f64 * (sigma * rng.normal()).exp();
-                to_tokens(x)
-            }
-            LengthEstimator::Bucket => {
-                let (sum, count) = buckets[prompt_bucket(r.prompt_tokens)];
-                if count > 0 {
-                    to_tokens(sum / count as f64)
-                } else {
-                    r.output_tokens
-                }
-            }
-        };
+        let est = estimates.estimate(r.prompt_tokens, r.output_tokens, index as u64, stream_seed);
         jobs.push(ReplayJob {
             index: index as u32,
             id: r.id,
@@ -1007,15 +912,8 @@ pub(crate) fn prepare_jobs(
             est_output_tokens: est,
         });
     }
-    Ok(jobs)
-}
-
-fn to_tokens(x: f64) -> u64 {
-    if x >= u64::MAX as f64 {
-        u64::MAX
-    } else if x > 0.0 {
-        x.round() as u64
-    } else {
-        0
-    }
+    Ok(PreparedJobs {
+        jobs,
+        est_sigma: estimates.sigma(),
+    })
 }

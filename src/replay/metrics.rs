@@ -480,6 +480,10 @@ pub struct RunSummary {
     /// preempted twice counts twice); 0 under the simple model.
     #[serde(default)]
     pub kv_preemptions: f64,
+    /// Placements priced without the engine's forecast
+    /// ([`super::output::RunStats::forecast_fallbacks`]).
+    #[serde(default)]
+    pub forecast_fallbacks: f64,
 }
 
 impl RunSummary {
@@ -555,6 +559,7 @@ impl RunSummary {
             dollars_by_pool: BTreeMap::new(),
             good_tokens,
             kv_preemptions: sum(&|r| f64::from(r.kv_preemptions)),
+            forecast_fallbacks: 0.0,
         }
     }
 

@@ -3,7 +3,8 @@
 //! and per policy.
 //!
 //! * [`input`]: the plain-struct inputs (node timelines and specs with their survival curves,
-//!   requests, window, [`ReplayConfig`]) and the output-length estimators;
+//!   requests, window, [`ReplayConfig`]) and the expansion of a workload into a run's jobs;
+//! * [`estimate`]: the output-length estimators and the posterior the policies price with;
 //! * [`queue`]: the `(time, seq)`-ordered event queue (integer microseconds);
 //! * [`bound`]: the analytic lower bound reported as the `bound` row;
 //! * [`output`]: what one run is ([`RunSpec`]) and produces ([`RunOutput`]);
@@ -27,6 +28,7 @@
 pub mod bound;
 pub mod compare;
 pub mod engine;
+pub mod estimate;
 pub mod input;
 pub mod metrics;
 pub mod output;
@@ -40,9 +42,10 @@ pub use compare::{
     PolicyLabel, PolicySummary, ReliabilityRow, SummaryParseError, Versus,
 };
 pub use engine::{simulate, simulate_with};
+pub use estimate::{LengthEstimator, UnknownEstimator};
 pub use input::{
-    CensoredEnds, Cluster, LengthEstimator, Node, NodeSpec, Pool, ReplayConfig, ReplayError,
-    ReplayJob, Request, RunCost, UpSession, Window, Workload,
+    CensoredEnds, Cluster, Node, NodeSpec, Pool, ReplayConfig, ReplayError, ReplayJob, Request,
+    RunCost, UpSession, Window, Workload,
 };
 pub use metrics::{
     AggregateOptions, Calibration, DropReason, Metric, MetricDef, ReliabilityBin, RequestRecord,

@@ -86,6 +86,10 @@ pub struct RunStats {
     pub drain_missed: u64,
     /// Iteration model: recompute preemptions because a node's KV ran out.
     pub kv_preemptions: u64,
+    /// Placements that priced a node without the engine's forecast (the forecast had no
+    /// answer for a candidate and the policy fell back to the unloaded formula with no delay
+    /// imposed); 0 on every committed scenario (tested).
+    pub forecast_fallbacks: u64,
 }
 
 /// One logged policy decision ([`ReplayConfig::decision_log`]).
@@ -132,7 +136,10 @@ impl RunOutput {
     /// The run's metrics ([`RunSummary::scored`]): the requests that arrived in the scored
     /// span, over a window of `window_length_s`.
     pub fn summary(&self) -> RunSummary {
-        RunSummary::scored(&self.records, self.window_length_s, self.scored_s).with_cost(&self.cost)
+        let mut s = RunSummary::scored(&self.records, self.window_length_s, self.scored_s)
+            .with_cost(&self.cost);
+        s.forecast_fallbacks = self.stats.forecast_fallbacks as f64;
+        s
     }
 
     /// The run's metrics with its key, for [`super::metrics::aggregate`].

@@ -190,6 +190,7 @@ fn on_source(hops: u32) -> RequestView {
         resident_tokens: 1000,
         planned_hops: hops,
         est_sigma: 0.0,
+        recovering: false,
     }
 }
 
@@ -334,6 +335,7 @@ fn a_faster_but_equally_risky_node_does_not_attract_the_request() {
         resident_tokens: 1000,
         planned_hops: 0,
         est_sigma: 0.0,
+        recovering: false,
     };
     let mut pol = StandardPolicy::new(PolicyKind::Hazard, base(), 0);
     let mut out = Explanation::recording();

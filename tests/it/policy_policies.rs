@@ -361,6 +361,7 @@ fn pruned_migration_equals_exhaustive_migration() {
         resident_tokens: 2800,
         planned_hops: 0,
         est_sigma: 0.0,
+        recovering: false,
     };
     let mut fired = 0;
     for overlap in [false, true] {

@@ -214,6 +214,17 @@ fn readme_result_tables_are_what_report_prints_now() {
             .args(["-q", "replay", "--config"])
             .arg(&scenario);
         ok(c);
+        // No placement of a committed scenario priced a node without the engine's forecast.
+        let mut c = hs(&store);
+        c.args(["-q", "compare", "--format", "json"]);
+        let rows: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
+        for row in rows.as_array().unwrap() {
+            assert_eq!(
+                row["forecast_fallbacks"].as_f64(),
+                Some(0.0),
+                "{key}: forecast fallbacks in {row}"
+            );
+        }
         let md = report(&store, &tmp.path().join(key), &sources);
         let t = table(&md, &COMPARISON_HEADER).unwrap_or_else(|| panic!("no comparison:\n{md}"));
         fresh.insert(key.clone(), t);

@@ -392,3 +392,55 @@ fn an_overlapped_move_with_nothing_to_catch_up_does_not_stall_the_destination() 
         "node 1's later prefill never ends: {y:?}"
     );
 }
+
+/// A request lost to its node's end is placed again as the engine will serve it: its `T` at
+/// the re-placement includes the stall penalty and the recompute overhead the engine makes
+/// it wait before the re-prefill, so that (exact lengths, nothing else running) it finishes
+/// exactly `T` after the re-placement, under both engines. Pricing the recovery as a fresh
+/// prefill (the view not saying it recovers) misses `sigma + O_r` = 2.1 s and fails.
+#[test]
+fn a_recovering_request_is_priced_with_the_wait_the_engine_charges() {
+    for engine in [EngineKind::Simple, EngineKind::Iteration] {
+        // `a` (fast) ends at 5 s, mid-decode; `b` takes the recovery.
+        let mut a = node("a", 2, 4_000.0, 40.0, &[(-1e6, Some(5.0))]);
+        let mut b = always_up("b", 2, 2_000.0, 20.0);
+        a.spec.step = shape(2048);
+        b.spec.step = shape(2048);
+        let cluster = Cluster::new(vec![a, b]);
+        let params = Params {
+            check_interval_s: 0.0,
+            ..Params::default()
+        };
+        let cfg = ReplayConfig {
+            decision_log: 100,
+            estimator: hazardserve::replay::LengthEstimator::Exact,
+            params,
+            ..config(engine)
+        };
+        let out = run(
+            &cluster,
+            vec![req(0, 0.0, 3_000, 400)],
+            &cfg,
+            PolicyKind::Fastest,
+            600.0,
+        );
+        let rec = &out.records[0];
+        assert_eq!(rec.interruptions, 1, "{engine:?}: lost once");
+        let placements: Vec<_> = out
+            .decisions
+            .iter()
+            .filter(|d| d.explanation.chosen.is_some() && !d.queueing)
+            .collect();
+        let again = placements.last().expect("a re-placement");
+        assert_eq!(again.time_us, us(5.0), "{engine:?}");
+        assert_eq!(again.explanation.chosen, Some(1));
+        let finish = rec.completion_s.expect("finishes");
+        let t = again.explanation.t;
+        assert!(
+            (finish - 5.0 - t).abs() <= 1e-5,
+            "{engine:?}: T at re-placement {t} s, served in {} s",
+            finish - 5.0
+        );
+        assert!(t > params.stall_penalty_s + params.recompute_overhead_s);
+    }
+}

@@ -69,7 +69,7 @@ pub(super) fn draw_factors(sigma: f64, draws: u32) -> Vec<f64> {
 /// The waiting part of a recovery under the iteration model: the stall penalty and the
 /// recompute overhead (as [`unplanned_recovery_s`] counts them, without the prefill).
 pub(super) fn recovery_stall_s(p: &Params) -> f64 {
-    p.stall_penalty_s.max(0.0) + p.recompute_overhead_s.max(0.0)
+    recovery_wait_s(p.stall_penalty_s, p.recompute_overhead_s)
 }
 
 /// `w` with its remaining output multiplied by `m`.
@@ -125,6 +125,8 @@ pub(super) struct LiveLoads<'s> {
     pub(super) trajectories: &'s RefCell<Vec<CachedTrajectory>>,
     /// `Some` with `validate`: every answer is checked against a fresh [`service::forecast`].
     pub(super) mismatch: Option<&'s RefCell<Option<String>>>,
+    /// Newcomer questions the forecast had no answer for ([`RunStats::forecast_fallbacks`]).
+    pub(super) fallbacks: &'s Cell<u64>,
 }
 
 impl LiveLoads<'_> {
@@ -353,11 +355,19 @@ enum Ask {
 
 impl NodeLoads for LiveLoads<'_> {
     fn forecast_newcomer(&self, node: NodeIdx, newcomer: Waiting) -> Option<ServiceTime> {
-        self.run(node, Ask::Newcomer(newcomer)).map(|m| m.time)
+        let got = self.run(node, Ask::Newcomer(newcomer)).map(|m| m.time);
+        if got.is_none() {
+            self.fallbacks.set(self.fallbacks.get() + 1);
+        }
+        got
     }
 
     fn forecast_newcomer_marginal(&self, node: NodeIdx, newcomer: Waiting) -> Option<Marginal> {
-        self.run(node, Ask::Marginal(newcomer))
+        let got = self.run(node, Ask::Marginal(newcomer));
+        if got.is_none() {
+            self.fallbacks.set(self.fallbacks.get() + 1);
+        }
+        got
     }
 
     fn forecast_resident(&self, node: NodeIdx, id: u64) -> Option<ServiceTime> {
@@ -390,6 +400,7 @@ macro_rules! live_loads {
             waiting: &$sim.scratch_waiting,
             trajectories: &$sim.trajectories,
             mismatch: $sim.cfg.validate.then_some(&$sim.forecast_mismatch),
+            fallbacks: &$sim.forecast_fallbacks,
         }
     };
 }

@@ -294,6 +294,7 @@ impl Sim<'_> {
                     resident_tokens: ctx,
                     planned_hops: q.planned,
                     est_sigma: self.est_sigma,
+                    recovering: false,
                 },
                 q.node as usize,
             )

@@ -69,8 +69,8 @@
 //! * **Ages and foresight.** A node's age is `now - start` of its current session plus the
 //!   session's known entry age, the start coming from the trace even when it precedes the
 //!   window; a left-truncated session (up when observation began) thus counts from the trace
-//!   start, a lower bound. Policies are told the estimate's noise `sigma`
-//!   ([`RequestView::est_sigma`]) so that a request past its estimate keeps a positive
+//!   start, a lower bound. Policies are told the posterior log-sd `sigma` of the estimate
+//!   ([`RequestView::est_sigma`], [`crate::replay::estimate`]) so that a request past its estimate keeps a positive
 //!   expected remainder. The `oracle`'s [`Foresight`] answers the true remaining time of each
 //!   node's current session (censored ends: never); every other policy's answers only
 //!   announced ends (below).
@@ -121,11 +121,11 @@
 //! over the live state) and `checks` (invariants and records). The rooms read this module's
 //! state; it names none of them (data flows one way).
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
-use crate::policy::cost::{secs, unplanned_recovery_s, ServiceTime};
+use crate::policy::cost::{recovery_wait_s, secs, unplanned_recovery_s, ServiceTime};
 use crate::policy::iteration::{self, EngineKind, KvBlocks, StepCoefficients};
 use crate::policy::migration::planned_cost;
 use crate::policy::model::{conditional_excess, norm_cdf, norm_quantile};
@@ -140,7 +140,7 @@ use crate::policy::{
 
 use super::input::{
     prepare_jobs, run_stream_seed, secs_to_us, validate_params, CensoredEnds, Cluster,
-    ReplayConfig, ReplayError, ReplayJob, RunCost, UpSession, Workload, US_PER_S,
+    PreparedJobs, ReplayConfig, ReplayError, ReplayJob, RunCost, UpSession, Workload, US_PER_S,
 };
 use super::metrics::{DropReason, RequestRecord};
 use super::output::{LoggedDecision, RunOutput, RunSpec, RunStats};
@@ -240,8 +240,8 @@ fn simulate_window(
 ) -> Result<RunOutput, ReplayError> {
     let end = spec.window.end_us()?;
     let stream = run_stream_seed(spec.seed, spec.window_index as u64);
-    let jobs = prepare_jobs(workload, spec.window.length_us, cfg, stream)?;
-    let mut sim = Sim::new(cluster, cfg, spec, jobs, end, policy.kind());
+    let prepared = prepare_jobs(workload, spec.window.length_us, cfg, stream)?;
+    let mut sim = Sim::new(cluster, cfg, spec, prepared, end, policy.kind());
     sim.run(policy)?;
     Ok(RunOutput {
         policy: policy.kind(),
@@ -466,6 +466,8 @@ struct Sim<'a> {
     trajectories: RefCell<Vec<CachedTrajectory>>,
     /// With `validate`: the first forecast whose cached answer differed from a fresh one.
     forecast_mismatch: RefCell<Option<String>>,
+    /// Newcomer forecasts that had no answer ([`RunStats::forecast_fallbacks`]).
+    forecast_fallbacks: Cell<u64>,
     /// Per draw of the forecast ([`Params::length_draws`] with estimated lengths, else 1): the factor a
     /// newcomer's expected remaining output is multiplied by, `e^(sigma z_k)` at the midpoint
     /// quantiles `z_k` of the draws, normalised to mean 1.
@@ -602,6 +604,7 @@ impl<'a> Sim<'a> {
             }
         }
         self.now = self.end;
+        self.stats.forecast_fallbacks = self.forecast_fallbacks.get();
         Ok(())
     }
 }

@@ -198,6 +198,7 @@ impl Sim<'_> {
             resident_tokens: 0,
             planned_hops: q.planned,
             est_sigma: self.est_sigma,
+            recovering: q.recovering,
         }
     }
 

@@ -9,7 +9,7 @@ impl<'a> Sim<'a> {
         cluster: &'a Cluster,
         cfg: &'a ReplayConfig,
         spec: &RunSpec,
-        jobs: Vec<ReplayJob>,
+        prepared: PreparedJobs,
         end: i64,
         kind: PolicyKind,
     ) -> Sim<'a> {
@@ -17,6 +17,7 @@ impl<'a> Sim<'a> {
         let p_max = cluster.max_prefill();
         let d_max = cluster.max_decode();
         let oracle = kind == PolicyKind::Oracle;
+        let PreparedJobs { jobs, est_sigma } = prepared;
         let reqs: Vec<Req> = jobs
             .iter()
             .map(|j| Req {
@@ -177,11 +178,8 @@ impl<'a> Sim<'a> {
         expl.candidates
             .reserve(if cfg.decision_log > 0 { n } else { 0 });
         let nodes_up: Vec<bool> = nodes.iter().map(|s: &NodeState| s.up).collect();
-        let est_sigma = if kind == PolicyKind::Oracle {
-            0.0
-        } else {
-            cfg.estimator.noise_sigma()
-        };
+        // The clairvoyant oracle knows every length: nothing to extrapolate.
+        let est_sigma = if oracle { 0.0 } else { est_sigma };
         let factors = draw_factors(est_sigma, params.length_draws);
         Sim {
             cluster,
@@ -230,6 +228,7 @@ impl<'a> Sim<'a> {
                     .collect(),
             ),
             forecast_mismatch: RefCell::new(None),
+            forecast_fallbacks: Cell::new(0),
             draw_factors: factors,
             steps: cluster
                 .nodes
