@@ -1,8 +1,9 @@
--- Purpose: the cells of a sweep where hazard-awareness pays (hazard beats the best
---   hazard-blind baseline and uptime with paired intervals that exclude 0) or pre-emptive
---   migration pays; `hazardserve sweep summary` has every number behind the verdicts.
+-- Purpose: the cells of a sweep where the hazard term pays (hazard beats fastest, its
+--   hazard-blind twin, on mean completion with q < 0.05 in a cell with something to win) or
+--   pre-emptive migration pays; `hazardserve sweep summary` has every number behind the
+--   verdicts (and the load forecast's verdict).
 -- Param sweep = '': the sweep id ('' for the latest sweep)
--- Param which = any: hazard (hazard pays), migration (migration pays) or any
+-- Param which = any: hazard (the hazard term pays), migration (migration pays) or any
 -- Columns: sweep_id, position, cell, pays, migration_pays
 WITH w AS (
     SELECT sweep_id FROM sweeps

@@ -175,9 +175,16 @@ fn demo_sweep(globals: &Globals) -> anyhow::Result<()> {
         globals.say(format!("{DEMO_SWEEP}: already in the store"));
     }
     let pays = results.iter().filter(|r| r.pays()).count();
+    let load = results.iter().filter(|r| r.load_forecast_pays()).count();
+    let nothing = results
+        .iter()
+        .filter(|r| r.hazard_term() == "nothing to win")
+        .count();
     println!(
-        "stored as {DEMO_SWEEP}: hazard beats the best hazard-blind baseline and uptime in {pays} of {} cells (`hazardserve sweep summary {DEMO_SWEEP}`, or the TUI's Sweep screen)",
-        results.len()
+        "stored as {DEMO_SWEEP}: the hazard term (hazard vs fastest) pays in {pays} of {n} cells \
+         ({nothing} with nothing to win); the load forecast (fastest vs the reference) pays in \
+         {load} of {n} (`hazardserve sweep summary {DEMO_SWEEP}`, or the TUI's Sweep screen)",
+        n = results.len()
     );
     Ok(())
 }

@@ -590,18 +590,25 @@ fn print_summary(
         Col::Bool(cells.iter().map(|c| Some(c.pays())).collect()),
     ));
     cols.push((
+        "load_forecast_pays".into(),
+        Col::Bool(cells.iter().map(|c| Some(c.load_forecast_pays())).collect()),
+    ));
+    cols.push((
         "migration_pays".into(),
         Col::Bool(cells.iter().map(|c| Some(c.migration_pays())).collect()),
     ));
-    cols.push((
-        "verdict".into(),
-        Col::Str(
-            cells
-                .iter()
-                .map(|c| Some(c.verdict().to_string()))
-                .collect(),
+    for (name, words) in [
+        (
+            "hazard_term",
+            CellResult::hazard_term as fn(&CellResult) -> &'static str,
         ),
-    ));
+        ("load_forecast", CellResult::load_forecast),
+    ] {
+        cols.push((
+            name.into(),
+            Col::Str(cells.iter().map(|c| Some(words(c).to_string())).collect()),
+        ));
+    }
     let cols: Vec<(&str, Col)> = cols.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
     output.emit(globals, &[output::batch(cols)?])
 }

@@ -21,7 +21,7 @@ pub enum SynthWhat {
     /// Availability traces in the tick-json, fta and gce-operations formats, or a control
     /// fleet whose generating laws are known (`--fleet`).
     #[command(
-        after_help = "Examples:\n  # regenerate the bundled samples\n  hazardserve synth traces --out traces/samples\n  # the positive control fleet and its laws.csv (for [policy] truth)\n  hazardserve synth traces --fleet two-class --out two-class\n  hazardserve ingest --format fta --fta-censored-tail --source two-class \\\n      two-class/event_trace.tab"
+        after_help = "Examples:\n  # regenerate the bundled samples\n  hazardserve synth traces --out traces/samples\n  # the positive control fleet and its laws.csv (for [policy] truth)\n  hazardserve synth traces --fleet two-class --out two-class\n  hazardserve ingest --format fta --fta-censored-tail --source two-class \\\n      two-class/event_trace.tab\n  # the negative control fleet (every node exponential, the same mean)\n  hazardserve synth traces --fleet equal --out equal --source equal"
     )]
     Traces {
         /// Output directory (the request workload sample is written too, under workload/).
@@ -32,7 +32,8 @@ pub enum SynthWhat {
         #[arg(long, default_value_t = synth::DEFAULT_SEED)]
         seed: u64,
         /// Generate a control fleet instead of the samples: `two-class` (even nodes Weibull
-        /// k 6, odd nodes k 0.5, both scale 1,200 s; down gaps exponential, mean 300 s).
+        /// k 6, odd nodes k 0.5, both scale 1,200 s; down gaps exponential, mean 300 s) or
+        /// `equal` (every node exponential, mean 1,200 s: the negative control).
         #[arg(long, value_enum)]
         fleet: Option<FleetArg>,
         /// Nodes of the fleet.
@@ -102,6 +103,8 @@ pub struct WorkloadArgs {
 pub enum FleetArg {
     /// Half increasing-hazard (Weibull k 6), half decreasing-hazard (k 0.5) nodes.
     TwoClass,
+    /// Every node exponential with the same mean (1,200 s): the negative control.
+    Equal,
 }
 
 /// The request classes of `synth workload`.
@@ -126,7 +129,7 @@ pub fn run(globals: &Globals, args: SynthArgs) -> anyhow::Result<()> {
         } => {
             let written = match fleet {
                 None => synth::write_samples(&out, seed)?,
-                Some(FleetArg::TwoClass) => {
+                Some(which @ (FleetArg::TwoClass | FleetArg::Equal)) => {
                     if nodes < 2 {
                         anyhow::bail!(
                             "--nodes must be at least 2 (one of each class), got {nodes}"
@@ -143,7 +146,11 @@ pub fn run(globals: &Globals, args: SynthArgs) -> anyhow::Result<()> {
                         days,
                         source,
                     };
-                    synth::traces::write_files(&out, synth::Fleet::TwoClass.files(&opts, seed))?
+                    let fleet = match which {
+                        FleetArg::TwoClass => synth::Fleet::TwoClass,
+                        FleetArg::Equal => synth::Fleet::Equal,
+                    };
+                    synth::traces::write_files(&out, fleet.files(&opts, seed))?
                 }
             };
             for p in &written {

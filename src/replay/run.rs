@@ -218,6 +218,7 @@ fn checked_specs(
             grid.windows.len()
         )));
     }
+    check_disjoint(&grid.windows)?;
     let specs = grid.specs(cfg);
     for s in &specs {
         if let Some(x) = s.rate_scale {
@@ -233,6 +234,30 @@ fn checked_specs(
         s.window.end_us()?;
     }
     Ok(specs)
+}
+
+/// Windows are the units of every paired comparison: two that overlap share requests and node
+/// sessions, so their differences are not independent and the intervals would not cover.
+/// Overlapping windows are an error.
+fn check_disjoint(windows: &[Window]) -> Result<(), ReplayError> {
+    let mut spans: Vec<(i64, i64, usize)> = Vec::with_capacity(windows.len());
+    for (k, w) in windows.iter().enumerate() {
+        spans.push((w.start_us, w.end_us()?, k));
+    }
+    spans.sort_unstable();
+    for pair in spans.windows(2) {
+        let ((a0, a1, a), (b0, _, b)) = (pair[0], pair[1]);
+        if b0 < a1 {
+            return Err(ReplayError::BadConfig(format!(
+                "windows {a} and {b} overlap ({:.1} s from {:.1} s, and from {:.1} s): paired \
+                 comparisons need disjoint windows; use fewer or shorter windows",
+                (a1 - a0) as f64 / 1e6,
+                a0 as f64 / 1e6,
+                b0 as f64 / 1e6
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// Validates the inputs once, runs every spec of the grid in parallel, keeps `keep` of each

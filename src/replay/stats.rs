@@ -107,21 +107,28 @@ fn t_quantile(q: f64, df: f64) -> f64 {
     0.5 * (lo + hi)
 }
 
-/// The paired t test of per-window differences: their mean, the 95 % studentized interval
-/// `mean ± t_{n-1}(0.975) sd / sqrt(n)` and the two-sided p-value of "mean = 0".
+/// The paired t test of per-window differences: their mean, the studentized interval
+/// `mean ± t_{n-1}(1 - alpha/2) sd / sqrt(n)` (95 %: `alpha = 0.05`) and the two-sided p-value
+/// of "mean = 0".
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct PairedT {
     /// Mean difference.
     pub mean: f64,
-    /// 95 % interval.
+    /// The `1 - alpha` interval (95 % from [`paired_t`]).
     pub ci: [f64; 2],
-    /// Two-sided p-value.
-    pub p: f64,
+    /// Two-sided p-value; `None` when the differences have no spread (no test: a t statistic
+    /// over zero variance is not a p-value of 0, however far the mean is from 0).
+    pub p: Option<f64>,
 }
 
 /// [`PairedT`] of `diffs`; `None` with fewer than two. Identical differences give a zero-width
-/// interval and p = 1 when they are all 0, p = 0 otherwise.
+/// interval and no test (`p = None`).
 pub(crate) fn paired_t(diffs: &[f64]) -> Option<PairedT> {
+    paired_t_at(diffs, 0.05)
+}
+
+/// [`paired_t`] with the interval at level `1 - alpha` (`alpha` in (0, 1)).
+pub(crate) fn paired_t_at(diffs: &[f64], alpha: f64) -> Option<PairedT> {
     let n = diffs.len();
     if n < 2 || diffs.iter().any(|d| !d.is_finite()) {
         return None;
@@ -135,15 +142,15 @@ pub(crate) fn paired_t(diffs: &[f64]) -> Option<PairedT> {
         return Some(PairedT {
             mean,
             ci: [mean, mean],
-            p: if mean == 0.0 { 1.0 } else { 0.0 },
+            p: None,
         });
     }
     let df = nf - 1.0;
-    let half = t_quantile(0.975, df) * se;
+    let half = t_quantile(1.0 - 0.5 * alpha, df) * se;
     Some(PairedT {
         mean,
         ci: [mean - half, mean + half],
-        p: t_two_sided_p(mean / se, df),
+        p: Some(t_two_sided_p(mean / se, df)),
     })
 }
 
@@ -189,9 +196,11 @@ mod tests {
         assert_eq!(t.mean, 2.5);
         // sd = 1.2910, se = 0.6455, t_3(0.975) = 3.1824.
         assert!((t.ci[0] - (2.5 - 3.182_446_305_284_263 * 0.645_497_224_367_902_8)).abs() < 1e-9);
-        assert!(t.p < 0.05 && t.p > 0.01);
-        assert_eq!(paired_t(&[0.0, 0.0, 0.0]).unwrap().p, 1.0);
-        assert_eq!(paired_t(&[1.0, 1.0]).unwrap().p, 0.0);
+        assert!(t.p.is_some_and(|p| p < 0.05 && p > 0.01));
+        // Zero variance: no test, whatever the mean.
+        assert_eq!(paired_t(&[0.0, 0.0, 0.0]).unwrap().p, None);
+        assert_eq!(paired_t(&[1.0, 1.0]).unwrap().p, None);
+        assert_eq!(paired_t(&[1.0, 1.0]).unwrap().ci, [1.0, 1.0]);
         assert!(paired_t(&[1.0]).is_none());
     }
 

@@ -1,6 +1,7 @@
 //! The report's regime map: a sweep's cells (all, or those with given axis values) as a
-//! heatmap of `hazard` minus the declared reference, and as a table of `hazard`'s paired
-//! differences with their q-values (the numbers of `sweep summary --format json`).
+//! heatmap of the hazard term (`hazard` minus `fastest`), and as a table of the two verdicts'
+//! paired differences with their q-values and words (the numbers of `sweep summary --format
+//! json`).
 
 use super::document::{Block, Report};
 use super::error::ReportError;
@@ -12,15 +13,17 @@ use crate::store::Store;
 use crate::sweep::{self, AxisFilter, CellResult, FDR, VERDICT_METRIC};
 
 /// The header of the cells table after its axis columns.
-pub const CELLS_HEADER: [&str; 8] = [
+pub const CELLS_HEADER: [&str; 10] = [
     "hazard - fastest, mean completion (s)",
-    "hazard - reference (s)",
-    "q",
+    "q (hazard term)",
+    "fastest - reference (s)",
+    "q (load forecast)",
     "hazard - uptime (s)",
     "hazard - fastest, interruptions / window",
     "opportunity (s / window)",
     "planned moves / window",
-    "verdict",
+    "hazard term",
+    "load forecast",
 ];
 
 /// The header of the calibration table after its axis columns: how well each cell's forecasts
@@ -43,9 +46,9 @@ fn diff(v: Option<&Versus>, m: Metric) -> String {
 }
 
 /// One row per cell: the axes that vary among `cells` (and are not fixed by `filter`), then
-/// `hazard`'s paired differences on mean completion against `fastest`, the best hazard-blind
-/// baseline (named) and `uptime`, on interruptions against `fastest`, its planned moves, and
-/// whether it pays.
+/// the hazard term (`hazard - fastest` on mean completion, its q-value), the load forecast
+/// (`fastest` minus the declared reference, named, its q-value), `hazard - uptime`, the
+/// interruptions against `fastest`, the opportunity, the planned moves, and the two verdicts.
 fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
     let Some(axes) = varying_axes(cells, filter) else {
         return;
@@ -56,25 +59,28 @@ fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
         .iter()
         .map(|c| {
             let mut row = axis_values(c, &axes);
-            let reference = c.vs_reference.as_ref();
+            let q = |name: &str| {
+                c.q_value(name, VERDICT_METRIC)
+                    .map_or("-".into(), |q| format!("{q:.3}"))
+            };
             row.push(diff(c.vs_fastest(), Metric::MeanCompletion));
+            row.push(q("hazard_vs_fastest"));
+            let load = c.pairing("fastest_vs_reference");
             row.push(format!(
                 "{} ({})",
-                diff(reference, Metric::MeanCompletion),
-                match (c.reference.as_str(), reference) {
+                diff(load.as_deref(), Metric::MeanCompletion),
+                match (c.reference.as_str(), load.as_deref()) {
                     ("best-blind", Some(v)) => format!("best blind: {}", v.reference),
                     (name, _) => name.to_string(),
                 }
             ));
-            row.push(
-                c.q_value("hazard_vs_reference", VERDICT_METRIC)
-                    .map_or("-".into(), |q| format!("{q:.3}")),
-            );
+            row.push(q("fastest_vs_reference"));
             row.push(diff(c.vs_uptime.as_ref(), Metric::MeanCompletion));
             row.push(diff(c.vs_fastest(), Metric::UnplannedInterruptions));
             row.push(c.opportunity_s().map_or("-".into(), human_float));
             row.push(c.planned_migrations().map_or("-".into(), human_float));
-            row.push(c.verdict().into());
+            row.push(c.hazard_term().into());
+            row.push(c.load_forecast().into());
             row
         })
         .collect();
@@ -85,12 +91,14 @@ fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
     };
     r.blocks.push(Block::Text(format!(
         "The {} cells{fixed}: `hazard` minus each reference, paired by window, with 95 % \
-         intervals (negative: hazard better). The verdict is declared: `hazard` against the \
-         cell's reference on mean completion, with its Benjamini-Hochberg q-value over the \
-         map's cells; a cell pays when hazard is lower with q < {FDR}, and has nothing to win \
-         when the oracle cannot be told apart from `fastest` on interruptions. Opportunity: \
-         the interruption gap `fastest - oracle` times `fastest`'s mean loss per \
-         interruption, seconds per window.",
+         intervals (negative: the first better). Two verdicts are declared, on mean \
+         completion, each with its Benjamini-Hochberg q-values over the map's cells: the \
+         hazard term (`hazard` against `fastest`, its hazard-blind twin) pays when hazard is \
+         lower with q < {FDR}, and has nothing to win (first) when the oracle cannot be told \
+         apart from `fastest` on interruptions; the load forecast (`fastest` against the \
+         cell's reference) pays when fastest is lower with q < {FDR}. Opportunity: the \
+         interruption gap `fastest - oracle` times `fastest`'s mean loss per interruption, \
+         seconds per window.",
         cells.len()
     )));
     r.blocks.push(Block::Table(header, rows));
@@ -214,8 +222,8 @@ pub(super) fn sweep_section(
                     let Some(c) = slot.map(|i| &cells[i]) else {
                         return (Sign::Missing, String::new());
                     };
-                    let d = c.vs_reference.as_ref().and_then(|v| v.get(VERDICT_METRIC));
-                    let sign = match (d, c.verdict()) {
+                    let d = c.vs_fastest().and_then(|v| v.get(VERDICT_METRIC));
+                    let sign = match (d, c.hazard_term()) {
                         (None, _) => Sign::Missing,
                         (Some(_), "pays") => Sign::Better,
                         (Some(_), "loses") => Sign::Worse,
@@ -230,12 +238,18 @@ pub(super) fn sweep_section(
         .collect();
     let column_axis = layout.column_axis().unwrap_or("(one column)");
     let pays = cells.iter().filter(|c| c.pays()).count();
+    let nothing = cells
+        .iter()
+        .filter(|c| c.hazard_term() == "nothing to win")
+        .count();
+    let load = cells.iter().filter(|c| c.load_forecast_pays()).count();
     r.blocks.push(Block::Text(format!(
-        "{} cells; `hazard` minus each cell's declared reference on mean completion (s), paired \
-         by window: green where hazard is better and red where it is worse with a \
-         Benjamini-Hochberg q-value below {FDR} over the map's cells, grey otherwise; `*` \
-         marks the {pays} cells where hazard pays. Rows: {}; columns: {} \
-         (`hazardserve sweep summary {id}`).",
+        "{} cells; the hazard term, `hazard` minus `fastest` (its hazard-blind twin) on mean \
+         completion (s), paired by window: green where hazard is better and red where it is \
+         worse with a Benjamini-Hochberg q-value below {FDR} over the map's cells, grey \
+         otherwise (also where there is nothing to win: {nothing} cells); `*` marks the {pays} \
+         cells where the hazard term pays. The load forecast (`fastest` against the cell's \
+         reference) pays in {load}. Rows: {}; columns: {} (`hazardserve sweep summary {id}`).",
         cells.len(),
         layout.row_axes().join(" · "),
         layout.column_axis().unwrap_or("-"),

@@ -266,11 +266,30 @@ fn place_windows(
         range = range.min(last - first);
     }
     let n = r.windows;
+    // Windows are disjoint (paired comparisons need independent windows): `n` of them need
+    // `(n - 1) length` of room between the first start and the last.
+    let free = range - n.saturating_sub(1) as f64 * length;
+    if free < 0.0 {
+        return Err(ScenarioError::invalid(
+            "replay.windows",
+            format!(
+                "{n} disjoint windows of {length:.0} s do not fit in the {:.0} s after the \
+                 training part of the shortest source; use fewer windows, a shorter \
+                 window_length_s or a smaller train_fraction",
+                range + length
+            ),
+        ));
+    }
     let offsets: Vec<f64> = if r.placement == "random" {
+        // Seeded random gaps: sorted uniform points on the free room, each window after the
+        // previous one's end.
         let mut rng = Rng::new(r.seed ^ 0x00D0_0DAD);
-        let mut v: Vec<f64> = (0..n).map(|_| rng.uniform() * range).collect();
+        let mut v: Vec<f64> = (0..n).map(|_| rng.uniform() * free).collect();
         v.sort_by(f64::total_cmp);
-        v
+        v.iter()
+            .enumerate()
+            .map(|(k, u)| u + k as f64 * length)
+            .collect()
     } else {
         (0..n)
             .map(|k| {

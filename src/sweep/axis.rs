@@ -181,7 +181,7 @@ fn paired_diff(diff: f64, diffs: &[f64]) -> PairedDiff {
         diff,
         ci_low: t.map(|t| t.ci[0]),
         ci_high: t.map(|t| t.ci[1]),
-        p_value: t.map(|t| t.p),
+        p_value: t.and_then(|t| t.p),
     }
 }
 

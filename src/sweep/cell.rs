@@ -6,13 +6,22 @@
 //! overlap gain (`hazard --overlap` minus `hazard`), and the net effect of planned migration
 //! (`hazard` minus `hazard-nomigrate`).
 //!
-//! The verdict is declared before the data are seen: `hazard` against the cell's
-//! `replay.reference` on mean completion ([`VERDICT_METRIC`]). Across the cells of a map the
-//! p-values of every pairing are turned into Benjamini-Hochberg q-values ([`assign_q_values`]),
-//! and a cell *pays* when `hazard` is lower with q < [`FDR`]. A cell where the oracle cannot
-//! be told apart from `fastest` on interruptions has nothing to win ([`CellResult::verdict`]);
-//! its `opportunity_s` is the seconds at stake per window: the interruption gap
-//! `fastest - oracle` times `fastest`'s mean unplanned loss per interruption.
+//! Two verdicts are declared before the data are seen, each on mean completion
+//! ([`VERDICT_METRIC`]) and each its own false-discovery family across the cells of a map
+//! (Benjamini-Hochberg q-values, [`assign_q_values`]), so that a verdict names what pays:
+//!
+//! * **the hazard term** ([`CellResult::hazard_term`]): `hazard` against `fastest`, its
+//!   hazard-blind twin with the same forecast. A cell where the oracle cannot be told apart
+//!   from `fastest` on interruptions has *nothing to win* (this takes precedence: there, any
+//!   difference is not the hazard model's); otherwise the term *pays* when `hazard` is lower
+//!   with q < [`FDR`], *loses* when higher, else *no difference*.
+//! * **the load forecast** ([`CellResult::load_forecast`]): `fastest` against the cell's
+//!   declared `replay.reference` (e.g. `least-loaded`): whether pricing each node's queue,
+//!   prefill and batching pays, with or without hazards.
+//!
+//! A cell's `opportunity_s` is the seconds at stake per window: the interruption gap
+//! `fastest - oracle` times `fastest`'s mean unplanned loss per interruption. `hazard` against
+//! the reference (`hazard_vs_reference`) is kept as a pairing: it is the sum of the two.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -46,14 +55,17 @@ pub const VERDICT_METRIC: Metric = Metric::MeanCompletion;
 /// The false-discovery rate the map's verdicts are controlled at.
 pub const FDR: f64 = 0.05;
 
-/// The pairings of a cell, by their `sweep summary` names. Besides `hazard`'s: the check of
+/// The pairings of a cell, by their `sweep summary` names. The two verdicts read
+/// `hazard_vs_fastest` (the hazard term) and `fastest_vs_reference` (the load forecast: fastest
+/// minus the declared reference). Besides these and `hazard`'s other pairings: the check of
 /// the shared forecast (`fastest_vs_least_loaded`: fastest minus least-loaded, which a
 /// correct load model keeps from being worse), the memoryless ablation
 /// (`memoryless_vs_fastest`) and the ceiling of a perfect survival model
 /// (`truth_vs_fastest`: hazard-truth minus fastest, on fleets whose laws are known).
-pub const PAIRINGS: [&str; 9] = [
+pub const PAIRINGS: [&str; 10] = [
     "hazard_vs_reference",
     "hazard_vs_fastest",
+    "fastest_vs_reference",
     "hazard_vs_best_blind",
     "hazard_vs_uptime",
     "overlap_gain",
@@ -222,6 +234,7 @@ impl CellResult {
             "migration_effect" => self.migration_effect.as_ref(),
             "memoryless_vs_fastest" => self.row(PolicyKind::Memoryless)?.vs_fastest.as_ref(),
             "truth_vs_fastest" => self.row(PolicyKind::HazardTruth)?.vs_fastest.as_ref(),
+            "fastest_vs_reference" => return self.fastest_vs_reference(),
             "fastest_vs_least_loaded" => {
                 // least-loaded's row holds least-loaded minus fastest: negate it.
                 let v = self.row(PolicyKind::LeastLoaded)?.vs_fastest.as_ref()?;
@@ -233,6 +246,27 @@ impl CellResult {
             _ => None,
         };
         borrowed.map(Cow::Borrowed)
+    }
+
+    /// `fastest` minus the declared reference (`None` when the reference is `fastest` itself,
+    /// or `best-blind` and `fastest` is the best hazard-blind baseline).
+    fn fastest_vs_reference(&self) -> Option<Cow<'_, Versus>> {
+        let fastest = self.row(PolicyKind::Fastest)?;
+        match self.reference.as_str() {
+            "best-blind" => fastest.vs_best_blind.as_ref().map(Cow::Borrowed),
+            name => {
+                let k = name.parse::<PolicyKind>().ok()?;
+                if k == PolicyKind::Fastest {
+                    return None;
+                }
+                // The reference's row holds reference minus fastest: negate it.
+                let v = self.row(k)?.vs_fastest.as_ref()?;
+                Some(Cow::Owned(Versus {
+                    reference: PolicyLabel::new(k),
+                    diffs: v.diffs.map(|d| d.map(PairedDiff::negated)),
+                }))
+            }
+        }
     }
 
     /// The q-value of pairing `name` on `m`: the assigned one, else (a cell on its own) its
@@ -250,9 +284,15 @@ impl CellResult {
         d.is_some_and(|d| d.diff < 0.0) && self.q_value(name, m).is_some_and(|q| q < FDR)
     }
 
-    /// Whether `hazard` beats the declared reference on mean completion with q < [`FDR`].
+    /// Whether the hazard term pays ([`Self::hazard_term`] is `pays`): `hazard` beats
+    /// `fastest` on mean completion with q < [`FDR`] in a cell with something to win.
     pub fn pays(&self) -> bool {
-        self.lower("hazard_vs_reference", VERDICT_METRIC)
+        self.hazard_term() == "pays"
+    }
+
+    /// Whether the load forecast pays ([`Self::load_forecast`] is `pays`).
+    pub fn load_forecast_pays(&self) -> bool {
+        self.load_forecast() == "pays"
     }
 
     /// Whether pre-emptive migration pays: `hazard` beats `hazard-nomigrate`, or
@@ -286,18 +326,34 @@ impl CellResult {
             .is_some_and(|d| d.direction() == Some(std::cmp::Ordering::Less))
     }
 
-    /// The cell's verdict in words: `pays`, `loses` (hazard higher with q < [`FDR`]),
-    /// `nothing to win` (no opportunity, see [`Self::has_opportunity`]) or `no difference`.
-    pub fn verdict(&self) -> &'static str {
-        let d = self
-            .pairing("hazard_vs_reference")
-            .and_then(|v| v.get(VERDICT_METRIC));
-        let q = self.q_value("hazard_vs_reference", VERDICT_METRIC);
-        let significant = q.is_some_and(|q| q < FDR);
+    /// The hazard term's verdict in words: `nothing to win` when the oracle cannot be told
+    /// apart from `fastest` on interruptions ([`Self::has_opportunity`]; this takes
+    /// precedence), else `pays` (`hazard` lower than `fastest` on mean completion with
+    /// q < [`FDR`]), `loses` (higher) or `no difference` (also when there is no test).
+    pub fn hazard_term(&self) -> &'static str {
+        if !self.has_opportunity() {
+            return "nothing to win";
+        }
+        self.words("hazard_vs_fastest")
+    }
+
+    /// The load forecast's verdict in words: `pays` (`fastest` lower than the declared
+    /// reference on mean completion with q < [`FDR`]), `loses`, `no difference`, or
+    /// `reference` when `fastest` is the reference.
+    pub fn load_forecast(&self) -> &'static str {
+        if self.pairing("fastest_vs_reference").is_none() {
+            return "reference";
+        }
+        self.words("fastest_vs_reference")
+    }
+
+    /// `pays`, `loses` or `no difference` for pairing `name` on [`VERDICT_METRIC`].
+    fn words(&self, name: &str) -> &'static str {
+        let d = self.pairing(name).and_then(|v| v.get(VERDICT_METRIC));
+        let significant = self.q_value(name, VERDICT_METRIC).is_some_and(|q| q < FDR);
         match d {
             Some(d) if significant && d.diff < 0.0 => "pays",
             Some(d) if significant && d.diff > 0.0 => "loses",
-            _ if !self.has_opportunity() => "nothing to win",
             _ => "no difference",
         }
     }
@@ -326,9 +382,10 @@ impl CellResult {
     /// `truth_vs_fastest` (each keyed by [`MAP_METRICS`], each `{diff, ci_low, ci_high}`, the
     /// first named policy minus the second, negative = the first better; `null` when the cell
     /// lacks the policies), `best_blind` (its name), `gap_closed` (number or null), `planned_migrations`,
-    /// `pays` and `migration_pays`; `reference` (the declared one) and `hazard_vs_reference`,
-    /// a `p_value` and `q_value` beside every paired difference, `opportunity_s` and
-    /// `verdict`.
+    /// `pays` (the hazard term pays), `load_forecast_pays` and `migration_pays`; `reference`
+    /// (the declared one), `hazard_vs_reference` and `fastest_vs_reference`, a `p_value` and
+    /// `q_value` beside every paired difference, `opportunity_s`, and the two verdicts in words,
+    /// `hazard_term` and `load_forecast`.
     pub fn summary_json(&self) -> Value {
         let mut o = Map::new();
         for (k, v) in &self.axes {
@@ -354,8 +411,13 @@ impl CellResult {
         );
         o.insert("opportunity_s".into(), json!(self.opportunity_s()));
         o.insert("pays".into(), json!(self.pays()));
+        o.insert(
+            "load_forecast_pays".into(),
+            json!(self.load_forecast_pays()),
+        );
         o.insert("migration_pays".into(), json!(self.migration_pays()));
-        o.insert("verdict".into(), json!(self.verdict()));
+        o.insert("hazard_term".into(), json!(self.hazard_term()));
+        o.insert("load_forecast".into(), json!(self.load_forecast()));
         Value::Object(o)
     }
 }
@@ -378,4 +440,136 @@ fn map_json(v: &Versus, q: impl Fn(Metric) -> Option<f64>) -> Value {
         );
     }
     Value::Object(o)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::replay::metrics::RunSummary;
+
+    const NOISE: [f64; 6] = [0.3, -0.2, 0.1, -0.4, 0.25, -0.05];
+
+    /// A run of `policy` in window `w`: mean completion `mean_s` and `interruptions`, each
+    /// with the window's noise (shifted by `shift` so that policies differ in spread).
+    fn run(
+        policy: PolicyKind,
+        w: usize,
+        mean_s: f64,
+        interruptions: f64,
+        shift: usize,
+    ) -> RunMetrics {
+        let e = NOISE[(w + shift) % NOISE.len()];
+        let mut values = [None; crate::replay::metrics::N_METRICS];
+        values[Metric::MeanCompletion as usize] = Some(mean_s + e);
+        values[Metric::UnplannedInterruptions as usize] = Some(interruptions + e.abs() * 10.0);
+        values[Metric::Recovery as usize] = Some(interruptions * 2.0);
+        RunMetrics {
+            policy,
+            window: w,
+            seed: 1,
+            param: 0,
+            param_label: String::new(),
+            summary: RunSummary {
+                requests: 10,
+                values,
+                interruptions_by_cause: BTreeMap::new(),
+                calibration: Default::default(),
+                dollars_by_pool: BTreeMap::new(),
+                good_tokens: 0.0,
+                kv_preemptions: 0.0,
+                forecast_fallbacks: 0.0,
+            },
+        }
+    }
+
+    /// A cell of 6 windows: (policy, mean completion, interruptions) per policy.
+    fn cell(reference: &str, policies: &[(PolicyKind, f64, f64)]) -> CellResult {
+        let runs: Vec<RunMetrics> = (0..6)
+            .flat_map(|w| {
+                policies
+                    .iter()
+                    .enumerate()
+                    .map(move |(k, &(p, m, i))| run(p, w, m, i, k))
+            })
+            .collect();
+        CellResult {
+            index: 0,
+            key: "c".into(),
+            axes: Vec::new(),
+            config: String::new(),
+            rows: aggregate(&runs, &AggregateOptions::default()),
+            vs_uptime: None,
+            overlap_gain: None,
+            migration_effect: None,
+            reference: reference.into(),
+            vs_reference: None,
+            q_values: BTreeMap::new(),
+            requests: 0,
+            hazard_windows: BTreeMap::new(),
+        }
+    }
+
+    use PolicyKind::{Fastest, Hazard, LeastLoaded, Oracle};
+
+    #[test]
+    fn the_two_verdicts_name_what_pays() {
+        // hazard 1 s ahead of fastest, fastest 2 s ahead of least-loaded, and the oracle
+        // avoids interruptions fastest suffers: both pay.
+        let c = cell(
+            "least-loaded",
+            &[
+                (Fastest, 10.0, 20.0),
+                (Hazard, 9.0, 15.0),
+                (LeastLoaded, 12.0, 20.0),
+                (Oracle, 9.0, 2.0),
+            ],
+        );
+        assert_eq!((c.hazard_term(), c.load_forecast()), ("pays", "pays"));
+        assert!(c.pays() && c.load_forecast_pays());
+        // The same differences where the oracle cannot beat fastest on interruptions: the
+        // hazard term has nothing to win, whatever hazard's completion says (precedence).
+        let c = cell(
+            "least-loaded",
+            &[
+                (Fastest, 10.0, 20.0),
+                (Hazard, 9.0, 20.0),
+                (LeastLoaded, 12.0, 20.0),
+                (Oracle, 9.0, 20.0),
+            ],
+        );
+        assert_eq!(
+            (c.hazard_term(), c.load_forecast()),
+            ("nothing to win", "pays")
+        );
+        assert!(!c.pays());
+        // hazard behind fastest, fastest behind least-loaded: both lose; against hazard's
+        // old verdict (hazard vs least-loaded) these would cancel.
+        let c = cell(
+            "least-loaded",
+            &[
+                (Fastest, 10.0, 20.0),
+                (Hazard, 11.0, 15.0),
+                (LeastLoaded, 9.0, 20.0),
+                (Oracle, 9.0, 2.0),
+            ],
+        );
+        assert_eq!((c.hazard_term(), c.load_forecast()), ("loses", "loses"));
+        // Within noise: no difference; fastest as the reference: no load verdict.
+        let c = cell(
+            "fastest",
+            &[
+                (Fastest, 10.0, 20.0),
+                (Hazard, 10.0, 15.0),
+                (Oracle, 9.0, 2.0),
+            ],
+        );
+        assert_eq!(
+            (c.hazard_term(), c.load_forecast()),
+            ("no difference", "reference")
+        );
+        let json = c.summary_json();
+        assert_eq!(json["hazard_term"], "no difference");
+        assert_eq!(json["load_forecast"], "reference");
+        assert!(json["fastest_vs_reference"].is_null());
+    }
 }

@@ -37,6 +37,7 @@ fn result_json(c: &CellResult) -> String {
         "vs_reference": opt(&c.vs_reference),
         // Read by SQL (`hazardserve query sweep_pays`); recomputed from the rows when loaded.
         "pays": c.pays(),
+        "load_forecast_pays": c.load_forecast_pays(),
         "migration_pays": c.migration_pays(),
         "hazard_windows": c.hazard_windows.iter().map(|(w, v)| {
             let mut o = serde_json::Map::new();

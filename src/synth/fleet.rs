@@ -10,6 +10,12 @@
 //! gaps are exponential with a mean of 5 minutes. A scheduler that reads `S(t | a)` should
 //! avoid an even node close to 20 minutes old and prefer an odd node that has already lived
 //! long; a hazard-blind one cannot tell them apart.
+//!
+//! The **equal** fleet is the negative control: every node's up-sessions are exponential with
+//! the same mean (1,200 s), so neither a node's age nor its own rate says anything about when
+//! it will go, and no policy that reads them can beat one that does not, once the curves and
+//! rates are fitted on the training part only (a policy told rates that include the windows'
+//! own failures would).
 
 use std::fmt::Write as _;
 
@@ -23,6 +29,8 @@ pub enum Fleet {
     /// Half increasing-hazard (Weibull k 6), half decreasing-hazard (Weibull k 0.5) nodes, both
     /// with scale 1,200 s.
     TwoClass,
+    /// Every node exponential with the mean [`SCALE_S`]: the negative control.
+    Equal,
 }
 
 /// Shape of the increasing-hazard class.
@@ -59,6 +67,7 @@ impl Fleet {
     /// The generating law of node `i`.
     pub fn law(&self, i: usize) -> Law {
         match self {
+            Fleet::Equal => Law::Exponential { mean_s: SCALE_S },
             Fleet::TwoClass => Law::Weibull {
                 shape: if i.is_multiple_of(2) {
                     INCREASING_SHAPE

@@ -22,6 +22,7 @@ mod readme_tables;
 mod registries;
 mod replay_announced;
 mod replay_controls;
+mod replay_controls_isolated;
 mod replay_cost;
 mod replay_engine;
 mod replay_forecast;

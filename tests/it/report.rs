@@ -205,7 +205,7 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
         .collect();
     assert_eq!(table.len(), map.as_array().unwrap().len());
     for (cell, row) in map.as_array().unwrap().iter().zip(&table) {
-        for (key, col) in [("hazard_vs_fastest", 3), ("hazard_vs_uptime", 6)] {
+        for (key, col) in [("hazard_vs_fastest", 3), ("hazard_vs_uptime", 7)] {
             let d = &cell[key]["mean_completion_s"];
             let text = hazardserve::output::signed_interval_text(
                 d["diff"].as_f64().unwrap(),
@@ -219,12 +219,20 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
             row.contains(&format!("({reference}")),
             "{row} lacks {reference}"
         );
-        let verdict = cell["verdict"].as_str().unwrap();
-        assert!(row.ends_with(&format!("| {verdict} |")), "{row}");
+        let (term, load) = (
+            cell["hazard_term"].as_str().unwrap(),
+            cell["load_forecast"].as_str().unwrap(),
+        );
+        assert!(row.ends_with(&format!("| {term} | {load} |")), "{row}");
         assert_eq!(
-            verdict == "pays",
+            term == "pays",
             cell["pays"].as_bool().unwrap(),
-            "{row}: the verdict and pays agree"
+            "{row}: the hazard term's verdict and pays agree"
+        );
+        assert_eq!(
+            load == "pays",
+            cell["load_forecast_pays"].as_bool().unwrap(),
+            "{row}: the load forecast's verdict and its flag agree"
         );
     }
     // The regime map is there with its cell count.

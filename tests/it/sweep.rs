@@ -222,6 +222,7 @@ fn sweep_is_the_same_under_any_jobs_and_shards() {
             "hazard_vs_best_blind",
             "hazard_vs_uptime",
             "fastest_vs_least_loaded",
+            "fastest_vs_reference",
         ] {
             for m in [
                 "mean_completion_s",
@@ -683,13 +684,22 @@ fn shards_of_a_slice_merge_into_the_full_map_s_cells() {
 }
 
 /// `cell` without what depends on the other cells of its sweep: every `q_value` and the
-/// verdicts (`pays`, `migration_pays`, `verdict`) read from them.
+/// verdicts (`pays`, `load_forecast_pays`, `migration_pays`, `hazard_term`, `load_forecast`)
+/// read from them.
 fn without_q(cell: &serde_json::Value) -> serde_json::Value {
     match cell {
         serde_json::Value::Object(o) => serde_json::Value::Object(
             o.iter()
                 .filter(|(k, _)| {
-                    !["q_value", "pays", "migration_pays", "verdict"].contains(&k.as_str())
+                    ![
+                        "q_value",
+                        "pays",
+                        "load_forecast_pays",
+                        "migration_pays",
+                        "hazard_term",
+                        "load_forecast",
+                    ]
+                    .contains(&k.as_str())
                 })
                 .map(|(k, v)| (k.clone(), without_q(v)))
                 .collect(),

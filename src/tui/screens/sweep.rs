@@ -116,16 +116,16 @@ fn detail_lines(c: &CellResult, m: Metric) -> Vec<Line<'static>> {
             Span::styled(c.key.clone(), header_style()),
         ]),
         pairing_line(
-            format!("hazard − {} (declared)", c.reference),
-            c.vs_reference.as_ref(),
-            m,
-            c.q_value("hazard_vs_reference", m),
-        ),
-        pairing_line(
-            "hazard − fastest".into(),
+            "hazard − fastest (hazard)".into(),
             c.vs_fastest(),
             m,
             c.q_value("hazard_vs_fastest", m),
+        ),
+        pairing_line(
+            format!("fastest − {} (load)", c.reference),
+            c.pairing("fastest_vs_reference").as_deref(),
+            m,
+            c.q_value("fastest_vs_reference", m),
         ),
         pairing_line(
             "hazard − uptime".into(),
@@ -147,8 +147,10 @@ fn detail_lines(c: &CellResult, m: Metric) -> Vec<Line<'static>> {
         ),
     ];
     let verdict = format!(
-        "verdict: {} (hazard vs {} on mean completion, q < {}){}",
-        c.verdict(),
+        "hazard term: {} (hazard vs fastest) · load forecast: {} (fastest vs {}) · mean \
+         completion, q < {}{}",
+        c.hazard_term(),
+        c.load_forecast(),
         c.reference,
         crate::sweep::FDR,
         if c.migration_pays() {
@@ -211,7 +213,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         Paragraph::new(Line::from(vec![
             Span::styled(format!(" {}", d.sweep_id), header_style()),
             Span::raw(format!(
-                " · hazard pays in {pays} of {} cells",
+                " · the hazard term pays in {pays} of {} cells",
                 d.cells.len()
             )),
             Span::styled(
@@ -264,7 +266,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                     continue;
                 };
                 let res = &d.cells[*i].result;
-                let diff = res.vs_reference.as_ref().and_then(|v| v.get(m));
+                let diff = res.vs_fastest().and_then(|v| v.get(m));
                 let reading = Reading::of(diff);
                 let star = if res.pays() { "★" } else { "" };
                 let text = format!(
@@ -286,7 +288,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         .collect();
     let hidden = d.rows.len() - rows.len();
     let title = format!(
-        " hazard − declared reference · {} · {} rows{} ",
+        " hazard term: hazard − fastest · {} · {} rows{} ",
         m.key(),
         rows.len(),
         if hidden > 0 {
@@ -308,7 +310,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             Span::styled(" ▼ hazard better", Reading::Better.style()),
             Span::raw("  "),
             Span::styled("▲ worse", Reading::Worse.style()),
-            Span::raw("  · no difference (95% CI)  ★ hazard pays"),
+            Span::raw("  · no difference (95% CI)  ★ the hazard term pays"),
         ])),
         legend,
     );
