@@ -93,6 +93,7 @@ fn load_of(
         &workload.requests,
         cfg.batch_slowdown,
         cfg.engine,
+        cfg.censored_ends,
     )
 }
 

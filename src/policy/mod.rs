@@ -6,6 +6,8 @@
 //!   the node's conditional survival curve;
 //! * placement `i* = argmin E_i` and hazard-motivated migration, both behind the [`Policy`]
 //!   trait ([`policies`]), next to the hazard-blind baselines and the oracle;
+//! * [`band`]: placement under forecast uncertainty (ties within the forecast's error, broken
+//!   by load), the rule every cost-based policy uses with estimated lengths;
 //! * [`migration`]: planned move cost `C_planned = min(transfer, recompute)`, the crossover
 //!   `c*`, the overlapped variant, the trigger and its guards;
 //! * the survival curves the policy consumes live in the survival stage
@@ -26,6 +28,7 @@
 #![allow(clippy::neg_cmp_op_on_partial_ord)]
 
 pub mod analysis;
+pub mod band;
 pub mod calibration;
 pub mod cost;
 pub mod iteration;

@@ -6,7 +6,9 @@
 //! (`risk_gain = L_i - (C + L_j) > h` and `dT = C + T_j (+ D_j) - T_i < h`, hysteresis `h`,
 //! `D_j` the delay imposed on the destination's requests under the `marginal` forecast); a move
 //! costs `C = min(KV transfer, recompute)`. `T` and `L` price the expected remaining output
-//! [`RequestView::remaining_expected`], which never reaches 0 while a request runs.
+//! [`RequestView::remaining_expected`], which never reaches 0 while a request runs. With
+//! estimated lengths every `argmin` below (not the oracle's) is taken over the forecast's own
+//! error: scores within it are ties, broken by load ([`super::band`]).
 //!
 //! | name | placement | pre-emptive migration |
 //! |---|---|---|
@@ -69,6 +71,7 @@ use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 
+use super::band::{anchor, choose, in_band, length_cv, Scored, TIE_BAND_Z};
 use super::cost::{
     cost_from_service, interruption_probability, node_loss, node_loss_lower_bound, recovery_wait_s,
     secs, service_time, Fallbacks, LossPricing, NodeCost, RiskModel, ServiceTime, UnplannedLoss,
@@ -422,6 +425,10 @@ pub struct StandardPolicy {
     kind: PolicyKind,
     params: Params,
     rng: SplitMix64,
+    /// Reused buffers of [`StandardPolicy::argmin_banded`]: each feasible node as the band
+    /// rule reads it, and its cost.
+    banded: Vec<Scored>,
+    banded_costs: Vec<(NodeCost, f64, UnplannedLoss, Option<f64>)>,
 }
 
 /// A boxed policy of kind `kind` (`seed` only matters for `random`).
@@ -606,6 +613,13 @@ fn placement_service(
     )
 }
 
+/// Node `idx`'s decode rate with nothing else on it (the forecast's, else the view's).
+#[inline]
+fn unloaded_decode(view: &ClusterView<'_>, idx: NodeIdx, node: &NodeView<'_>) -> f64 {
+    view.loads
+        .map_or(node.decode_tok_s, |l| l.unloaded_decode_tok_s(idx))
+}
+
 /// A lower bound of [`placement_service`]'s `T_i` that costs no forecast: prefill plus decode
 /// at the node's unloaded rate (durations round up to whole microseconds in the forecast, so
 /// it is a bound up to the relative `1e-9` of that rounding, which the margin covers).
@@ -677,6 +691,8 @@ impl StandardPolicy {
             kind,
             params,
             rng: SplitMix64::new(seed),
+            banded: Vec::new(),
+            banded_costs: Vec::new(),
         }
     }
 
@@ -817,6 +833,103 @@ impl StandardPolicy {
         best
     }
 
+    /// The band rule of [`super::band`] over every feasible node (no pruning: a node past the
+    /// best forecast may still be within its error): each node's forecast `T_i + D_i`, spread
+    /// `cv (T_i - T_i^0)` and load, and its risk `L_i` (0 for `fastest`) priced over the best
+    /// node's `T` when its forecast is within the band; returns the chosen node with its cost
+    /// (as priced over its own `T`) and `D_i`.
+    fn argmin_banded(
+        &mut self,
+        view: &ClusterView<'_>,
+        req: &RequestView,
+        fb: &Fallbacks,
+        model: RiskModel,
+        cv: f64,
+        out: &mut Explanation,
+    ) -> Option<(NodeIdx, NodeCost, f64)> {
+        let need = req.kv_need();
+        let c = req.context() as f64;
+        let rem = req.remaining_expected();
+        let params = &self.params;
+        let blind = self.kind == PolicyKind::Fastest;
+        let mut scored = std::mem::take(&mut self.banded);
+        let mut costs = std::mem::take(&mut self.banded_costs);
+        scored.clear();
+        costs.clear();
+        for (i, node) in view.candidates() {
+            if !node.can_admit(need) {
+                continue;
+            }
+            let resident = if req.node == Some(i) {
+                req.resident_tokens as f64
+            } else {
+                0.0
+            };
+            let (st, rate, d) = placement_service(view, i, node, req, c - resident, rem, params);
+            let u = UnplannedLoss::new(
+                c,
+                st.start_s,
+                rate,
+                rem,
+                fb.for_node(i, node.prefill_tok_s),
+                params.recompute_overhead_s,
+                params.stall_penalty_s,
+            )
+            .with_hop(
+                params.transfer_overhead_s,
+                params.kv_bytes_per_token,
+                node.bandwidth_bytes_s,
+            );
+            let r = remaining_up(view, i);
+            let l = if blind {
+                0.0
+            } else {
+                node_loss(node, model, r, 0.0, st.total_s, &u)
+            };
+            let cost = NodeCost {
+                t: st.total_s,
+                w: st.start_s,
+                l,
+                e: st.total_s + l,
+            };
+            if out.record_candidates {
+                out.candidates.push(CandidateCost {
+                    node: i,
+                    t: cost.t,
+                    l: if blind { f64::NAN } else { l },
+                    e: nan_as_inf(cost.e + d),
+                    c_planned: f64::NAN,
+                    risk_gain: f64::NAN,
+                    dt: f64::NAN,
+                });
+            }
+            let unloaded = placement_lower_bound(view, i, node, c - resident, rem);
+            scored.push(Scored {
+                node: i,
+                forecast: st.total_s + d,
+                risk: l,
+                spread: cv * (st.total_s - unloaded).max(0.0),
+                load: (node.load(), node.kv_load(), node.queue_wait_s),
+            });
+            costs.push((cost, d, u, r));
+        }
+        if !blind {
+            // Within the band, the risk is priced over the best node's exposure.
+            if let Some((b, fb_, ub)) = anchor(&scored) {
+                let t_b = costs[b].0.t;
+                for (s, (_, _, u, r)) in scored.iter_mut().zip(&costs) {
+                    if in_band(s, (fb_, ub), TIE_BAND_Z) {
+                        s.risk = node_loss(&view.nodes[s.node], model, *r, 0.0, t_b, u);
+                    }
+                }
+            }
+        }
+        let got = choose(&scored, TIE_BAND_Z).map(|k| (scored[k].node, costs[k].0, costs[k].1));
+        self.banded = scored;
+        self.banded_costs = costs;
+        got
+    }
+
     /// `fastest`: `argmin T_i` (the forecast; `T_i + D_i` under the `marginal` forecast) over
     /// feasible nodes; ties keep the earlier node.
     /// Unless recording candidates, a node whose unloaded `T_i` already reaches the best is
@@ -903,7 +1016,10 @@ impl StandardPolicy {
 
     /// The hazard trigger (`hazard`, `memoryless`): guards first, then every candidate `j`
     /// priced by [`assess_move`]; the move goes to the candidate with the largest `risk_gain`
-    /// among those with `risk_gain > h` and `dT < h`.
+    /// among those with `risk_gain > h` and `dT < h`. With estimated lengths `dT` is read
+    /// one standard error pessimistic, `dT + z sqrt(u_i^2 + u_j^2)` with the spreads of
+    /// [`super::band`] (`u = cv (T - T^0)`, `T^0` the remaining output at the unloaded decode
+    /// rate): a move must not cost time within the forecast's own error.
     fn hazard_migration(
         &mut self,
         view: &ClusterView<'_>,
@@ -926,6 +1042,9 @@ impl StandardPolicy {
         }
         let need = req.kv_need();
         let exhaustive = out.record_candidates;
+        let cv = length_cv(req.est_sigma);
+        let u_i = cv
+            * (source.cost.t - secs(source.remaining, unloaded_decode(view, from, src))).max(0.0);
         // The best candidate that fires (largest risk_gain among those passing the trigger),
         // and the candidate with the largest risk_gain overall, reported when none fires.
         let mut fire: Option<(NodeIdx, MoveAssessment)> = None;
@@ -974,8 +1093,17 @@ impl StandardPolicy {
             if report.is_none_or(|(_, _, best)| rg > best) {
                 report = Some((j, a, rg));
             }
+            // With estimated lengths `dT` is uncertain: the move must not cost time at one
+            // standard error of it ([`super::band`]'s spread on both sides).
+            let spread = if cv > 0.0 {
+                let d_j = unloaded_decode(view, j, dst);
+                let u_j = cv * (a.t_j - secs(source.remaining, d_j)).max(0.0);
+                (u_i * u_i + u_j * u_j).sqrt()
+            } else {
+                0.0
+            };
             if !a.pruned
-                && trigger_fires(a.risk_gain, a.dt, h)
+                && trigger_fires(a.risk_gain, a.dt + TIE_BAND_Z * spread, h)
                 && fire.is_none_or(|(_, best)| a.risk_gain > best.risk_gain)
             {
                 fire = Some((j, a));
@@ -1158,7 +1286,23 @@ impl Policy for StandardPolicy {
             return None;
         }
         let model = self.kind.risk_model();
+        // With estimated lengths every cost-based policy ranks by its forecast with ties
+        // within the forecast's error broken by load ([`super::band`]).
+        let cv = length_cv(req.est_sigma);
         let (choice, cost) = match self.kind {
+            PolicyKind::Hazard
+            | PolicyKind::HazardNomigrate
+            | PolicyKind::Memoryless
+            | PolicyKind::HazardTruth
+            | PolicyKind::Fastest
+                if cv > 0.0 =>
+            {
+                match self.argmin_banded(view, req, &fb, model, cv, out) {
+                    Some((i, c, d)) if self.kind != PolicyKind::Fastest => (Some(i), Some((c, d))),
+                    Some((i, _, _)) => (Some(i), None),
+                    None => (None, None),
+                }
+            }
             PolicyKind::Hazard
             | PolicyKind::HazardNomigrate
             | PolicyKind::Memoryless

@@ -433,11 +433,15 @@ impl Cluster {
         self.pool_of.get(i).map_or(0, |&p| usize::from(p))
     }
 
-    /// The fleet's cost over `[start_us, end_us)` as the replay plays it under `mode`
-    /// ([`RunCost`]).
-    pub fn cost(&self, start_us: i64, end_us: i64, mode: CensoredEnds) -> RunCost {
+    /// The fleet's cost over the scored span `[from_us, to_us)` of the window `window`
+    /// (`[start_us, end_us)`) as the replay plays that window under `mode` ([`RunCost`]): the
+    /// censored-end rule applies to the whole window (a censored end in the warm-up keeps the
+    /// node up to the window's end under [`CensoredEnds::StayUp`], and takes the node out of
+    /// the window under [`CensoredEnds::Exclude`]), then the up time is clipped to the span.
+    pub fn cost(&self, window: (i64, i64), span: (i64, i64), mode: CensoredEnds) -> RunCost {
         let mut per_pool = vec![0.0; self.pools.len()];
         let mut up = Vec::new();
+        let (from, to) = span;
         for (i, node) in self.nodes.iter().enumerate() {
             let pool = self.pool(i);
             let price = self.pools.get(pool).map_or(0.0, |p| p.price_per_node_hour);
@@ -445,8 +449,11 @@ impl Cluster {
                 continue;
             }
             up.clear();
-            node.up_intervals(start_us, end_us, mode, &mut up);
-            let up_us: i64 = up.iter().map(|(a, b)| (b - a).max(0)).sum();
+            node.up_intervals(window.0, window.1, mode, &mut up);
+            let up_us: i64 = up
+                .iter()
+                .map(|&(a, b)| (b.min(to) - a.max(from)).max(0))
+                .sum();
             per_pool[pool] += price * up_us as f64 / (US_PER_S * 3600.0);
         }
         RunCost {

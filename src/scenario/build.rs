@@ -687,6 +687,7 @@ pub fn offered_load(
     requests: &[replay::Request],
     batch_slowdown: f64,
     engine: EngineKind,
+    censored_ends: replay::CensoredEnds,
 ) -> OfferedLoad {
     let n = requests.len();
     // Mean service time per distinct (prefill, decode, slots, step): a fleet has few tiers.
@@ -741,13 +742,13 @@ pub fn offered_load(
             continue;
         }
         let slots = f64::from(s.slots.max(1));
+        let mut up = Vec::new();
         for (w, c) in windows.iter().zip(capacity.iter_mut()) {
             let (a, b) = (w.start_us, w.start_us.saturating_add(w.length_us));
-            let covered: i64 = node
-                .sessions
-                .iter()
-                .map(|x| (x.end_us.min(b) - x.start_us.max(a)).max(0))
-                .sum();
+            // Up as the replay plays the window: a censored end is not a failure.
+            up.clear();
+            node.up_intervals(a, b, censored_ends, &mut up);
+            let covered: i64 = up.iter().map(|&(x, y)| (y - x).max(0)).sum();
             let up = covered as f64 / (b - a).max(1) as f64;
             *c += slots * up / service;
         }
@@ -1079,6 +1080,8 @@ pub(crate) fn build_with(
                 &requests,
                 batch_slowdown,
                 cfg.engine()?,
+                // The rule the scenario's replay plays censored ends by (stay up).
+                ReplayConfig::default().censored_ends,
             );
             if !(l.capacity_req_s > 0.0 && l.base_rate_req_s > 0.0) {
                 return Err(ScenarioError::Empty(format!(

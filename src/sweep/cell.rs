@@ -319,19 +319,27 @@ impl CellResult {
     /// Whether the oracle has fewer interruptions than `fastest` with an interval that
     /// excludes 0: there is something for a hazard model to win.
     pub fn has_opportunity(&self) -> bool {
-        self.rows
-            .iter()
-            .find(|r| r.label == PolicyLabel::new(PolicyKind::Oracle))
-            .and_then(|o| o.vs_fastest.as_ref()?.get(Metric::UnplannedInterruptions))
-            .is_some_and(|d| d.direction() == Some(std::cmp::Ordering::Less))
+        self.opportunity() == Some(true)
+    }
+
+    /// [`Self::has_opportunity`], or `None` when the cell did not run the oracle and
+    /// `fastest` (nothing can be said of the opportunity).
+    fn opportunity(&self) -> Option<bool> {
+        let d = self
+            .row(PolicyKind::Oracle)?
+            .vs_fastest
+            .as_ref()?
+            .get(Metric::UnplannedInterruptions)?;
+        Some(d.direction() == Some(std::cmp::Ordering::Less))
     }
 
     /// The hazard term's verdict in words: `nothing to win` when the oracle cannot be told
     /// apart from `fastest` on interruptions ([`Self::has_opportunity`]; this takes
-    /// precedence), else `pays` (`hazard` lower than `fastest` on mean completion with
-    /// q < [`FDR`]), `loses` (higher) or `no difference` (also when there is no test).
+    /// precedence, in cells that ran the oracle), else `pays` (`hazard` lower than `fastest`
+    /// on mean completion with q < [`FDR`]), `loses` (higher) or `no difference` (also when
+    /// there is no test).
     pub fn hazard_term(&self) -> &'static str {
-        if !self.has_opportunity() {
+        if self.opportunity() == Some(false) {
             return "nothing to win";
         }
         self.words("hazard_vs_fastest")
@@ -566,6 +574,19 @@ mod tests {
         assert_eq!(
             (c.hazard_term(), c.load_forecast()),
             ("no difference", "reference")
+        );
+        // Without the oracle nothing is known of the opportunity: the words of the test.
+        let without = cell(
+            "least-loaded",
+            &[
+                (Fastest, 10.0, 20.0),
+                (Hazard, 9.0, 20.0),
+                (LeastLoaded, 12.0, 20.0),
+            ],
+        );
+        assert_eq!(
+            (without.hazard_term(), without.load_forecast()),
+            ("pays", "pays")
         );
         let json = c.summary_json();
         assert_eq!(json["hazard_term"], "no difference");

@@ -457,6 +457,75 @@ fn negative_control_through_ingest_and_fitted_curves_shows_no_difference() {
     }
 }
 
+/// The decision rule under estimated lengths ([`hazardserve::policy::band`]) on the same null
+/// fleet with `lognormal:0.5` estimates: every cost-based placement ranks by a forecast whose
+/// error is tied, so `fastest` is not worse than `least-loaded` and `hazard-nomigrate` does
+/// not differ from `fastest`. Mutation that fails it: the plain argmin of noisy forecasts
+/// (`cv` forced to 0): `fastest` then finishes 6.6 s later than `least-loaded` here.
+#[test]
+fn with_estimated_lengths_the_forecast_is_not_worse_than_least_loaded_on_the_null_fleet() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let fleet = tmp.path().join("equal");
+    let mut c = hs(&store);
+    c.args([
+        "-q", "synth", "traces", "--fleet", "equal", "--source", "equal",
+    ])
+    .args(["--days", "3", "--out"])
+    .arg(&fleet);
+    ok(c);
+    let mut c = hs(&store);
+    c.args(["-q", "ingest", "--format", "fta", "--fta-censored-tail"])
+        .args(["--source", "equal"])
+        .arg(fleet.join("event_trace.tab"));
+    ok(c);
+    crate::common::ingest_long_output(&store, tmp.path());
+    let scenario = tmp.path().join("equal.toml");
+    std::fs::write(
+        &scenario,
+        "[nodes]\nsource = \"equal\"\n[hardware]\npreset = \"phone\"\nlink = \"10gbe\"\n\
+         [model]\npreset = \"llama-3.2-1b\"\n[workload]\nsource = \"long-output\"\nload = 0.6\n\
+         estimator = \"lognormal:0.5\"\n\
+         [replay]\nwindows = 30\nseeds = 1\nwindow_length_s = 1500\n\
+         policies = [\"hazard-nomigrate\", \"fastest\", \"least-loaded\"]\n",
+    )
+    .unwrap();
+    let mut c = hs(&store);
+    c.current_dir(root)
+        .args(["-q", "replay", "--config"])
+        .arg(&scenario);
+    ok(c);
+    let mut c = hs(&store);
+    c.args(["compare", "--format", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&ok(c)).unwrap();
+    let rows = v.as_array().unwrap();
+    let vs_fastest = |p: &str| {
+        let d = &rows
+            .iter()
+            .find(|r| r["policy"] == p)
+            .unwrap_or_else(|| panic!("{p} missing: {v}"))["vs_fastest"]["mean_completion_s"];
+        (
+            d["diff"].as_f64().unwrap(),
+            d["ci_low"].as_f64().unwrap(),
+            d["ci_high"].as_f64().unwrap(),
+        )
+    };
+    // least-loaded minus fastest: not below 0 with an interval that excludes it.
+    let (d, lo, hi) = vs_fastest("least-loaded");
+    eprintln!("estimates: least-loaded - fastest {d} [{lo}, {hi}]");
+    assert!(
+        hi >= 0.0,
+        "fastest is worse than least-loaded: {d} [{lo}, {hi}]"
+    );
+    let (d, lo, hi) = vs_fastest("hazard-nomigrate");
+    eprintln!("estimates: hazard-nomigrate - fastest {d} [{lo}, {hi}]");
+    assert!(
+        lo <= 0.0 && 0.0 <= hi,
+        "hazard-nomigrate - fastest {d} [{lo}, {hi}]"
+    );
+}
+
 /// The committed positive control, end to end: ingest the committed two-class fleet and the
 /// long-output workload, replay the committed scenario from the repository root (its
 /// `policy.truth` is a relative path), and read `compare --format json`.

@@ -88,6 +88,46 @@ fn the_scored_span_is_what_is_billed() {
     assert!((out.cost.dollars - by_hand).abs() < 1e-9, "{:?}", out.cost);
 }
 
+/// Billing follows the replay's censored-end rule over the whole window: a censored end in the
+/// warm-up keeps the node up (stay up), so it is billed for the whole scored span; under
+/// `exclude` the node sits the window out and is billed nothing.
+#[test]
+fn a_censored_end_in_the_warm_up_is_billed_as_the_replay_plays_it() {
+    use hazardserve::replay::CensoredEnds;
+    let mut s0 = node("s0", 4, 5_000.0, 50.0, &[(0.0, Some(300.0))]);
+    s0.sessions[0] = s0.sessions[0].clone().with_end(true, "observation-end");
+    let cluster = Cluster::new(vec![s0]).with_pools(
+        vec![Pool {
+            name: "spot".into(),
+            price_per_node_hour: 2.0,
+        }],
+        vec![0],
+    );
+    for (mode, by_hand) in [
+        (CensoredEnds::StayUp, 2.0 * 2_400.0 / 3_600.0),
+        (CensoredEnds::Exclude, 0.0),
+    ] {
+        let cfg = ReplayConfig {
+            warmup_s: 600.0,
+            drain_s: 600.0,
+            censored_ends: mode,
+            ..ReplayConfig::default()
+        };
+        let out = run(
+            &cluster,
+            vec![req(0, 700.0, 10, 10)],
+            &cfg,
+            PolicyKind::Fastest,
+            3_600.0,
+        );
+        assert!(
+            (out.cost.dollars - by_hand).abs() < 1e-9,
+            "{mode:?}: {:?} against {by_hand}",
+            out.cost
+        );
+    }
+}
+
 #[test]
 fn an_unpriced_fleet_has_no_cost_metrics_and_the_mean_is_per_window() {
     let cluster = Cluster::new(vec![always_up("a", 2, 1_000.0, 20.0)]);

@@ -4,8 +4,9 @@
 use hazardserve::policy::iteration::{EngineKind, StepCoefficients};
 use hazardserve::policy::{Params, PolicyKind};
 use hazardserve::replay::{
-    aggregate, run_grid, run_grid_metrics, summarize, AggregateOptions, Grid, LengthEstimator,
-    ParamPoint, PoissonWorkload, ReplayConfig, RunOutput, SyntheticCluster, Window, METRICS,
+    aggregate, run_grid, run_grid_metrics, summarize, AggregateOptions, CensoredEnds, Grid,
+    LengthEstimator, ParamPoint, PoissonWorkload, ReplayConfig, RunOutput, SyntheticCluster,
+    Window, METRICS,
 };
 
 use super::replay_support::us;
@@ -262,7 +263,14 @@ fn offered_load_is_per_window() {
         Window::new(us(5000.0), us(1000.0)),
     ];
     let requests = vec![req(0, 0.0, 1000, 90), req(1, 9.0, 1000, 90)];
-    let l = offered_load(&nodes, &windows, &requests, 0.0, EngineKind::Simple);
+    let l = offered_load(
+        &nodes,
+        &windows,
+        &requests,
+        0.0,
+        EngineKind::Simple,
+        CensoredEnds::StayUp,
+    );
     // Service time of a request: 1 s prefill + 9 s decode = 10 s; 2 slots per node.
     let expect = [0.2, 0.4, 0.2, 0.0];
     for (got, want) in l.window_capacity_req_s.iter().zip(expect) {
@@ -271,6 +279,35 @@ fn offered_load_is_per_window() {
     assert!((l.capacity_req_s - 0.2).abs() < 1e-12);
     // Two arrivals over a loop period of 9 + 9 s.
     assert!((l.base_rate_req_s - 2.0 / 18.0).abs() < 1e-12);
+    // A censored end is not a failure: a node whose session's end is censored at 500 s is up
+    // for the whole first window as the replay plays it (stay up), and sits it out under
+    // `exclude`.
+    let mut censored = nodes.clone();
+    censored[0].sessions[0] = censored[0].sessions[0]
+        .clone()
+        .with_end(true, "observation-end");
+    censored[0].sessions[0].end_us = us(500.0);
+    let stay = offered_load(
+        &censored,
+        &windows[..1],
+        &requests,
+        0.0,
+        EngineKind::Simple,
+        CensoredEnds::StayUp,
+    );
+    assert!(
+        (stay.window_capacity_req_s[0] - 0.2).abs() < 1e-12,
+        "{stay:?}"
+    );
+    let out = offered_load(
+        &censored,
+        &windows[..1],
+        &requests,
+        0.0,
+        EngineKind::Simple,
+        CensoredEnds::Exclude,
+    );
+    assert_eq!(out.window_capacity_req_s[0], 0.0, "{out:?}");
     let scales = l.window_scales(0.5);
     assert!((scales[1] / scales[0] - 2.0).abs() < 1e-12, "{scales:?}");
     assert!((scales[0] - 0.5 * 0.2 / (2.0 / 18.0)).abs() < 1e-12);
@@ -278,7 +315,14 @@ fn offered_load_is_per_window() {
     // The iteration model: the node's steps are shared, a request takes its 1,000 prefill
     // tokens' compute and attention and 90 (alpha / 2 + gamma) of decode steps beside the
     // other slot's decoder.
-    let it = offered_load(&nodes, &windows, &requests, 0.0, EngineKind::Iteration);
+    let it = offered_load(
+        &nodes,
+        &windows,
+        &requests,
+        0.0,
+        EngineKind::Iteration,
+        CensoredEnds::StayUp,
+    );
     let c = StepCoefficients::of(1000.0, 10.0, nodes[0].spec.step).unwrap();
     let tau = c.prefill_work_s(1000.0) + 90.0 * (c.alpha / 2.0 + c.gamma);
     let expect = [1.0 / tau, 2.0 / tau, 1.0 / tau, 0.0];

@@ -223,8 +223,11 @@ pub(crate) fn simulate_unchecked(
     let [from, to] = out.scored_s;
     let start = spec.window.start_us;
     out.cost = cluster.cost(
-        start.saturating_add(secs_to_us(from)),
-        start.saturating_add(secs_to_us(to)),
+        (start, spec.window.end_us()?),
+        (
+            start.saturating_add(secs_to_us(from)),
+            start.saturating_add(secs_to_us(to)),
+        ),
         cfg.censored_ends,
     );
     Ok(out)
