@@ -152,7 +152,7 @@ mod tests {
     }
 
     #[test]
-    fn forecasts_within_their_error_are_ties_broken_by_risk_then_load() {
+    fn forecasts_within_their_error_are_ties_broken_by_load_then_risk() {
         // 2.0 +- 0.5 and 2.4 +- 0.5: within sqrt(0.5) of each other; the lighter wins.
         let v = [
             s(0, 2.0, 0.5, 3.0),

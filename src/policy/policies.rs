@@ -428,7 +428,7 @@ pub struct StandardPolicy {
     /// Reused buffers of [`StandardPolicy::argmin_banded`]: each feasible node as the band
     /// rule reads it, and its cost.
     banded: Vec<Scored>,
-    banded_costs: Vec<(NodeCost, f64, UnplannedLoss, Option<f64>)>,
+    banded_costs: Vec<(NodeCost, f64, Option<UnplannedLoss>, Option<f64>)>,
 }
 
 /// A boxed policy of kind `kind` (`seed` only matters for `random`).
@@ -852,6 +852,11 @@ impl StandardPolicy {
         let rem = req.remaining_expected();
         let params = &self.params;
         let blind = self.kind == PolicyKind::Fastest;
+        let wait = if req.recovering {
+            recovery_wait_s(params.stall_penalty_s, params.recompute_overhead_s)
+        } else {
+            0.0
+        };
         let mut scored = std::mem::take(&mut self.banded);
         let mut costs = std::mem::take(&mut self.banded_costs);
         scored.clear();
@@ -866,32 +871,27 @@ impl StandardPolicy {
                 0.0
             };
             let (st, rate, d) = placement_service(view, i, node, req, c - resident, rem, params);
-            let u = UnplannedLoss::new(
-                c,
-                st.start_s,
-                rate,
-                rem,
-                fb.for_node(i, node.prefill_tok_s),
-                params.recompute_overhead_s,
-                params.stall_penalty_s,
-            )
-            .with_hop(
-                params.transfer_overhead_s,
-                params.kv_bytes_per_token,
-                node.bandwidth_bytes_s,
-            );
             let r = remaining_up(view, i);
-            let l = if blind {
-                0.0
+            // `fastest` prices no loss: no survival curve is read for it.
+            let (cost, u) = if blind {
+                let t = NodeCost {
+                    t: st.total_s,
+                    w: st.start_s,
+                    l: 0.0,
+                    e: st.total_s,
+                };
+                (t, None)
             } else {
-                node_loss(node, model, r, 0.0, st.total_s, &u)
+                let pricing = LossPricing {
+                    fallback_prefill_tok_s: fb.for_node(i, node.prefill_tok_s),
+                    params,
+                    model,
+                    remaining_up: r,
+                };
+                let (cost, u) = cost_from_service(node, st, rate, c, rem, &pricing);
+                (cost, Some(u))
             };
-            let cost = NodeCost {
-                t: st.total_s,
-                w: st.start_s,
-                l,
-                e: st.total_s + l,
-            };
+            let l = cost.l;
             if out.record_candidates {
                 out.candidates.push(CandidateCost {
                     node: i,
@@ -903,7 +903,9 @@ impl StandardPolicy {
                     dt: f64::NAN,
                 });
             }
-            let unloaded = placement_lower_bound(view, i, node, c - resident, rem);
+            // What no estimate of the others' lengths can change: the unloaded service time
+            // and, for a recovery, its wait.
+            let unloaded = placement_lower_bound(view, i, node, c - resident, rem) + wait;
             scored.push(Scored {
                 node: i,
                 forecast: st.total_s + d,
@@ -918,7 +920,7 @@ impl StandardPolicy {
             if let Some((b, fb_, ub)) = anchor(&scored) {
                 let t_b = costs[b].0.t;
                 for (s, (_, _, u, r)) in scored.iter_mut().zip(&costs) {
-                    if in_band(s, (fb_, ub), TIE_BAND_Z) {
+                    if let (true, Some(u)) = (in_band(s, (fb_, ub), TIE_BAND_Z), u) {
                         s.risk = node_loss(&view.nodes[s.node], model, *r, 0.0, t_b, u);
                     }
                 }

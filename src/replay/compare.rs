@@ -140,7 +140,8 @@ impl PairedDiff {
 
     /// True when the interval exists and excludes 0.
     pub fn significant(&self) -> bool {
-        matches!((self.ci_low, self.ci_high), (Some(lo), Some(hi)) if lo > 0.0 || hi < 0.0)
+        // A zero-width interval (differences without spread) is no test.
+        matches!((self.ci_low, self.ci_high), (Some(lo), Some(hi)) if lo < hi && (lo > 0.0 || hi < 0.0))
     }
 
     /// `Less` (the policy is lower) or `Greater` when the interval excludes 0, `None` when it
@@ -802,9 +803,16 @@ pub fn aggregate(runs: &[RunMetrics], opts: &AggregateOptions) -> Vec<PolicySumm
             kv_preemptions: row.kv_preemptions,
             forecast_fallbacks: row.forecast_fallbacks,
             vs_fastest: vs(fastest),
-            vs_best_blind: best_blind
-                .filter(|b| b.label != row.label)
-                .map(|b| versus_best_of(&row.windows, &blinds, &b.label)),
+            // A blind row is compared with the best of the *other* blind baselines (with
+            // itself among the candidates its difference could never be negative).
+            vs_best_blind: best_blind.filter(|b| b.label != row.label).map(|b| {
+                let others: Vec<&Row> = blinds
+                    .iter()
+                    .copied()
+                    .filter(|c| c.label != row.label)
+                    .collect();
+                versus_best_of(&row.windows, &others, &b.label)
+            }),
             forecast: ForecastCalibration::from_calibration(&row.calibration),
             gap_closed: match (fastest, oracle) {
                 _ if row.label.kind == PolicyKind::Bound => GapClosed {

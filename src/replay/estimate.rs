@@ -105,6 +105,9 @@ impl FromStr for LengthEstimator {
 /// Salt of the estimator streams (see [`super::input::run_stream_seed`]).
 const SALT_ESTIMATE: u64 = 0x6573_7469_6d61_7465;
 
+/// The smallest log-noise read as noise; below it an estimate is the true length.
+const MIN_SIGMA: f64 = 1e-6;
+
 /// Bins of the prior's histogram of `ln L`.
 const PRIOR_BINS: usize = 256;
 /// Points of the tabulated posterior mean, over the prior's range widened by 6 `sigma`.
@@ -138,7 +141,9 @@ impl Estimates {
         match kind {
             LengthEstimator::Exact => {}
             LengthEstimator::Lognormal { sigma } => {
-                if sigma > 0.0 {
+                // Below 1e-6 the noise is no noise (and sigma^2 would underflow the
+                // likelihood): the estimate is the length.
+                if sigma >= MIN_SIGMA {
                     if let Some(p) = Posterior::new(lengths.map(|(_, l)| l), sigma) {
                         out.sigma = p.sigma;
                         out.posterior = Some(p);
@@ -270,15 +275,15 @@ impl Posterior {
     }
 }
 
-/// Each prompt bucket's mean length (NaN when empty) and the pooled within-bucket log-sd
-/// (zero lengths left out of the log-sd).
+/// Each prompt bucket's mean length (NaN when empty) and the pooled within-bucket log-sd,
+/// both over the positive lengths (a zero-length request's estimate is 0 whatever its bucket).
 fn bucket_means(lengths: impl Iterator<Item = (u64, u64)> + Clone) -> (Vec<f64>, f64) {
     let mut sums = vec![(0.0f64, 0u64, 0.0f64, 0u64); 65];
     for (p, l) in lengths.clone() {
         let b = &mut sums[prompt_bucket(p)];
-        b.0 += l as f64;
-        b.1 += 1;
         if l > 0 {
+            b.0 += l as f64;
+            b.1 += 1;
             b.2 += (l as f64).ln();
             b.3 += 1;
         }

@@ -86,9 +86,9 @@ pub struct RunStats {
     pub drain_missed: u64,
     /// Iteration model: recompute preemptions because a node's KV ran out.
     pub kv_preemptions: u64,
-    /// Placements that priced a node without the engine's forecast (the forecast had no
-    /// answer for a candidate and the policy fell back to the unloaded formula with no delay
-    /// imposed); 0 on every committed scenario (tested).
+    /// Forecast questions about a newcomer (a placement's candidate or a planned move's
+    /// destination) that had no answer, so that the policy priced that node with the view's
+    /// formula and no delay imposed; 0 on every committed scenario (tested).
     pub forecast_fallbacks: u64,
 }
 

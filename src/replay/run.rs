@@ -247,7 +247,8 @@ fn check_disjoint(windows: &[Window]) -> Result<(), ReplayError> {
     spans.sort_unstable();
     for pair in spans.windows(2) {
         let ((a0, a1, a), (b0, _, b)) = (pair[0], pair[1]);
-        if b0 < a1 {
+        // One microsecond of overlap is the rounding of window starts to the microsecond.
+        if b0 < a1 - 1 {
             return Err(ReplayError::BadConfig(format!(
                 "windows {a} and {b} overlap ({:.1} s from {:.1} s, and from {:.1} s): paired \
                  comparisons need disjoint windows; use fewer or shorter windows",

@@ -296,7 +296,7 @@ pub struct ReplaySection {
     pub gap_metric: crate::replay::Metric,
     /// The declared reference of the verdict "does hazard pay" (the regime map's `pays`):
     /// a hazard-blind policy (`least-loaded`, the default, `fastest`, `random`), `uptime`, or
-    /// `best-blind` (the best of the three, chosen inside each bootstrap resample).
+    /// `best-blind` (the best of the three, Bonferroni-corrected for the choice).
     pub reference: String,
     /// Warm-up, seconds: arrivals in the first `warmup_s` of each window load the cluster but
     /// are not scored (`None`: [`auto_warmup_s`] of the workload's service times).

@@ -145,7 +145,7 @@ slo_factor = 5.0
 # batch_slowdown = 0.12
 # The declared reference of the verdict "does hazard pay" on mean completion (the regime
 # map's `pays`, q < 0.05 over its cells): least-loaded, fastest, random, uptime, or best-blind
-# (the best of fastest, least-loaded and random, chosen inside each bootstrap resample).
+# (the best of fastest, least-loaded and random, Bonferroni-corrected for the choice).
 reference = "least-loaded"
 # Steady-state windows: arrivals in the first warmup_s seconds of a window load the cluster but
 # are not scored, and arrivals in its last drain_s seconds are served but not scored (too late

@@ -346,13 +346,23 @@ impl CellResult {
     }
 
     /// The load forecast's verdict in words: `pays` (`fastest` lower than the declared
-    /// reference on mean completion with q < [`FDR`]), `loses`, `no difference`, or
-    /// `reference` when `fastest` is the reference.
+    /// reference on mean completion with q < [`FDR`]), `loses`, `no difference`,
+    /// `reference` when `fastest` is the reference (or the best hazard-blind baseline, the
+    /// reference being `best-blind`), or `-` when the cell lacks either policy.
     pub fn load_forecast(&self) -> &'static str {
-        if self.pairing("fastest_vs_reference").is_none() {
-            return "reference";
+        if self.pairing("fastest_vs_reference").is_some() {
+            return self.words("fastest_vs_reference");
         }
-        self.words("fastest_vs_reference")
+        let fastest = self.row(PolicyKind::Fastest);
+        let is_reference = match self.reference.as_str() {
+            "best-blind" => fastest.is_some_and(|f| f.vs_best_blind.is_none()),
+            name => name.parse::<PolicyKind>() == Ok(PolicyKind::Fastest),
+        };
+        if is_reference && fastest.is_some() {
+            "reference"
+        } else {
+            "-"
+        }
     }
 
     /// `pays`, `loses` or `no difference` for pairing `name` on [`VERDICT_METRIC`].
