@@ -214,14 +214,15 @@ mod tests {
         }
     }
 
-    /// Two readings in two sources: step is 1 lower than linear in every window of a, 2 higher
-    /// in every window of b.
+    /// Two readings in two sources: step is about 1 lower than linear in every window of a
+    /// (-1, -0.9, -1.1), about 2 higher in every window of b (2.1, 1.9, 2): differences with
+    /// spread (identical ones would be no test).
     fn two_contexts() -> Vec<CellResult> {
         vec![
             cell("linear", "a", &[10.0, 20.0, 30.0]),
-            cell("step", "a", &[9.0, 19.0, 29.0]),
+            cell("step", "a", &[9.0, 19.1, 28.9]),
             cell("linear", "b", &[5.0, 6.0, 7.0]),
-            cell("step", "b", &[7.0, 8.0, 9.0]),
+            cell("step", "b", &[7.1, 7.9, 9.0]),
         ]
     }
 
@@ -245,7 +246,6 @@ mod tests {
         assert_eq!(rows[0].reference, "linear");
         let d = rows[0].diff.unwrap();
         assert!((d.diff + 1.0).abs() < 1e-12, "{d:?}");
-        // Identical differences: the interval is the point, and it excludes 0.
         assert_eq!((rows[0].better, rows[0].worse), (1, 0));
         assert!((rows[1].diff.unwrap().diff - 2.0).abs() < 1e-12);
         assert_eq!((rows[1].better, rows[1].worse), (0, 1));
