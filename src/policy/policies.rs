@@ -613,6 +613,16 @@ fn placement_service(
     )
 }
 
+/// Tokens of `req`'s context already prefilled on node `idx` (0 elsewhere).
+#[inline]
+fn resident_on(req: &RequestView, idx: NodeIdx) -> f64 {
+    if req.node == Some(idx) {
+        req.resident_tokens as f64
+    } else {
+        0.0
+    }
+}
+
 /// Node `idx`'s decode rate with nothing else on it (the forecast's, else the view's).
 #[inline]
 fn unloaded_decode(view: &ClusterView<'_>, idx: NodeIdx, node: &NodeView<'_>) -> f64 {
@@ -718,11 +728,7 @@ impl StandardPolicy {
         model: RiskModel,
     ) -> (NodeCost, f64) {
         let c = req.context() as f64;
-        let resident = if req.node == Some(idx) {
-            req.resident_tokens as f64
-        } else {
-            0.0
-        };
+        let resident = resident_on(req, idx);
         let rem = req.remaining_expected();
         let (st, rate, d) =
             placement_service(view, idx, node, req, c - resident, rem, &self.params);
@@ -768,11 +774,7 @@ impl StandardPolicy {
             if !node.can_admit(need) {
                 continue;
             }
-            let resident = if req.node == Some(i) {
-                req.resident_tokens as f64
-            } else {
-                0.0
-            };
+            let resident = resident_on(req, i);
             let searching = prune && best.is_some();
             if searching && !(placement_lower_bound(view, i, node, c - resident, rem) < best_e) {
                 continue;
@@ -865,11 +867,7 @@ impl StandardPolicy {
             if !node.can_admit(need) {
                 continue;
             }
-            let resident = if req.node == Some(i) {
-                req.resident_tokens as f64
-            } else {
-                0.0
-            };
+            let resident = resident_on(req, i);
             let (st, rate, d) = placement_service(view, i, node, req, c - resident, rem, params);
             let r = remaining_up(view, i);
             // `fastest` prices no loss: no survival curve is read for it.
