@@ -52,7 +52,7 @@ pub struct RequestRecord {
     /// Last node the request ran on (where it completed, if it did).
     pub final_node: Option<u32>,
     /// Number of stints: starts on a node (first start, each restart after an unplanned loss,
-    /// each planned move).
+    /// each planned move, each restart after a KV preemption under the iteration engine).
     pub nodes_visited: u32,
     /// Time to first token: arrival to the end of the first prefill that completed, seconds.
     pub ttft_s: Option<f64>,

@@ -444,3 +444,47 @@ fn a_recovering_request_is_priced_with_the_wait_the_engine_charges() {
         assert!(t > params.stall_penalty_s + params.recompute_overhead_s);
     }
 }
+
+/// An empty context (a prompt of no tokens, nothing generated yet) prefills in no time under
+/// the iteration model, fresh and after a node loss (the recovery waits out its stall, then
+/// has nothing to prefill), and holds no later prompt behind it. Mutation that fails it: a
+/// prefill of no tokens left at the rate the step model gives it (0), which never ends and
+/// stalls every later prompt on the node.
+#[test]
+fn an_empty_prompt_prefills_at_once_fresh_and_after_a_loss() {
+    let cfg = config(EngineKind::Iteration);
+    let cluster = Cluster::new(vec![iter_node("n0", 4, 1_000.0, 10.0, 2048)]);
+    let out = run(
+        &cluster,
+        vec![req(0, 0.0, 0, 10), req(1, 0.5, 100, 10)],
+        &cfg,
+        PolicyKind::Fastest,
+        60.0,
+    );
+    for r in &out.records {
+        assert!(r.completion_s.is_some(), "{r:?}");
+    }
+    assert_eq!(out.records[0].ttft_s, Some(0.0), "{:?}", out.records[0]);
+    assert!(
+        out.records[1].completion_s.unwrap() < 5.0,
+        "{:?}",
+        out.records[1]
+    );
+    // Lost 50 ms into its decode, before its first token: it recovers with an empty context.
+    let cluster = Cluster::new(vec![
+        one_slot_node(1_000.0, 10.0, &[(-100.0, Some(0.05))]),
+        iter_node("steady", 4, 1_000.0, 10.0, 2048),
+    ]);
+    let out = run(
+        &cluster,
+        vec![req(0, 0.0, 0, 10)],
+        &cfg,
+        PolicyKind::Fastest,
+        60.0,
+    );
+    let r = &out.records[0];
+    assert_eq!(r.interruptions, 1, "{r:?}");
+    let wait = cfg.params.stall_penalty_s + cfg.params.recompute_overhead_s;
+    let done = r.completion_s.expect("the recovered request completes");
+    assert!(done > 0.05 + wait && done < 0.05 + wait + 5.0, "{r:?}");
+}

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 
+use hazardserve::policy::iteration::EngineKind;
 use hazardserve::policy::{Params, PolicyKind};
 use hazardserve::replay::{
     simulate, simulate_with, Cluster, DropReason, LengthEstimator, Node, NodeSpec, ReplayConfig,
@@ -116,6 +117,8 @@ struct CfgGen {
     start: f64,
     length: f64,
     hysteresis: f64,
+    /// The iteration engine (else the simple one).
+    iteration: bool,
 }
 
 fn cfg_gen() -> impl Strategy<Value = CfgGen> {
@@ -127,10 +130,19 @@ fn cfg_gen() -> impl Strategy<Value = CfgGen> {
             0.5f64..10.0,
             any::<bool>(),
         ),
-        (0.5f64..3.0, -10.0f64..10.0, 20.0f64..150.0, -5.0f64..2.0),
+        (
+            0.5f64..3.0,
+            -10.0f64..10.0,
+            20.0f64..150.0,
+            -5.0f64..2.0,
+            any::<bool>(),
+        ),
     )
         .prop_map(
-            |((estimator, slowdown, overlap, interval, looped), (scale, start, length, h))| {
+            |(
+                (estimator, slowdown, overlap, interval, looped),
+                (scale, start, length, h, iteration),
+            )| {
                 CfgGen {
                     estimator,
                     slowdown,
@@ -141,6 +153,7 @@ fn cfg_gen() -> impl Strategy<Value = CfgGen> {
                     start,
                     length,
                     hysteresis: h,
+                    iteration,
                 }
             },
         )
@@ -166,6 +179,11 @@ fn config(g: &CfgGen) -> (ReplayConfig, Window) {
         rate_scale: g.scale,
         loop_workload: g.looped,
         validate: true,
+        engine: if g.iteration {
+            EngineKind::Iteration
+        } else {
+            EngineKind::Simple
+        },
         ..ReplayConfig::default()
     };
     (cfg, Window::new(us(g.start), us(g.length)))
@@ -192,7 +210,11 @@ fn check_records(out: &RunOutput) -> Result<(), TestCaseError> {
                 prop_assert!(!r.slo_met);
             }
         }
-        prop_assert!(r.planned_migrations + r.interruptions + 1 >= r.nodes_visited);
+        // A stint starts with the request, each planned move, each unplanned loss and, under
+        // the iteration engine, each restart after a KV preemption.
+        prop_assert!(
+            r.planned_migrations + r.interruptions + r.kv_preemptions + 1 >= r.nodes_visited
+        );
     }
     Ok(())
 }

@@ -62,11 +62,25 @@ pub fn req(id: u64, arrival_s: f64, prompt: u64, output: u64) -> Request {
     }
 }
 
-/// Validation mode on, everything else default.
+/// Validation mode on, the simple engine (the ablation, whose service times these tests work
+/// out by hand) with the `own` forecast, everything else default.
 pub fn checked() -> ReplayConfig {
-    ReplayConfig {
+    simple(ReplayConfig {
         validate: true,
         ..ReplayConfig::default()
+    })
+}
+
+/// `cfg` on the simple engine with the `own` forecast (the defaults are the iteration engine
+/// and `marginal`).
+pub fn simple(cfg: ReplayConfig) -> ReplayConfig {
+    ReplayConfig {
+        engine: hazardserve::policy::iteration::EngineKind::Simple,
+        params: hazardserve::policy::Params {
+            forecast: hazardserve::policy::ForecastKind::Own,
+            ..cfg.params
+        },
+        ..cfg
     }
 }
 

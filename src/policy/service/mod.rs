@@ -53,12 +53,13 @@
 //! `tests/it/replay_forecast.rs`).
 
 use crate::policy::iteration;
+use crate::policy::rounding;
 
 mod forecast;
 mod replay;
 #[cfg(test)]
 mod tests;
-mod trajectory;
+pub mod trajectory;
 
 pub(crate) use forecast::forecast_marginal;
 pub use forecast::{forecast, Marginal};
@@ -85,11 +86,11 @@ pub fn secs_to_us(s: f64) -> i64 {
     if x >= FOREVER_US as f64 {
         return FOREVER_US;
     }
-    let r = x.round();
+    let r = rounding::round(x);
     let us = if (x - r).abs() <= 1e-9 * r.max(1.0) {
         r
     } else {
-        x.ceil()
+        rounding::ceil(x)
     };
     (us as i64).max(1)
 }

@@ -6,6 +6,17 @@ use super::*;
 /// At most this many events are replayed per forecast before it gives up (returns `None`).
 pub(super) const MAX_FORECAST_EVENTS: usize = 1 << 20;
 
+/// When a prefill of `tokens` joining the node's prefills at `t` ends before its rate is set:
+/// never (the rate sets it), or at once when there is nothing to prefill (an empty context),
+/// as the engine serves it.
+fn prefill_start_end(tokens: f64, t: i64) -> i64 {
+    if tokens > 0.0 {
+        FOREVER_US
+    } else {
+        t
+    }
+}
+
 /// The forecast's replay of one node: the counters beside its residents at time `t`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Run {
@@ -141,7 +152,7 @@ impl Run {
                     left: w.tokens,
                     rate: 0.0,
                     since_us: self.t,
-                    end_us: FOREVER_US,
+                    end_us: prefill_start_end(w.tokens, self.t),
                     seq,
                     tokens: w.tokens,
                     done: w.done,
@@ -239,7 +250,7 @@ impl Run {
                     left: tokens,
                     rate: 0.0,
                     since_us: t,
-                    end_us: FOREVER_US,
+                    end_us: prefill_start_end(tokens, t),
                     seq: r.seq,
                     tokens,
                     done,
@@ -258,7 +269,7 @@ impl Run {
                 Step::Released
             }
             ResidentPhase::Starting { done, prefill, .. }
-                if prefill && done.floor() >= r.target =>
+                if prefill && rounding::floor(done) >= r.target =>
             {
                 residents.swap_remove(k);
                 self.slots_used -= 1;
@@ -266,7 +277,7 @@ impl Run {
                 self.freed = true;
                 Step::Finished(r.id)
             }
-            ResidentPhase::Prefilling { done, .. } if done.floor() >= r.target => {
+            ResidentPhase::Prefilling { done, .. } if rounding::floor(done) >= r.target => {
                 residents.swap_remove(k);
                 self.slots_used -= 1;
                 self.kv_used = self.kv_used.saturating_sub(r.kv);
@@ -353,9 +364,9 @@ impl Run {
                 end_us,
             } => {
                 self.decoding = self.decoding.saturating_sub(1);
-                progress(done, rate, since_us, end_us, t, r.target).floor()
+                rounding::floor(progress(done, rate, since_us, end_us, t, r.target))
             }
-            ResidentPhase::Prefilling { done, .. } => done.floor(),
+            ResidentPhase::Prefilling { done, .. } => rounding::floor(done),
             _ => 0.0,
         };
         let p = serving.step.map_or(0.0, |c| c.prefill_tok_s);

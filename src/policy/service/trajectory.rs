@@ -16,6 +16,32 @@ enum Tail {
     Forever,
 }
 
+/// Hashes request ids (already unique integers) with one multiplication instead of SipHash:
+/// the index is rebuilt on every replay of a node.
+#[derive(Debug, Clone, Copy, Default)]
+struct IdHasher(u64);
+
+impl std::hash::Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(8) ^ u64::from(b)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+
+    fn write_u64(&mut self, id: u64) {
+        // An odd multiplier is a bijection: distinct ids never collide, and the low bits the
+        // table indexes by spread consecutive ids.
+        self.0 = id.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+}
+
+/// [`IdHasher`]'s builder.
+type IdHash = std::hash::BuildHasherDefault<IdHasher>;
+
 /// The start and end of one request in a [`Trajectory`].
 #[derive(Debug, Clone, Copy, PartialEq)]
 struct Outcome {
@@ -44,7 +70,7 @@ pub struct Trajectory {
     tail_residents: Vec<Resident>,
     outcomes: Vec<Outcome>,
     /// Position in `outcomes` by request id.
-    index: std::collections::HashMap<u64, usize>,
+    index: std::collections::HashMap<u64, usize, IdHash>,
     /// Requests were appended since the replay ([`Trajectory::append`]): the tail is current,
     /// the residents' outcomes are not.
     appended: bool,

@@ -122,6 +122,8 @@ pub(super) struct LiveLoads<'s> {
     pub(super) now: i64,
     pub(super) residents: &'s RefCell<Vec<Resident>>,
     pub(super) waiting: &'s RefCell<Vec<Waiting>>,
+    /// [`Sim`]'s memo of [`expected_target`] by request.
+    pub(super) expected: &'s RefCell<Vec<(f64, f64)>>,
     pub(super) trajectories: &'s RefCell<Vec<CachedTrajectory>>,
     /// `Some` with `validate`: every answer is checked against a fresh [`service::forecast`].
     pub(super) mismatch: Option<&'s RefCell<Option<String>>>,
@@ -216,6 +218,25 @@ impl LiveLoads<'_> {
         got
     }
 
+    /// [`draw_target`] of request `r` (`q`) in draw `k`, through the memo of expected targets
+    /// when the draw is the expected one.
+    fn target(&self, q: &Req, k: usize, r: u32) -> f64 {
+        let draws = self.factors.len();
+        if draws > 1 && self.sigma > 0.0 && q.est > 0 {
+            return draw_target(q, self.sigma, k, draws, r);
+        }
+        let mut memo = self.expected.borrow_mut();
+        match memo.get_mut(r as usize) {
+            Some(slot) if slot.0.to_bits() == q.done.to_bits() => slot.1,
+            Some(slot) => {
+                let v = expected_target(q, self.sigma);
+                *slot = (q.done, v);
+                v
+            }
+            None => expected_target(q, self.sigma),
+        }
+    }
+
     /// Queued request `r` of node `i` as the forecast reads it in draw `k`.
     pub(super) fn waiting_of(&self, i: usize, r: u32, k: usize) -> Waiting {
         let spec = &self.cluster.nodes[i].spec;
@@ -242,7 +263,7 @@ impl LiveLoads<'_> {
             stall_s,
             tokens: ctx,
             done: q.done,
-            target: draw_target(q, self.sigma, k, self.factors.len(), r),
+            target: self.target(q, k, r),
         }
     }
 
@@ -262,7 +283,7 @@ impl LiveLoads<'_> {
         let me = i as u32;
         for &r in &st.residents {
             let q = &self.reqs[r as usize];
-            let target = draw_target(q, self.sigma, k, self.factors.len(), r);
+            let target = self.target(q, k, r);
             let (kv, phase) = if q.node == me {
                 let phase = match q.phase {
                     Phase::Decode => ResidentPhase::Decoding {
@@ -398,6 +419,7 @@ macro_rules! live_loads {
             now: $sim.now,
             residents: &$sim.scratch_residents,
             waiting: &$sim.scratch_waiting,
+            expected: &$sim.expected_targets,
             trajectories: &$sim.trajectories,
             mismatch: $sim.cfg.validate.then_some(&$sim.forecast_mismatch),
             fallbacks: &$sim.forecast_fallbacks,

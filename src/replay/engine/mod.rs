@@ -465,6 +465,9 @@ struct Sim<'a> {
     /// Scratch buffers of the forecasts ([`LiveLoads`]).
     scratch_residents: RefCell<Vec<Resident>>,
     scratch_waiting: RefCell<Vec<Waiting>>,
+    /// Each request's last [`expected_target`] and the `done` it was computed at: a queued
+    /// request's is asked on every replay of its node, unchanged while it waits.
+    expected_targets: RefCell<Vec<(f64, f64)>>,
     /// Each node's forecast trajectory, recomputed when the node's version changed.
     trajectories: RefCell<Vec<CachedTrajectory>>,
     /// With `validate`: the first forecast whose cached answer differed from a fresh one.

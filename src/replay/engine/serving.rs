@@ -77,9 +77,16 @@ impl Sim<'_> {
                 // A prefill that cannot finish before the node's known end moves at once.
                 self.schedule_end_check(r);
             }
-        } else {
+        } else if tokens > 0.0 {
             q.phase = Phase::Prefill;
             q.phase_end = service::FOREVER_US;
+        } else {
+            // An empty context (a prompt of no tokens, nothing generated): the prefill ends
+            // at once, as the forecast replays it.
+            q.phase = Phase::Prefill;
+            q.phase_end = now;
+            let epoch = q.epoch;
+            self.schedule(now, Event::PhaseEnd { req: r, epoch });
         }
         self.touch(i);
         self.views_dirty = true;

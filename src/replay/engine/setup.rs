@@ -77,6 +77,7 @@ impl<'a> Sim<'a> {
             })
             .collect();
         let n = cluster.nodes.len();
+        let n_reqs = reqs.len();
         let mut queue = EventQueue::with_capacity(2 * n + 64 + reqs.len().min(1 << 16));
         let mut nodes = Vec::with_capacity(n);
         let mut known_ends = Vec::with_capacity(n);
@@ -222,6 +223,7 @@ impl<'a> Sim<'a> {
             min_cap,
             scratch_residents: RefCell::new(Vec::with_capacity(64)),
             scratch_waiting: RefCell::new(Vec::with_capacity(16)),
+            expected_targets: RefCell::new(vec![(f64::NAN, 0.0); n_reqs]),
             trajectories: RefCell::new(
                 (0..cluster.nodes.len() * factors.len())
                     .map(|_| CachedTrajectory::default())
