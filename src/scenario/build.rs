@@ -2,7 +2,8 @@
 //! [`select_nodes`] (the source's node timelines, filtered and sampled), [`load_requests`],
 //! [`place_windows`], [`fit_node_priors`] (survival fitted only before the first window),
 //! [`memoryless_rates`], the generating laws of a synthetic fleet (`policy.truth`) and
-//! [`node_hardware`]; [`build`] runs them in that order.
+//! [`node_hardware`]; [`build`] runs them as a pipeline of stages ([`build_with`]), each a
+//! function that takes what the earlier stages made and returns its own product.
 //!
 //! Size: over 800 lines because the steps and the [`BuildCache`] that lets a sweep's cells
 //! share them are one concept, the scenario's construction; each step is a function a
@@ -838,7 +839,9 @@ pub fn build(store: &Store, cfg: &ScenarioConfig) -> Result<Scenario, ScenarioEr
 }
 
 /// [`build`], reusing what `cache` already holds from earlier scenarios of the same store
-/// (a sweep passes one cache to every cell).
+/// (a sweep passes one cache to every cell). A pipeline of seven stages, each reading what the
+/// earlier ones made: [`select_pools`], the workload ([`load_requests`]), [`frame_windows`],
+/// [`assemble_fleet`], [`scale_windows`], [`replay_config`] and [`policy_grid`].
 pub(crate) fn build_with(
     store: &Store,
     cfg: &ScenarioConfig,
@@ -847,10 +850,72 @@ pub(crate) fn build_with(
     let resolved = cfg.validate()?;
     let mut notes = Vec::new();
     let pools = cfg.pool_list();
+    let selections = select_pools(store, cfg, &pools, cache)?;
+    let requests: Vec<Request> = cached(&cache.requests, cfg.workload.source.clone(), || {
+        load_requests(store, cfg)
+    })?
+    .as_ref()
+    .clone();
+    let frame = frame_windows(cfg, &pools, &selections, &requests, &mut notes)?;
+    let fleet = assemble_fleet(
+        cfg,
+        &resolved,
+        cache,
+        &pools,
+        &selections,
+        &frame,
+        &mut notes,
+    )?;
+    let batch_slowdown = cfg
+        .replay
+        .batch_slowdown
+        .unwrap_or(resolved.hardware.batch_slowdown);
+    let rates = scale_windows(
+        cfg,
+        &fleet.nodes,
+        &frame.windows,
+        &requests,
+        batch_slowdown,
+        &mut notes,
+    )?;
+    let config = replay_config(
+        cfg,
+        &resolved,
+        (&fleet.nodes, &requests),
+        frame.length,
+        (rates.rate_scale, batch_slowdown),
+        &mut notes,
+    )?;
+    let grid = policy_grid(cfg, config.params, fleet.has_truth, rates, &mut notes)?;
+    let pool_info: Vec<replay::Pool> = pools
+        .iter()
+        .map(|p| replay::Pool {
+            name: p.label(),
+            price_per_node_hour: p.price_per_node_hour,
+        })
+        .collect();
+    Ok(Scenario {
+        cluster: Cluster::new(fleet.nodes).with_pools(pool_info, fleet.pool_of),
+        workload: Workload::new(requests),
+        config,
+        grid,
+        cutoff_s: frame.first_ref,
+        span_s: frame.reference_span(),
+        notes,
+    })
+}
+
+/// Stage 1 of [`build_with`]: each pool's selection ([`select_nodes`], shared through the
+/// cache; `None`: an always-up pool). In a `[[pools]]` fleet every error names the pool and
+/// its key.
+fn select_pools(
+    store: &Store,
+    cfg: &ScenarioConfig,
+    pools: &[PoolConfig],
+    cache: &BuildCache,
+) -> Result<Vec<Option<Arc<SelectedNodes>>>, ScenarioError> {
     let pooled = !cfg.pools.is_empty();
-    // Each pool's selection (`None`: always up); in a `[[pools]]` fleet every error names the
-    // pool and its key.
-    let mut selections: Vec<Option<Arc<SelectedNodes>>> = Vec::with_capacity(pools.len());
+    let mut selections = Vec::with_capacity(pools.len());
     for (k, pool) in pools.iter().enumerate() {
         let Some(source) = &pool.source else {
             selections.push(None);
@@ -889,14 +954,74 @@ pub(crate) fn build_with(
         }
         selections.push(Some(selected));
     }
-    let requests = cached(&cache.requests, cfg.workload.source.clone(), || {
-        load_requests(store, cfg)
-    })?;
-    let requests: Vec<Request> = requests.as_ref().clone();
+    Ok(selections)
+}
+
+/// The windows on the scenario's clock, and where each source's trace falls on it.
+struct Frame {
+    /// Each source's span: the union of its pools' selected nodes' spans (trace clock).
+    spans: Vec<(String, (f64, f64))>,
+    /// Each source's first window start (its own clock, after its training cut).
+    firsts: Vec<f64>,
+    /// The scenario's clock is that of the source whose first window starts latest: this
+    /// start, which is also the priors' cutoff.
+    first_ref: f64,
+    /// The windows' offsets from the first window's start.
+    offsets: Vec<f64>,
+    /// Window length, seconds.
+    length: f64,
+    /// The windows on the scenario's clock.
+    windows: Vec<Window>,
+}
+
+impl Frame {
+    /// A source's first window start and the shift that moves its clock onto the scenario's
+    /// (never to negative times, which the engine's clock does not have).
+    fn shift_of(&self, source: &str) -> (f64, f64) {
+        let k = self
+            .spans
+            .iter()
+            .position(|(s, _)| s == source)
+            .unwrap_or(0);
+        (self.firsts[k], self.first_ref - self.firsts[k])
+    }
+
+    /// The span of the source whose clock is the scenario's.
+    fn reference_span(&self) -> (f64, f64) {
+        let k = self
+            .firsts
+            .iter()
+            .position(|&f| f == self.first_ref)
+            .unwrap_or(0);
+        self.spans[k].1
+    }
+
+    /// When always-up nodes are up: from the earliest source's span start (on the scenario's
+    /// clock) to past the last window.
+    fn always_up(&self) -> (f64, f64) {
+        let from = self
+            .spans
+            .iter()
+            .map(|(s, span)| span.0 + self.shift_of(s).1)
+            .fold(f64::INFINITY, f64::min);
+        let to =
+            self.first_ref + self.offsets.last().copied().unwrap_or(0.0) + 2.0 * self.length + 1.0;
+        (from, to)
+    }
+}
+
+/// Stage 3 of [`build_with`]: the sources' spans, the windows placed after each source's
+/// training cut ([`place_windows`]) and the scenario's clock.
+fn frame_windows(
+    cfg: &ScenarioConfig,
+    pools: &[PoolConfig],
+    selections: &[Option<Arc<SelectedNodes>>],
+    requests: &[Request],
+    notes: &mut Vec<String>,
+) -> Result<Frame, ScenarioError> {
     let workload_len_s = requests.last().map_or(0.0, |r| r.arrival_us as f64 / 1e6);
-    // Each source's span: the union of its pools' selected nodes' spans.
     let mut spans: Vec<(String, (f64, f64))> = Vec::new();
-    for (pool, sel) in pools.iter().zip(&selections) {
+    for (pool, sel) in pools.iter().zip(selections) {
         let (Some(source), Some(sel)) = (&pool.source, sel) else {
             continue;
         };
@@ -906,14 +1031,7 @@ pub(crate) fn build_with(
         }
     }
     let (firsts, offsets, length) = place_windows(cfg, &spans, workload_len_s)?;
-    // The scenario's clock is that of the source whose first window starts latest; every
-    // other source is shifted forward (never to negative times, which the engine's clock does
-    // not have) so that its own first window falls on the same instant.
     let first_ref = firsts.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let shift_of = |source: &str| -> (f64, f64) {
-        let k = spans.iter().position(|(s, _)| s == source).unwrap_or(0);
-        (firsts[k], first_ref - firsts[k])
-    };
     let windows: Vec<Window> = offsets
         .iter()
         .map(|&o| Window::new(us(first_ref + o), us(length)))
@@ -929,24 +1047,52 @@ pub(crate) fn build_with(
                 .join(", ")
         ));
     }
-    let cutoff = first_ref;
-    let model = resolved.model;
+    Ok(Frame {
+        spans,
+        firsts,
+        first_ref,
+        offsets,
+        length,
+        windows,
+    })
+}
+
+/// The cluster's nodes, in pool order.
+struct Fleet {
+    nodes: Vec<Node>,
+    /// Each node's pool.
+    pool_of: Vec<u16>,
+    /// Every pool from a source has generating laws (`policy.truth`): `hazard-truth` can run.
+    has_truth: bool,
+}
+
+/// Stage 4 of [`build_with`]: every pool's nodes, with hardware ([`node_hardware`]), timelines
+/// on the scenario's clock ([`timeline`]), survival curves fitted before the cut
+/// ([`fit_node_priors`], shared through the cache) and read as the scenario says, memoryless
+/// rates ([`memoryless_rates`]) and generating laws ([`truth_laws`]).
+fn assemble_fleet(
+    cfg: &ScenarioConfig,
+    resolved: &Resolved,
+    cache: &BuildCache,
+    pools: &[PoolConfig],
+    selections: &[Option<Arc<SelectedNodes>>],
+    frame: &Frame,
+    notes: &mut Vec<String>,
+) -> Result<Fleet, ScenarioError> {
+    let pooled = !cfg.pools.is_empty();
     let linear = cfg.policy.survival_curve == CurveReading::Linear;
     let flat = || -> Result<StepCurve, ScenarioError> {
         StepCurve::new(Vec::new(), Vec::new(), None)
             .map_err(|e| ScenarioError::invalid("policy.survival_curve", e.to_string()))
     };
-    let mut cluster_nodes = Vec::new();
-    let mut pool_of: Vec<u16> = Vec::new();
-    let mut has_truth = true;
-    // Always-up nodes are up from the earliest source's span start (on the scenario's clock) to
-    // past the last window, with a censored end: never a failure.
-    let always_from = spans
-        .iter()
-        .map(|(s, span)| span.0 + shift_of(s).1)
-        .fold(f64::INFINITY, f64::min);
-    let always_to = first_ref + offsets.last().copied().unwrap_or(0.0) + 2.0 * length + 1.0;
-    for (k, (pool, sel)) in pools.iter().zip(&selections).enumerate() {
+    let mut fleet = Fleet {
+        nodes: Vec::new(),
+        pool_of: Vec::new(),
+        has_truth: true,
+    };
+    // Always-up nodes never fail: their one session ends censored.
+    let (always_from, always_to) = frame.always_up();
+    for (k, (pool, sel)) in pools.iter().zip(selections).enumerate() {
         let label = pool.label();
         let name_of = |id: &str| {
             if pooled {
@@ -958,9 +1104,9 @@ pub(crate) fn build_with(
         let Some(nodes) = sel else {
             for j in 0..pool.always_up.unwrap_or(0) {
                 let steps = flat()?;
-                cluster_nodes.push(Node {
+                fleet.nodes.push(Node {
                     name: name_of(&j.to_string()),
-                    spec: node_hardware(cfg, &resolved, (k, pool), &NodeRow::default()),
+                    spec: node_hardware(cfg, resolved, (k, pool), &NodeRow::default()),
                     sessions: vec![
                         replay::UpSession::new(us(always_from), us(always_to)).with_end(true, "")
                     ],
@@ -968,12 +1114,12 @@ pub(crate) fn build_with(
                     exp_rate_per_s: 0.0,
                     truth: Some(Arc::new(steps)),
                 });
-                pool_of.push(k as u16);
+                fleet.pool_of.push(k as u16);
             }
             continue;
         };
         let data = &nodes.data;
-        let (pool_cutoff, shift_s) = shift_of(&data.source);
+        let (pool_cutoff, shift_s) = frame.shift_of(&data.source);
         let announced = pool.announced()?;
         check_announced(data, &announced)?;
         let fitted = cached(
@@ -995,12 +1141,12 @@ pub(crate) fn build_with(
         let (priors, fit_notes) = (&fitted.0, &fitted.1);
         notes.extend(fit_notes.iter().cloned());
         let rates = if announced.is_empty() {
-            memoryless_rates(data, pool_cutoff, length)
+            memoryless_rates(data, pool_cutoff, frame.length)
         } else {
             memoryless_rates(
                 &censor_announced(data.clone(), &announced),
                 pool_cutoff,
-                length,
+                frame.length,
             )
         };
         let weibull = match (priors, cfg.policy.tail) {
@@ -1016,8 +1162,8 @@ pub(crate) fn build_with(
             },
             _ => None,
         };
-        let laws = truth_laws(cfg, data, &nodes.selected, &mut notes)?;
-        has_truth &= laws.is_some();
+        let laws = truth_laws(cfg, data, &nodes.selected, notes)?;
+        fleet.has_truth &= laws.is_some();
         for &i in &nodes.selected {
             let id = &data.node_ids[i];
             let row = nodes.rows.get(id).cloned().unwrap_or_default();
@@ -1025,117 +1171,146 @@ pub(crate) fn build_with(
                 Some(p) => p.node_curve(id),
                 None => flat()?,
             };
-            let steps = with_tail(steps, cfg.policy.tail);
-            let last_t = steps.times().last().copied().unwrap_or(0.0);
-            let curve: Arc<dyn ConditionalSurvival> = match (linear, weibull) {
-                (true, None) => Arc::new(LinearCurve::new(steps)),
-                (false, None) => Arc::new(steps),
-                (true, Some((k, l))) => {
-                    match WeibullTail::new(LinearCurve::new(steps.clone()), last_t, k, l) {
-                        Some(c) => Arc::new(c),
-                        None => Arc::new(LinearCurve::new(steps)),
-                    }
-                }
-                (false, Some((k, l))) => match WeibullTail::new(steps.clone(), last_t, k, l) {
-                    Some(c) => Arc::new(c),
-                    None => Arc::new(steps),
-                },
-            };
-            cluster_nodes.push(Node {
+            fleet.nodes.push(Node {
                 name: name_of(id),
-                spec: node_hardware(cfg, &resolved, (k, pool), &row),
+                spec: node_hardware(cfg, resolved, (k, pool), &row),
                 sessions: timeline(data, &announced, i, shift_s),
-                survival: curve,
+                survival: read_curve(with_tail(steps, cfg.policy.tail), linear, weibull),
                 exp_rate_per_s: rates[i],
                 truth: laws.as_ref().and_then(|l| l.get(id)).map(|l| l.curve()),
             });
-            pool_of.push(k as u16);
+            fleet.pool_of.push(k as u16);
         }
     }
-    let reference = firsts.iter().position(|&f| f == first_ref).unwrap_or(0);
-    let span_s = spans[reference].1;
-    let pool_info: Vec<replay::Pool> = pools
-        .iter()
-        .map(|p| replay::Pool {
-            name: p.label(),
-            price_per_node_hour: p.price_per_node_hour,
-        })
-        .collect();
+    Ok(fleet)
+}
 
-    let r = &cfg.replay;
-    let estimator = cfg.workload.estimator;
-    let params = cfg.policy.params(model.kv_bytes_per_token);
-    let batch_slowdown = match r.batch_slowdown {
-        Some(b) => b,
-        None => resolved.hardware.batch_slowdown,
-    };
-    // `workload.load`: each window at the fraction `load` of its own up capacity.
-    let mut windows = windows;
-    let (rate_scale, window_scales) = match cfg.workload.load {
-        None => (cfg.workload.rate_scale, Vec::new()),
-        Some(load) => {
-            let l = offered_load(
-                &cluster_nodes,
-                &windows,
-                &requests,
-                batch_slowdown,
-                cfg.engine()?,
-                // The rule the scenario's replay plays censored ends by (stay up).
-                ReplayConfig::default().censored_ends,
-            );
-            if !(l.capacity_req_s > 0.0 && l.base_rate_req_s > 0.0) {
-                return Err(ScenarioError::Empty(format!(
-                    "workload.load: no up capacity in the windows (capacity {:.3} requests/s) or no arrivals",
-                    l.capacity_req_s
-                )));
+/// A node's fitted curve as the policies read it: linear between knots or as steps, with a
+/// Weibull tail `(shape, scale)` past the last knot when the scenario asks for one.
+fn read_curve(
+    steps: StepCurve,
+    linear: bool,
+    weibull: Option<(f64, f64)>,
+) -> Arc<dyn ConditionalSurvival> {
+    let last_t = steps.times().last().copied().unwrap_or(0.0);
+    match (linear, weibull) {
+        (true, None) => Arc::new(LinearCurve::new(steps)),
+        (false, None) => Arc::new(steps),
+        (true, Some((k, l))) => {
+            match WeibullTail::new(LinearCurve::new(steps.clone()), last_t, k, l) {
+                Some(c) => Arc::new(c),
+                None => Arc::new(LinearCurve::new(steps)),
             }
-            let scales = l.window_scales(load);
-            let dark: Vec<usize> = (0..scales.len())
-                .filter(|&k| scales[k].is_nan() || scales[k] <= 0.0)
-                .collect();
-            if !dark.is_empty() {
-                notes.push(format!(
-                    "workload.load: {} of {} windows have no node up (starting at {}): not replayed",
-                    dark.len(),
-                    windows.len(),
-                    dark.iter()
-                        .take(3)
-                        .map(|&k| (windows[k].start_us / 1_000_000).to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ));
-            }
-            let kept: Vec<(Window, f64)> = windows
-                .iter()
-                .zip(&scales)
-                .filter(|(_, s)| **s > 0.0)
-                .map(|(w, s)| (*w, *s))
-                .collect();
-            windows = kept.iter().map(|(w, _)| *w).collect();
-            let scales: Vec<f64> = kept.iter().map(|(_, s)| *s).collect();
-            let caps: Vec<f64> = scales.iter().map(|s| s * l.base_rate_req_s).collect();
-            let (lo, hi) = caps
-                .iter()
-                .fold((f64::INFINITY, 0.0f64), |(a, b), &c| (a.min(c), b.max(c)));
-            let mean = caps.iter().sum::<f64>() / caps.len().max(1) as f64;
-            notes.push(if caps.len() > 1 && hi > lo * (1.0 + 1e-9) {
-                format!(
-                    "workload.load {load}: each window at {load} of its own up capacity: {lo:.4} to {hi:.4} requests/s (mean {mean:.4}), arrival rate x{:.4} to x{:.4}",
-                    lo / l.base_rate_req_s,
-                    hi / l.base_rate_req_s
-                )
-            } else {
-                format!(
-                    "workload.load {load}: arrival rate x{:.4} ({mean:.4} requests/s against a mean up capacity of {:.4} requests/s)",
-                    mean / l.base_rate_req_s,
-                    mean / load
-                )
-            });
-            let mean_scale = scales.iter().sum::<f64>() / scales.len().max(1) as f64;
-            (mean_scale, scales)
         }
+        (false, Some((k, l))) => match WeibullTail::new(steps.clone(), last_t, k, l) {
+            Some(c) => Arc::new(c),
+            None => Arc::new(steps),
+        },
+    }
+}
+
+/// The windows replayed and their arrival-rate scales.
+struct Rates {
+    /// The mean scale (`workload.rate_scale` without `workload.load`).
+    rate_scale: f64,
+    /// Each replayed window's own scale (empty: `rate_scale` everywhere).
+    window_scales: Vec<f64>,
+    /// The windows replayed (with `workload.load`, those with a node up).
+    windows: Vec<Window>,
+}
+
+/// Stage 5 of [`build_with`]: `workload.load` sets each window at the fraction `load` of its
+/// own up capacity under the configured engine ([`offered_load`]); windows with no node up
+/// are not replayed, and a note lists them.
+fn scale_windows(
+    cfg: &ScenarioConfig,
+    nodes: &[Node],
+    windows: &[Window],
+    requests: &[Request],
+    batch_slowdown: f64,
+    notes: &mut Vec<String>,
+) -> Result<Rates, ScenarioError> {
+    let Some(load) = cfg.workload.load else {
+        return Ok(Rates {
+            rate_scale: cfg.workload.rate_scale,
+            window_scales: Vec::new(),
+            windows: windows.to_vec(),
+        });
     };
-    let (warmup_s, drain_s) = steady_state_margins(cfg, &cluster_nodes, &requests, length);
+    let l = offered_load(
+        nodes,
+        windows,
+        requests,
+        batch_slowdown,
+        cfg.engine()?,
+        // The rule the scenario's replay plays censored ends by (stay up).
+        ReplayConfig::default().censored_ends,
+    );
+    if !(l.capacity_req_s > 0.0 && l.base_rate_req_s > 0.0) {
+        return Err(ScenarioError::Empty(format!(
+            "workload.load: no up capacity in the windows (capacity {:.3} requests/s) or no arrivals",
+            l.capacity_req_s
+        )));
+    }
+    let scales = l.window_scales(load);
+    let dark: Vec<usize> = (0..scales.len())
+        .filter(|&k| scales[k].is_nan() || scales[k] <= 0.0)
+        .collect();
+    if !dark.is_empty() {
+        notes.push(format!(
+            "workload.load: {} of {} windows have no node up (starting at {}): not replayed",
+            dark.len(),
+            windows.len(),
+            dark.iter()
+                .take(3)
+                .map(|&k| (windows[k].start_us / 1_000_000).to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    let (kept, scales): (Vec<Window>, Vec<f64>) = windows
+        .iter()
+        .zip(&scales)
+        .filter(|(_, s)| **s > 0.0)
+        .map(|(w, s)| (*w, *s))
+        .unzip();
+    let caps: Vec<f64> = scales.iter().map(|s| s * l.base_rate_req_s).collect();
+    let (lo, hi) = caps
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(a, b), &c| (a.min(c), b.max(c)));
+    let mean = caps.iter().sum::<f64>() / caps.len().max(1) as f64;
+    notes.push(if caps.len() > 1 && hi > lo * (1.0 + 1e-9) {
+        format!(
+            "workload.load {load}: each window at {load} of its own up capacity: {lo:.4} to {hi:.4} requests/s (mean {mean:.4}), arrival rate x{:.4} to x{:.4}",
+            lo / l.base_rate_req_s,
+            hi / l.base_rate_req_s
+        )
+    } else {
+        format!(
+            "workload.load {load}: arrival rate x{:.4} ({mean:.4} requests/s against a mean up capacity of {:.4} requests/s)",
+            mean / l.base_rate_req_s,
+            mean / load
+        )
+    });
+    Ok(Rates {
+        rate_scale: scales.iter().sum::<f64>() / scales.len().max(1) as f64,
+        window_scales: scales,
+        windows: kept,
+    })
+}
+
+/// Stage 6 of [`build_with`]: the engine's settings, with the warm-up and drain margins from
+/// the workload's service times ([`steady_state_margins`]) unless the scenario sets them.
+fn replay_config(
+    cfg: &ScenarioConfig,
+    resolved: &Resolved,
+    (nodes, requests): (&[Node], &[Request]),
+    length: f64,
+    (rate_scale, batch_slowdown): (f64, f64),
+    notes: &mut Vec<String>,
+) -> Result<ReplayConfig, ScenarioError> {
+    let r = &cfg.replay;
+    let (warmup_s, drain_s) = steady_state_margins(cfg, nodes, requests, length);
     if r.warmup_s.is_none() || r.drain_s.is_none() {
         notes.push(format!(
             "replay: arrivals scored from {warmup_s:.1} s into each window (warm-up) to {drain_s:.1} s before its end (drain margin), of {length:.0} s{}",
@@ -1146,9 +1321,9 @@ pub(crate) fn build_with(
             }
         ));
     }
-    let config = ReplayConfig {
-        params,
-        estimator,
+    Ok(ReplayConfig {
+        params: cfg.policy.params(resolved.model.kv_bytes_per_token),
+        estimator: cfg.workload.estimator,
         slo_factor: r.slo_factor,
         batch_slowdown,
         engine: cfg.engine()?,
@@ -1157,40 +1332,44 @@ pub(crate) fn build_with(
         warmup_s,
         drain_s,
         ..ReplayConfig::default()
-    };
-    let seeds: Vec<u64> = (0..r.seeds.max(1)).map(|k| r.seed + k).collect();
-    let mut grid = Grid::new(policies(cfg, has_truth, &mut notes)?, windows, seeds)
-        .with_rate_scales(window_scales);
-    if r.include_overlap && !params.overlap {
-        grid = grid.with_params(vec![
-            ParamPoint {
-                label: "default".into(),
-                params,
-                policies: None,
-            },
-            // Overlap changes only planned moves: the other policies are not run again.
-            ParamPoint {
-                label: "overlap".into(),
-                params: crate::policy::Params {
-                    overlap: true,
-                    ..params
-                },
-                policies: Some(
-                    PolicyKind::ALL
-                        .into_iter()
-                        .filter(|k| k.migrates())
-                        .collect(),
-                ),
-            },
-        ]);
-    }
-    Ok(Scenario {
-        cluster: Cluster::new(cluster_nodes).with_pools(pool_info, pool_of),
-        workload: Workload::new(requests),
-        config,
-        grid,
-        cutoff_s: cutoff,
-        span_s,
-        notes,
     })
+}
+
+/// Stage 7 of [`build_with`]: policies x windows x seeds, and the overlap point of the
+/// migrating policies when `replay.include_overlap` asks for it.
+fn policy_grid(
+    cfg: &ScenarioConfig,
+    params: crate::policy::Params,
+    has_truth: bool,
+    rates: Rates,
+    notes: &mut Vec<String>,
+) -> Result<Grid, ScenarioError> {
+    let r = &cfg.replay;
+    let seeds: Vec<u64> = (0..r.seeds.max(1)).map(|k| r.seed + k).collect();
+    let grid = Grid::new(policies(cfg, has_truth, notes)?, rates.windows, seeds)
+        .with_rate_scales(rates.window_scales);
+    if !r.include_overlap || params.overlap {
+        return Ok(grid);
+    }
+    Ok(grid.with_params(vec![
+        ParamPoint {
+            label: "default".into(),
+            params,
+            policies: None,
+        },
+        // Overlap changes only planned moves: the other policies are not run again.
+        ParamPoint {
+            label: "overlap".into(),
+            params: crate::policy::Params {
+                overlap: true,
+                ..params
+            },
+            policies: Some(
+                PolicyKind::ALL
+                    .into_iter()
+                    .filter(|k| k.migrates())
+                    .collect(),
+            ),
+        },
+    ]))
 }
