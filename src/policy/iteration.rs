@@ -340,7 +340,7 @@ impl KvBlocks {
     #[inline]
     pub fn blocks(tokens: f64) -> u64 {
         if tokens > 0.0 {
-            super::rounding::ceil(tokens / KV_BLOCK_TOKENS) as u64
+            (tokens / KV_BLOCK_TOKENS).ceil() as u64
         } else {
             0
         }
@@ -351,7 +351,7 @@ impl KvBlocks {
     /// write before the step; a decoder whose last block is full holds the next one).
     #[inline]
     pub fn decoder_blocks(tokens: f64) -> u64 {
-        super::rounding::floor(tokens.max(0.0) / KV_BLOCK_TOKENS) as u64 + 1
+        (tokens.max(0.0) / KV_BLOCK_TOKENS).floor() as u64 + 1
     }
 
     /// Whether a request of `tokens` context tokens is admitted beside `used` blocks: its

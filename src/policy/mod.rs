@@ -37,7 +37,6 @@ pub mod migration;
 pub mod model;
 pub mod policies;
 pub mod presets;
-pub mod rounding;
 pub mod service;
 
 pub use cost::{NodeCost, RiskModel};

@@ -53,7 +53,6 @@
 //! `tests/it/replay_forecast.rs`).
 
 use crate::policy::iteration;
-use crate::policy::rounding;
 
 mod forecast;
 mod replay;
@@ -86,11 +85,11 @@ pub fn secs_to_us(s: f64) -> i64 {
     if x >= FOREVER_US as f64 {
         return FOREVER_US;
     }
-    let r = rounding::round(x);
+    let r = x.round();
     let us = if (x - r).abs() <= 1e-9 * r.max(1.0) {
         r
     } else {
-        rounding::ceil(x)
+        x.ceil()
     };
     (us as i64).max(1)
 }

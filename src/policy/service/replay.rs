@@ -269,7 +269,7 @@ impl Run {
                 Step::Released
             }
             ResidentPhase::Starting { done, prefill, .. }
-                if prefill && rounding::floor(done) >= r.target =>
+                if prefill && done.floor() >= r.target =>
             {
                 residents.swap_remove(k);
                 self.slots_used -= 1;
@@ -277,7 +277,7 @@ impl Run {
                 self.freed = true;
                 Step::Finished(r.id)
             }
-            ResidentPhase::Prefilling { done, .. } if rounding::floor(done) >= r.target => {
+            ResidentPhase::Prefilling { done, .. } if done.floor() >= r.target => {
                 residents.swap_remove(k);
                 self.slots_used -= 1;
                 self.kv_used = self.kv_used.saturating_sub(r.kv);
@@ -364,9 +364,9 @@ impl Run {
                 end_us,
             } => {
                 self.decoding = self.decoding.saturating_sub(1);
-                rounding::floor(progress(done, rate, since_us, end_us, t, r.target))
+                progress(done, rate, since_us, end_us, t, r.target).floor()
             }
-            ResidentPhase::Prefilling { done, .. } => rounding::floor(done),
+            ResidentPhase::Prefilling { done, .. } => done.floor(),
             _ => 0.0,
         };
         let p = serving.step.map_or(0.0, |c| c.prefill_tok_s);
