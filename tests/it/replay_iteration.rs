@@ -470,19 +470,18 @@ fn an_empty_prompt_prefills_at_once_fresh_and_after_a_loss() {
         "{:?}",
         out.records[1]
     );
-    // Lost 50 ms into its decode, before its first token: it recovers with an empty context.
+    // Placed on node 0 and lost 50 ms into its decode, before its first token: it recovers
+    // on node 1 with an empty context.
     let cluster = Cluster::new(vec![
         one_slot_node(1_000.0, 10.0, &[(-100.0, Some(0.05))]),
         iter_node("steady", 4, 1_000.0, 10.0, 2048),
     ]);
-    let out = run(
-        &cluster,
-        vec![req(0, 0.0, 0, 10)],
-        &cfg,
-        PolicyKind::Fastest,
-        60.0,
-    );
+    let spec = RunSpec::new(PolicyKind::Fastest, Window::new(0, us(60.0)), 1, cfg.params);
+    let w = Workload::new(vec![req(0, 0.0, 0, 10)]);
+    let out = simulate_with(&cluster, &w, &cfg, &spec, &mut Scripted::new(vec![0, 1]))
+        .expect("replay runs");
     let r = &out.records[0];
+    assert_eq!((r.first_node, r.final_node), (Some(0), Some(1)), "{r:?}");
     assert_eq!(r.interruptions, 1, "{r:?}");
     let wait = cfg.params.stall_penalty_s + cfg.params.recompute_overhead_s;
     let done = r.completion_s.expect("the recovered request completes");

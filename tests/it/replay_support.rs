@@ -71,8 +71,8 @@ pub fn checked() -> ReplayConfig {
     })
 }
 
-/// `cfg` on the simple engine with the `own` forecast (the defaults are the iteration engine
-/// and `marginal`).
+/// `cfg` on the simple engine with the `own` forecast, whatever the defaults are: the tests
+/// that work service times out by hand name the engine and forecast they assume.
 pub fn simple(cfg: ReplayConfig) -> ReplayConfig {
     ReplayConfig {
         engine: hazardserve::policy::iteration::EngineKind::Simple,

@@ -58,7 +58,7 @@ mod forecast;
 mod replay;
 #[cfg(test)]
 mod tests;
-pub mod trajectory;
+mod trajectory;
 
 pub(crate) use forecast::forecast_marginal;
 pub use forecast::{forecast, Marginal};
