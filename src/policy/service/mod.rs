@@ -227,6 +227,18 @@ pub fn prefill_left(left: f64, rate: f64, since_us: i64, end_us: i64, t_us: i64)
     (left - rate * (t_us - since_us) as f64 / US_PER_S).max(0.0)
 }
 
+/// When a prefill of `tokens` joining a node's prefills at `t_us` ends before its rate is set
+/// (the iteration model): never (the rate sets it), or at once when there is nothing to
+/// prefill (an empty context). The engine and the forecast's replay both start prefills here.
+#[inline]
+pub(crate) fn prefill_start_end(tokens: f64, t_us: i64) -> i64 {
+    if tokens > 0.0 {
+        FOREVER_US
+    } else {
+        t_us
+    }
+}
+
 /// When a prefill with `left` tokens at `t_us` ends at `rate`.
 #[inline]
 pub fn prefill_end_us(t_us: i64, left: f64, rate: f64) -> i64 {

@@ -6,17 +6,6 @@ use super::*;
 /// At most this many events are replayed per forecast before it gives up (returns `None`).
 pub(super) const MAX_FORECAST_EVENTS: usize = 1 << 20;
 
-/// When a prefill of `tokens` joining the node's prefills at `t` ends before its rate is set:
-/// never (the rate sets it), or at once when there is nothing to prefill (an empty context),
-/// as the engine serves it.
-fn prefill_start_end(tokens: f64, t: i64) -> i64 {
-    if tokens > 0.0 {
-        FOREVER_US
-    } else {
-        t
-    }
-}
-
 /// The forecast's replay of one node: the counters beside its residents at time `t`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(super) struct Run {

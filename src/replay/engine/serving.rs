@@ -77,16 +77,14 @@ impl Sim<'_> {
                 // A prefill that cannot finish before the node's known end moves at once.
                 self.schedule_end_check(r);
             }
-        } else if tokens > 0.0 {
-            q.phase = Phase::Prefill;
-            q.phase_end = service::FOREVER_US;
         } else {
-            // An empty context (a prompt of no tokens, nothing generated): the prefill ends
-            // at once, as the forecast replays it.
             q.phase = Phase::Prefill;
-            q.phase_end = now;
-            let epoch = q.epoch;
-            self.schedule(now, Event::PhaseEnd { req: r, epoch });
+            q.phase_end = service::prefill_start_end(tokens, now);
+            if q.phase_end != service::FOREVER_US {
+                // An empty context ends its prefill at once.
+                let (t, epoch) = (q.phase_end, q.epoch);
+                self.schedule(t, Event::PhaseEnd { req: r, epoch });
+            }
         }
         self.touch(i);
         self.views_dirty = true;
