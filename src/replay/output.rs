@@ -68,7 +68,9 @@ pub struct RunStats {
     pub placements: u64,
     /// Calls to [`Policy::check_migration`].
     pub migration_checks: u64,
-    /// Planned moves the policy asked for that the destination could not take.
+    /// Planned moves the policy asked for that the destination could not take: at the
+    /// decision, or (iteration engine) at an overlapped move's cut-over, when the tokens
+    /// generated on the source meanwhile no longer fit there; the request stays where it is.
     pub moves_refused: u64,
     /// Node sessions that ended inside the window.
     pub node_failures: u64,

@@ -335,6 +335,11 @@ impl Sim<'_> {
         let c_planned = self.expl.c_planned;
         let method = self.expl.method.unwrap_or(MoveMethod::Recompute);
         let window = self.expl.window_s;
+        // The context moved is the one generated up to now: admission checks it. (Settling
+        // changes what the forecasts condition the request's length on: its nodes' cached
+        // forecasts are stale.)
+        self.settle(r);
+        self.touch_req(r);
         if j == i
             || j >= self.nodes.len()
             || !self.can_start(r, j)
@@ -343,7 +348,6 @@ impl Sim<'_> {
             self.stats.moves_refused += 1;
             return;
         }
-        self.settle(r);
         let kv = self.params.kv_bytes_per_token;
         let ctx = {
             let q = &self.reqs[r as usize];
@@ -468,6 +472,22 @@ impl Sim<'_> {
         }
     }
 
+    /// Whether destination `j` of request `r`'s overlapped move admits the whole context at
+    /// the cut-over, beside everything else on `j` (its own reservation freed). The simple
+    /// model reserves the estimate-based need at the decision, which the context never
+    /// outgrows.
+    fn cutover_fits(&self, r: u32, j: usize) -> bool {
+        if self.steps[j].is_none() {
+            return true;
+        }
+        let q = &self.reqs[r as usize];
+        let others = self
+            .kv_blocks_used(j)
+            .saturating_sub(Self::dest_reservation_blocks(q));
+        KvBlocks::of(self.cluster.nodes[j].spec.kv_capacity_tokens)
+            .admits(others, q.prompt.saturating_add(q.done_tokens()) as f64)
+    }
+
     pub(super) fn on_cutover(&mut self, r: u32, epoch: u32) {
         let q = &self.reqs[r as usize];
         if q.mv_epoch != epoch || q.phase != Phase::Decode || q.aux_kind != Aux::Dest {
@@ -476,6 +496,17 @@ impl Sim<'_> {
         }
         let (i, j) = (q.node as usize, q.aux as usize);
         self.settle(r);
+        if !self.cutover_fits(r, j) {
+            // The context grew on the source past the room left on the destination: the move
+            // is abandoned, the request decodes on where it is.
+            self.stats.moves_refused += 1;
+            self.release_aux(r);
+            let q = &mut self.reqs[r as usize];
+            q.mv_epoch = q.mv_epoch.wrapping_add(1);
+            self.touch(i);
+            self.drain_fifo(j);
+            return;
+        }
         let g = self.reqs[r as usize]
             .done_tokens()
             .saturating_sub(self.reqs[r as usize].mv_done0);

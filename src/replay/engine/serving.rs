@@ -123,7 +123,9 @@ impl Sim<'_> {
     }
 
     /// KV blocks of every request holding node `i` under the iteration model: a decoder's
-    /// from `decoder`, any other's its prompt and the tokens it kept.
+    /// from `decoder`, an overlapped move's reserved destination the context it was reserved
+    /// for (the bulk being copied while the source goes on decoding,
+    /// [`Sim::dest_reservation_blocks`]), any other's its prompt and the tokens it kept.
     pub(super) fn kv_blocks_with(&self, i: usize, decoder: impl Fn(&Req) -> u64) -> u64 {
         let me = i as u32;
         self.nodes[i]
@@ -133,11 +135,20 @@ impl Sim<'_> {
                 let q = &self.reqs[r as usize];
                 if q.node == me && q.phase == Phase::Decode {
                     decoder(q)
+                } else if q.node != me && q.aux_kind == Aux::Dest {
+                    Self::dest_reservation_blocks(q)
                 } else {
                     KvBlocks::blocks(q.prompt as f64 + q.done)
                 }
             })
             .sum()
+    }
+
+    /// The KV blocks an overlapped move holds on its destination until the cut-over: the
+    /// context when the move was decided (the tokens generated on the source meanwhile
+    /// arrive at the cut-over, which admits them or abandons the move).
+    pub(super) fn dest_reservation_blocks(q: &Req) -> u64 {
+        KvBlocks::blocks(q.prompt.saturating_add(q.mv_done0) as f64)
     }
 
     /// (Re)schedules node `i`'s KV overflow ([`KvBlocks::overflow_us`]) after its rates were
