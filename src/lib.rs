@@ -18,34 +18,36 @@
 //! - [`sweep`]: grids of scenarios (the regime map), sharded runs and their summary;
 //! - [`synth`]: generators of sample traces and workloads;
 //! - [`rng`]: the small seeded random number generator every stage shares;
+//! - [`diag`]: messages at one verbosity and the shared error helpers;
 //! - [`output`]: the one output path (table, CSV, JSON, Parquet) of the command line;
 //! - [`report`]: the Markdown + HTML report with SVG plots.
+//!
+//! [`survival`], [`policy`], [`replay`], [`rng`] and [`diag`] are the `hazardserve-core` crate
+//! (the pure stack: it links no storage, so the Python extension can use it), re-exported here
+//! under the same paths.
 //!
 //! The command line (`cli`) and the terminal UI (`tui`) are the binary's, not public API: the
 //! binary enters through [`cli_main`]. `tui` is reachable only so that the TUI's tests can drive
 //! it; it is hidden from the documentation and may change at any time.
 
 mod cli;
-pub mod diag;
 pub mod fit;
 pub mod ingest_job;
 pub mod named_queries;
 pub mod output;
-pub mod policy;
 pub mod public;
 pub mod queries;
-pub mod replay;
 pub mod report;
-pub mod rng;
 pub mod scenario;
 pub mod store;
-pub mod survival;
 pub mod sweep;
 pub mod synth;
 #[doc(hidden)]
 pub mod tui;
 
 pub use hazardserve_ingest as ingest;
+// The pure stack (the `hazardserve-core` crate), under the paths it always had.
+pub use hazardserve_core::{diag, policy, replay, rng, survival};
 
 /// The `hazardserve` command: parses the process's arguments, runs the command, prints any
 /// error with its causes (each once) on standard error, and returns the exit status.

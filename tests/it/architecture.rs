@@ -1,4 +1,5 @@
-//! The shape of the library, proven: every source file of `src/` (the crate root `lib.rs`
+//! The shape of the library, proven: every source file of `src/` and of the pure stack's crate
+//! `core/src/` (which `src/lib.rs` re-exports under the same paths; the crate root `lib.rs`
 //! included) is a node of one module graph, with an edge for every path that names another
 //! file's module or an item in it (`crate::`, `super::`, `self::`, a child module or an imported
 //! module by name; re-exports are followed to the file that defines the item). The tests fail on
@@ -331,22 +332,37 @@ impl ModuleGraph {
         ModuleGraph { files, edges }
     }
 
-    /// Reads every `.rs` file under `dir` (paths relative to it).
-    fn read(dir: &Path) -> ModuleGraph {
-        let mut paths = Vec::new();
-        rs_files(dir, &mut paths);
-        let sources: Vec<(String, String)> = paths
-            .iter()
-            .map(|p| {
+    /// Reads every `.rs` file under each of `dirs` (paths relative to their directory: the
+    /// directories are one crate's tree), leaving out each `skip` path.
+    fn read(dirs: &[PathBuf], skip: &[&str]) -> ModuleGraph {
+        let mut sources: Vec<(String, String)> = Vec::new();
+        for dir in dirs {
+            let mut paths = Vec::new();
+            rs_files(dir, &mut paths);
+            for p in &paths {
                 let rel = p
                     .strip_prefix(dir)
                     .unwrap_or(p)
                     .to_string_lossy()
                     .replace('\\', "/");
-                (rel, std::fs::read_to_string(p).unwrap_or_default())
-            })
-            .collect();
+                if skip.contains(
+                    &p.strip_prefix(root())
+                        .unwrap_or(p)
+                        .to_string_lossy()
+                        .as_ref(),
+                ) {
+                    continue;
+                }
+                sources.push((rel, std::fs::read_to_string(p).unwrap_or_default()));
+            }
+        }
         ModuleGraph::build(&sources)
+    }
+
+    /// The library as one tree: `src/` and the pure stack's crate `core/src/` (re-exported by
+    /// `src/lib.rs` under the same paths; its own crate root only declares the modules).
+    fn library() -> ModuleGraph {
+        ModuleGraph::read(&[src(), core_src()], &["core/src/lib.rs"])
     }
 
     /// The strongly connected components with more than one file (Tarjan), each with one
@@ -645,8 +661,16 @@ fn resolve(
     None
 }
 
+fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
 fn src() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+    root().join("src")
+}
+
+fn core_src() -> PathBuf {
+    root().join("core/src")
 }
 
 fn tree(files: &[(&str, &str)]) -> ModuleGraph {
@@ -672,7 +696,7 @@ fn edge(g: &ModuleGraph, from: &str, to: &str) -> bool {
 
 #[test]
 fn the_library_has_no_import_cycle_of_any_length() {
-    let g = ModuleGraph::read(&src());
+    let g = ModuleGraph::library();
     assert!(
         g.files.len() > 100,
         "found only {} source files",
@@ -689,14 +713,59 @@ fn the_library_has_no_import_cycle_of_any_length() {
 
 #[test]
 fn no_module_imports_a_higher_layer_and_the_pure_stack_imports_no_storage() {
-    let g = ModuleGraph::read(&src());
+    let g = ModuleGraph::library();
     let violations = g.layer_violations();
     assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
 
+/// The pure stack is its own crate (`core/`), so the compiler itself keeps storage out of it,
+/// and its manifest links nothing but serialisation, errors and the thread pool: a front end
+/// that must not link DuckDB or a second Arrow (the Python extension) depends on it alone.
+#[test]
+fn the_pure_stack_is_a_crate_that_links_no_storage() {
+    let manifest = std::fs::read_to_string(root().join("core/Cargo.toml"))
+        .expect("core/Cargo.toml: the pure stack's crate");
+    let mut section = "";
+    let mut deps = Vec::new();
+    for line in manifest.lines().map(str::trim) {
+        if line.starts_with('[') {
+            section = line;
+        } else if section == "[dependencies]" && !line.is_empty() && !line.starts_with('#') {
+            deps.push(
+                line.split(['=', '.', ' '])
+                    .next()
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        }
+    }
+    assert!(
+        !deps.is_empty(),
+        "no [dependencies] read from core/Cargo.toml"
+    );
+    for d in &deps {
+        assert!(
+            ["serde", "serde_json", "thiserror", "rayon"].contains(&d.as_str()),
+            "the pure stack's crate depends on `{d}`"
+        );
+    }
+    for m in PURE.iter().chain(PURE_MAY_ALSO) {
+        let (dir, file) = (core_src().join(m), core_src().join(format!("{m}.rs")));
+        assert!(
+            dir.is_dir() || file.is_file(),
+            "pure module `{m}` is not in core/src"
+        );
+        let (dir, file) = (src().join(m), src().join(format!("{m}.rs")));
+        assert!(
+            !dir.exists() && !file.exists(),
+            "pure module `{m}` is also in src/"
+        );
+    }
+}
+
 #[test]
 fn the_graph_sees_the_edges_that_matter_in_the_tree() {
-    let g = ModuleGraph::read(&src());
+    let g = ModuleGraph::library();
     // Plain `use super::x::Y`, a re-export followed to its file, a child called by name, and
     // the crate root's call into the command line.
     assert!(edge(&g, "store::commit", "store::journal"));
@@ -828,6 +897,7 @@ fn the_parser_sees_grouped_plain_and_aliased_imports_and_ignores_prose() {
 fn long_files_say_why_they_are_one_concept() {
     let mut files = Vec::new();
     rs_files(&src(), &mut files);
+    rs_files(&core_src(), &mut files);
     rs_files(
         &Path::new(env!("CARGO_MANIFEST_DIR")).join("ingest/src"),
         &mut files,

@@ -171,7 +171,7 @@ fn node_loss_under_the_iteration_model_is_recovered() {
     }
 }
 
-/// A node of 40 KV blocks (640 tokens, no watermark) serving with a free batch (`a = 1`: each
+/// A node of 40 KV blocks (640 tokens, a watermark of one block) serving with a free batch (`a = 1`: each
 /// of `k` decoders at `d`) and a 128-token budget.
 fn kv_node(sessions: &[(f64, Option<f64>)]) -> Node {
     let mut n = node("kv", 4, 1_000.0, 20.0, sessions);

@@ -288,7 +288,7 @@ pub struct CrossoverRow {
 }
 
 /// Destination prefill rates of the default table: every hardware preset.
-pub(crate) fn default_prefill_rates() -> Vec<f64> {
+pub fn default_prefill_rates() -> Vec<f64> {
     HARDWARE.iter().map(|h| h.prefill_tok_s).collect()
 }
 

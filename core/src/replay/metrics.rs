@@ -111,7 +111,7 @@ pub struct RequestRecord {
 /// Percentile `q` in [0, 1] of sorted values by linear interpolation between closest ranks
 /// (Hyndman-Fan type 7: `x[floor(h)] + (h - floor(h)) (x[floor(h)+1] - x[floor(h)])`,
 /// `h = (n - 1) q`); `None` for no values.
-pub(crate) fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
+pub fn percentile_sorted(sorted: &[f64], q: f64) -> Option<f64> {
     let n = sorted.len();
     if n == 0 {
         return None;
@@ -598,7 +598,7 @@ impl RunSummary {
 
 /// Whether a request arriving `arrival_s` seconds after its window's start is scored: it
 /// arrived in the scored span `[from, to)` ([`super::input::ReplayConfig::scored_span`]).
-pub(crate) fn is_scored(arrival_s: f64, [from, to]: [f64; 2]) -> bool {
+pub fn is_scored(arrival_s: f64, [from, to]: [f64; 2]) -> bool {
     arrival_s >= from && arrival_s < to
 }
 

@@ -1,7 +1,7 @@
 //! Planned migration: the periodic checks, the checks before known ends (the oracle's, an
 //! announced end's drain), and the moves themselves (transfer, recompute, overlap, cut-over).
 
-use super::forecast::{expected_total, live_loads, LiveLoads};
+use super::forecast::{decoded_at, expected_total, live_loads, LiveLoads};
 use super::*;
 
 impl Sim<'_> {
@@ -335,19 +335,28 @@ impl Sim<'_> {
         let c_planned = self.expl.c_planned;
         let method = self.expl.method.unwrap_or(MoveMethod::Recompute);
         let window = self.expl.window_s;
-        // The context moved is the one generated up to now: admission checks it. (Settling
-        // changes what the forecasts condition the request's length on: its nodes' cached
-        // forecasts are stale.)
-        self.settle(r);
-        self.touch_req(r);
+        // The context moved is the one generated up to now: admission checks it. (The
+        // request is settled only once it moves: settling a decoder that stays would restate
+        // its progress from now, which its forecast reads with a different rounding than the
+        // end the engine scheduled.)
+        let context = {
+            let q = &self.reqs[r as usize];
+            let done = if q.phase == Phase::Decode {
+                decoded_at(q, self.now)
+            } else {
+                q.done
+            };
+            q.prompt.saturating_add(done as u64)
+        };
         if j == i
             || j >= self.nodes.len()
-            || !self.can_start(r, j)
+            || !self.can_start_with(r, j, context)
             || !(c_planned >= 0.0 && c_planned.is_finite())
         {
             self.stats.moves_refused += 1;
             return;
         }
+        self.settle(r);
         let kv = self.params.kv_bytes_per_token;
         let ctx = {
             let q = &self.reqs[r as usize];

@@ -322,7 +322,9 @@ pub const KV_WATERMARK: f64 = 0.01;
 pub struct KvBlocks {
     /// Blocks on the node: `floor(capacity tokens / 16)`.
     pub capacity: u64,
-    /// Blocks an admission leaves free: `floor(0.01 capacity)`.
+    /// Blocks an admission leaves free: `floor(0.01 capacity)`, and at least one. (vLLM's
+    /// floor alone is 0 below 100 blocks: a request just preempted for a decoder's next block
+    /// would then fit back at once, in the block it was preempted to free.)
     pub watermark: u64,
 }
 
@@ -332,7 +334,7 @@ impl KvBlocks {
         let capacity = (capacity_tokens as f64 / KV_BLOCK_TOKENS).floor() as u64;
         KvBlocks {
             capacity,
-            watermark: (KV_WATERMARK * capacity as f64).floor() as u64,
+            watermark: ((KV_WATERMARK * capacity as f64).floor() as u64).max(1),
         }
     }
 

@@ -26,7 +26,7 @@ pub enum Verbosity {
 static LEVEL: AtomicU8 = AtomicU8::new(Verbosity::Normal as u8);
 
 /// Sets the process's verbosity (the binary does, once, from `-q`/`-v`).
-pub(crate) fn set_verbosity(v: Verbosity) {
+pub fn set_verbosity(v: Verbosity) {
     LEVEL.store(v as u8, Ordering::Relaxed);
 }
 
@@ -52,14 +52,14 @@ pub fn say(msg: impl AsRef<str>) {
 }
 
 /// Prints a detail line when verbose.
-pub(crate) fn detail(msg: impl AsRef<str>) {
+pub fn detail(msg: impl AsRef<str>) {
     if verbosity() >= Verbosity::Verbose {
         eprintln!("{}", msg.as_ref());
     }
 }
 
 /// An error and its causes on one line, `outer: cause: cause`, each message once.
-pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
+pub fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
     let mut msg = e.to_string();
     let mut cause = e.source();
     while let Some(c) = cause {
@@ -72,10 +72,7 @@ pub(crate) fn error_chain(e: &(dyn std::error::Error + 'static)) -> String {
 
 /// Up to three of `candidates` close to `name`: names that start with it (or that it starts
 /// with), or within two edits of it (case-insensitive), closest first.
-pub(crate) fn similar_names<'a>(
-    name: &str,
-    candidates: impl IntoIterator<Item = &'a str>,
-) -> Vec<String> {
+pub fn similar_names<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Vec<String> {
     let lower = name.to_lowercase();
     let mut near: Vec<(usize, String)> = candidates
         .into_iter()
@@ -108,7 +105,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// `"; did you mean a, b?"` for similar names, or nothing.
-pub(crate) fn did_you_mean(names: &[String]) -> String {
+pub fn did_you_mean(names: &[String]) -> String {
     if names.is_empty() {
         String::new()
     } else {

@@ -123,7 +123,7 @@ pub struct PairedT {
 
 /// [`PairedT`] of `diffs`; `None` with fewer than two. Identical differences give a zero-width
 /// interval and no test (`p = None`).
-pub(crate) fn paired_t(diffs: &[f64]) -> Option<PairedT> {
+pub fn paired_t(diffs: &[f64]) -> Option<PairedT> {
     paired_t_at(diffs, 0.05)
 }
 

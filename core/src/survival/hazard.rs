@@ -647,7 +647,7 @@ fn select_bandwidth(ps: &PrefixSums, k: usize, weight: CvWeight) -> (f64, bool) 
 /// Errors: empty input, length mismatch, NaN/∞/negative values, an exit not after its entry
 /// ([`HazardError::InvalidValue`]), no event, or a non-positive / NaN fixed bandwidth or zero
 /// grid points ([`HazardError::InvalidArgument`]).
-pub(crate) fn smoothed_hazard(
+pub fn smoothed_hazard(
     durations: &[f64],
     events: &[bool],
     entry: Option<&[f64]>,

@@ -625,7 +625,7 @@ pub struct CvOptions {
 }
 
 /// The default M grid: exp(linspace(ln 0.1, ln 10⁴, 41)).
-pub(crate) fn default_m_grid() -> Vec<f64> {
+pub fn default_m_grid() -> Vec<f64> {
     let (a, b) = ((0.1f64).ln(), (1e4f64).ln());
     let step = (b - a) / 40.0;
     (0..41)

@@ -170,16 +170,20 @@ impl Sim<'_> {
     /// (simple model) or its context's blocks fit beside the blocks in use and the watermark
     /// (iteration model, [`KvBlocks`]).
     pub(super) fn can_start(&self, r: u32, i: usize) -> bool {
+        let q = &self.reqs[r as usize];
+        self.can_start_with(r, i, q.prompt.saturating_add(q.done_tokens()))
+    }
+
+    /// [`Sim::can_start`] of request `r` with `context` tokens of KV (under the iteration
+    /// model; the simple one reserves the request's fixed need).
+    pub(super) fn can_start_with(&self, r: u32, i: usize, context: u64) -> bool {
         let st = &self.nodes[i];
         let spec = &self.cluster.nodes[i].spec;
         let q = &self.reqs[r as usize];
         st.up
             && st.slots_used < spec.slots
             && if self.steps[i].is_some() {
-                KvBlocks::of(spec.kv_capacity_tokens).admits(
-                    self.kv_blocks_used(i),
-                    q.prompt as f64 + q.done_tokens() as f64,
-                )
+                KvBlocks::of(spec.kv_capacity_tokens).admits(self.kv_blocks_used(i), context as f64)
             } else {
                 st.kv_true
                     .checked_add(q.need)

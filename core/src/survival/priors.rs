@@ -608,7 +608,7 @@ pub const MIN_CAUSE_EVENTS: usize = 10;
 /// entry ages honoured), one per cause with at least `min_events` ends, or none when fewer
 /// than two causes qualify. `causes[i]` is the end cause of `sessions[i]` (ignored for censored
 /// sessions). Curves longer than `max_points` keep every k-th knot and the last.
-pub(crate) fn cause_priors(
+pub fn cause_priors(
     sessions: &[SurvivalSession],
     causes: &[String],
     cutoff: f64,
