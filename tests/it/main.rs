@@ -18,6 +18,7 @@ mod policy_migration;
 mod policy_policies;
 mod policy_trigger;
 mod public_traces;
+mod python_package;
 mod readme_tables;
 mod registries;
 mod replay_announced;

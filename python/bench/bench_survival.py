@@ -1,0 +1,50 @@
+"""Kaplan-Meier and Nelson-Aalen fits, hazardserve.survival against lifelines 0.30.3 on the
+same data: best of `--repeat` runs each, and the speed-up.
+
+    python python/bench/bench_survival.py [--n 1000000] [--repeat 3]
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+
+import lifelines
+from hazardserve import survival as hs
+
+
+def best(f, repeat):
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f()
+        times.append(time.perf_counter() - t0)
+    return min(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, default=1_000_000, help="observations (default 1e6)")
+    ap.add_argument("--repeat", type=int, default=3, help="runs of each fit (default 3)")
+    args = ap.parse_args()
+    rng = np.random.default_rng(0)
+    d = np.round(rng.weibull(0.8, args.n) * 100.0, 3)
+    e = rng.random(args.n) < 0.7
+    entry = np.round(d * rng.random(args.n) * 0.3, 3)
+    warnings.simplefilter("ignore")
+    cases = [
+        ("Kaplan-Meier", hs.KaplanMeierFitter, lifelines.KaplanMeierFitter, {}),
+        ("Kaplan-Meier, left-truncated", hs.KaplanMeierFitter, lifelines.KaplanMeierFitter, {"entry": entry}),
+        ("Nelson-Aalen", hs.NelsonAalenFitter, lifelines.NelsonAalenFitter, {}),
+    ]
+    print(f"n = {args.n:,}, best of {args.repeat}")
+    print(f"{'fit':<30} {'hazardserve':>12} {'lifelines':>12} {'speed-up':>9}")
+    for name, ours, theirs, kw in cases:
+        a = best(lambda: ours().fit(d, e, **kw), args.repeat)
+        b = best(lambda: theirs().fit(d, e, **kw), args.repeat)
+        print(f"{name:<30} {a:>11.3f}s {b:>11.3f}s {b / a:>8.1f}x")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,105 @@
+//! The Python package (`python/`, built by maturin: `pip install ./python`): its pytest suite
+//! runs against lifelines 0.30.3 on every golden case and on hypothesis-drawn ones. CI installs
+//! the package and its test dependencies into the cached venv (`.ci/run`,
+//! `HAZARDSERVE_PYTHON`); locally the test skips when that Python cannot import them, and fails
+//! when the installed package is older than the checkout's sources (reinstall it).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::SystemTime;
+
+use crate::common::skip;
+
+/// A Python that imports the installed package and its test tools: `$HAZARDSERVE_PYTHON`,
+/// else `python3`.
+fn python() -> Option<String> {
+    let py = std::env::var("HAZARDSERVE_PYTHON").unwrap_or_else(|_| "python3".to_string());
+    let ok = Command::new(&py)
+        .args(["-c", "import hazardserve, pytest, hypothesis, lifelines"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if ok {
+        Some(py)
+    } else {
+        skip(&format!(
+            "{py} cannot import hazardserve, pytest, hypothesis and lifelines \
+             (pip install ./python pytest hypothesis lifelines==0.30.3; .ci/run does)"
+        ));
+        None
+    }
+}
+
+fn newest(dir: &Path, newest_so_far: &mut (SystemTime, PathBuf)) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            newest(&p, newest_so_far);
+        } else if let Ok(t) = e.metadata().and_then(|m| m.modified()) {
+            if t > newest_so_far.0 {
+                *newest_so_far = (t, p);
+            }
+        }
+    }
+}
+
+#[test]
+fn the_python_package_passes_its_pytest_suite_against_lifelines() {
+    let Some(py) = python() else {
+        return;
+    };
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // The installed native module must be built from this checkout's sources.
+    let out = Command::new(&py)
+        .args(["-c", "import hazardserve._native as n; print(n.__file__)"])
+        .output()
+        .expect("run python");
+    let native = PathBuf::from(String::from_utf8_lossy(&out.stdout).trim());
+    let installed = std::fs::metadata(&native)
+        .and_then(|m| m.modified())
+        .unwrap_or_else(|e| panic!("{}: {e}", native.display()));
+    let mut src = (SystemTime::UNIX_EPOCH, PathBuf::new());
+    for sub in ["python/src", "python/hazardserve", "core/src"] {
+        newest(&root.join(sub), &mut src);
+    }
+    assert!(
+        installed >= src.0,
+        "the installed package ({}) is older than {}: reinstall it (pip install ./python)",
+        native.display(),
+        src.1.display()
+    );
+    let scratch = tempfile::tempdir().expect("temp dir");
+    let out = Command::new(&py)
+        .args([
+            "-m",
+            "pytest",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+            "-W",
+            "ignore",
+        ])
+        .arg(root.join("python/tests"))
+        .current_dir(scratch.path())
+        .output()
+        .expect("run pytest");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "pytest failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The summary line: "N passed in S s", nothing skipped or deselected.
+    let summary = stdout.lines().last().unwrap_or_default();
+    let passed: usize = summary
+        .split_whitespace()
+        .next()
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
+    assert!(
+        passed >= 70 && !summary.contains("skipped") && !summary.contains("deselected"),
+        "pytest collected too little: {summary}"
+    );
+}
