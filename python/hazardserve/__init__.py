@@ -2,11 +2,13 @@
 toolkit for serving LLMs on unreliable nodes.
 
 The estimators live in :mod:`hazardserve.survival` (``KaplanMeierFitter``,
-``NelsonAalenFitter``); the native module ``hazardserve._native`` runs the same Rust code as
+``NelsonAalenFitter``), the group tests in :mod:`hazardserve.statistics` (``logrank_test``,
+``multivariate_logrank_test``) and ``restricted_mean_survival_time`` in
+:mod:`hazardserve.utils`, each with lifelines' names and arguments; the native module ``hazardserve._native`` runs the same Rust code as
 the ``hazardserve`` command line.
 """
 
-from . import survival
+from . import statistics, survival, utils
 from ._native import __version__
 
-__all__ = ["survival", "__version__"]
+__all__ = ["statistics", "survival", "utils", "__version__"]

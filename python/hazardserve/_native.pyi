@@ -21,3 +21,13 @@ def nelson_aalen_fit(
     weights: Optional[bytes] = None,
     smoothed: bool = True,
 ) -> Dict[str, bytes]: ...
+def logrank_test(
+    durations: bytes,
+    events: bytes,
+    groups: bytes,
+    k: int,
+    weighting: Optional[str] = None,
+) -> Tuple[float, float, int, bytes, bytes]: ...
+def npmle(
+    lower: bytes, upper: bytes, tol: float = 1e-12, max_iter: int = 20000
+) -> Tuple[Dict[str, bytes], float, bool]: ...

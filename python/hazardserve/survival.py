@@ -14,6 +14,11 @@ Differences from lifelines, on purpose:
   instead of raising lifelines' ``StatError``.
 * Nelson-Aalen adds nothing at a time whose risk set is empty (lifelines' smoothed estimator
   adds a harmonic sum there, its discrete one does not).
+* A time where more events are observed than were at risk (entries equal to their event
+  times) raises ``ValueError`` naming the time; lifelines' estimate turns NaN there and is
+  carried forward as if nothing happened.
+* A time whose observations all have weight 0 is not a row (a weight counts copies of an
+  observation, and 0 copies leave nothing); lifelines keeps it as a row without events.
 """
 
 from __future__ import annotations
@@ -85,6 +90,18 @@ def _arrays(cols: dict) -> dict:
     return {k: np.frombuffer(v, dtype=np.float64) for k, v in cols.items()}
 
 
+def _check_risk_sets(cols: dict) -> None:
+    """Refuses a time with more events than at risk (module docs)."""
+    bad = np.nonzero(cols["observed"] > cols["at_risk"])[0]
+    if bad.size:
+        k = bad[0]
+        raise ValueError(
+            f"at time {cols['timeline'][k]:g}, {cols['observed'][k]:g} events among "
+            f"{cols['at_risk'][k]:g} at risk: an entry equals its event time (a zero-length "
+            "observation)"
+        )
+
+
 def _event_table(cols: dict, with_entry: bool) -> pd.DataFrame:
     """lifelines' event table: removed, observed, censored, entrance, at_risk by ``event_at``
     (at_risk counts the entrants of the row, as lifelines does)."""
@@ -127,6 +144,31 @@ def _qth_survival_time(q: float, sf: pd.DataFrame) -> float:
     return float(sf.index[below[0]])
 
 
+def _turnbull_curves(probabilities, left, right, timeline, label) -> pd.DataFrame:
+    """The two NPMLE curves as lifelines lays them out: 1 at 0; at each Turnbull interval's
+    left end the mass still ahead; at its right end the same (``upper``) or less the
+    interval's mass (``lower``); the other times of ``timeline`` take the next value set
+    (back-filled), and the remaining mass after the last."""
+    upper_label, lower_label = label + "_upper", label + "_lower"
+    up: dict = {0.0: 1.0}
+    low: dict = {0.0: 1.0}
+    running = 1.0
+    for p, a, b in zip(probabilities, left, right):
+        up[a] = low[a] = running
+        if a != b:
+            up[b] = running
+            low[b] = running - p
+        running -= p
+    known = np.unique(np.concatenate((left, right, [0.0])))
+    frame = pd.DataFrame(
+        {upper_label: [up.get(t, np.nan) for t in known], lower_label: [low.get(t, np.nan) for t in known]},
+        index=known,
+    )
+    full = pd.DataFrame(index=np.asarray(timeline, dtype=float), columns=frame.columns)
+    out = full.combine_first(frame).astype(float).bfill().fillna(running).clip(lower=0.0)
+    return out.loc[np.asarray(timeline, dtype=float)]
+
+
 class _Univariate:
     """What the univariate fitters share: labels, alpha, the timeline and ``predict``."""
 
@@ -162,7 +204,7 @@ class _Univariate:
         if interpolate:
             x = estimate.index.to_numpy(dtype=float)
             y = estimate.iloc[:, 0].to_numpy()
-            out = pd.Series(np.interp(t, x, y), index=t)
+            out = pd.Series(np.interp(t, x, y), index=t, name=estimate.columns[0])
         else:
             out = estimate.iloc[:, 0].asof(t)
         return float(out.iloc[0]) if scalar else out
@@ -202,13 +244,13 @@ class KaplanMeierFitter(_Univariate):
         d, e, en, w = _columns(durations, event_observed, entry, weights)
         raw, _ = _native.kaplan_meier(*_native_args(d, e, en, w), _z(alpha))
         cols = _arrays(raw)
+        _check_risk_sets(cols)
         index = pd.Index(np.asarray(cols["timeline"], dtype=float), name="timeline")
         sf = pd.DataFrame({label: cols["survival"]}, index=index)
         ci = pd.DataFrame(
             {ci_labels[0]: cols["lower"], ci_labels[1]: cols["upper"]}, index=index
         )
         self._label = label
-        self.alpha = alpha
         self.durations = d
         self.event_observed = e.astype(int)
         self.entry = en
@@ -225,6 +267,81 @@ class KaplanMeierFitter(_Univariate):
         cd_ci[:] = np.fliplr(cd_ci.values)
         self.confidence_interval_cumulative_density_ = cd_ci
         self.median_survival_time_ = _qth_survival_time(0.5, self.survival_function_)
+        return self
+
+    def fit_interval_censoring(
+        self,
+        lower_bound,
+        upper_bound,
+        event_observed=None,
+        timeline=None,
+        label: Optional[str] = None,
+        alpha: Optional[float] = None,
+        ci_labels: Optional[Sequence[str]] = None,
+        entry=None,
+        weights=None,
+        tol: float = 1e-12,
+        show_progress: bool = False,
+        **kwargs: Any,
+    ) -> "KaplanMeierFitter":
+        """The nonparametric maximum-likelihood estimate (Turnbull) of interval-censored data,
+        as lifelines' ``fit_interval_censoring``: each end lies in the closed
+        ``[lower_bound, upper_bound]`` (``upper_bound`` infinite: right-censored, equal bounds:
+        observed). ``survival_function_`` has the columns ``<label>_upper`` (each Turnbull
+        interval's mass at its right end) and ``<label>_lower`` (at its left end) on the
+        bounds' distinct values, as lifelines lays it out. The estimate is converged to ``tol``
+        (Kuhn-Tucker conditions); lifelines stops its EM at a log-likelihood change of 1e-5,
+        which leaves it up to a few 1e-2 away on hard data (the golden cases measure it).
+        ``entry`` and ``weights`` are not supported (lifelines: entry raises too)."""
+        if entry is not None:
+            raise NotImplementedError("entry is not supported by fit_interval_censoring")
+        if weights is not None:
+            raise ValueError("weights are not supported by fit_interval_censoring here")
+        lo = _floats(lower_bound, "lower_bound")
+        hi = np.asarray(upper_bound, dtype=float).reshape(-1)
+        if hi.shape != lo.shape:
+            raise ValueError(f"upper_bound has {hi.shape[0]} values, lower_bound {lo.shape[0]}")
+        if np.isnan(hi).any():
+            raise ValueError("upper_bound has NaN values")
+        if (hi < lo).any():
+            raise ValueError(
+                "All upper_bound times must be greater than or equal to lower_bound times."
+            )
+        observed = lo == hi
+        if event_observed is not None:
+            given = np.asarray(event_observed).reshape(-1).astype(int) != 0
+            if given.shape != observed.shape or (given != observed).any():
+                raise ValueError(
+                    "For all rows, lower_bound == upper_bound if and only if event observed = 1 "
+                    "(uncensored). Likewise, lower_bound < upper_bound if and only if event "
+                    "observed = 0 (censored)"
+                )
+        label = label if label is not None else (self._label or "NPMLE_estimate")
+        raw, loglik, converged = _native.npmle(
+            np.ascontiguousarray(lo).tobytes(), np.ascontiguousarray(hi).tobytes(), tol
+        )
+        cols = _arrays(raw)
+        timeline = (
+            np.unique(np.concatenate((hi, lo)))
+            if timeline is None
+            else np.asarray(timeline, dtype=float)
+        )
+        self._label = label
+        self.lower_bound, self.upper_bound = lo, hi
+        self.event_observed = observed
+        self.weights = np.ones(lo.shape[0])
+        self.timeline = timeline
+        self.log_likelihood_ = loglik
+        self.converged_ = converged
+        self.survival_function_ = _turnbull_curves(
+            cols["probabilities"], cols["left"], cols["right"], timeline, label
+        )
+        self.cumulative_density_ = 1 - self.survival_function_
+        self.median_survival_time_ = pd.DataFrame(
+            {c: [_qth_survival_time(0.5, self.survival_function_[[c]])] for c in self.survival_function_},
+            index=[0.5],
+        )
+        self.confidence_interval_ = None
         return self
 
     def survival_function_at_times(self, times, label: Optional[str] = None) -> pd.Series:
@@ -271,7 +388,10 @@ class NelsonAalenFitter(_Univariate):
         """Fits the estimate (lifelines' arguments); returns ``self``."""
         label, alpha, ci_labels = self._labels(label, alpha, ci_labels)
         d, e, en, w = _columns(durations, event_observed, entry, weights)
-        cols = _arrays(_native.nelson_aalen_fit(*_native_args(d, e, en, w), self._nelson_aalen_smoothing))
+        cols = _arrays(
+            _native.nelson_aalen_fit(*_native_args(d, e, en, w), self._nelson_aalen_smoothing)
+        )
+        _check_risk_sets(cols)
         index = pd.Index(np.asarray(cols["timeline"], dtype=float), name="timeline")
         h = np.asarray(cols["cumulative_hazard"])
         v = np.asarray(cols["variance"])
@@ -281,7 +401,6 @@ class NelsonAalenFitter(_Univariate):
         lower = np.where(h > 0, h / f, 0.0)
         upper = np.where(h > 0, h * f, 0.0)
         self._label = label
-        self.alpha = alpha
         self.durations = d
         self.event_observed = e.astype(int)
         self.entry = en

@@ -9,6 +9,8 @@
 
 use std::collections::BTreeMap;
 
+use hazardserve_core::survival::groups::{logrank, Weighting};
+use hazardserve_core::survival::interval::{turnbull, Bounds, TurnbullOptions};
 use hazardserve_core::survival::km::KmFit;
 use hazardserve_core::survival::nelson_aalen::nelson_aalen;
 use hazardserve_core::survival::{SurvivalData, SurvivalError};
@@ -19,8 +21,15 @@ use pyo3::types::PyBytes;
 /// A fitted estimator's columns by name.
 type Columns = BTreeMap<&'static str, Vec<f64>>;
 
-/// The columns as Python receives them: a `dict` of `f64` bytes.
-fn to_python(py: Python<'_>, cols: Columns) -> BTreeMap<&'static str, Bound<'_, PyBytes>> {
+/// Columns as Python receives them: a `dict` of `f64` bytes.
+type PyColumns<'py> = BTreeMap<&'static str, Bound<'py, PyBytes>>;
+
+/// A log-rank test as Python receives it: statistic, p-value, degrees of freedom, and the
+/// observed and expected events per group as `f64` bytes.
+type PyLogRank<'py> = (f64, f64, usize, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
+
+/// The columns as Python receives them.
+fn to_python(py: Python<'_>, cols: Columns) -> PyColumns<'_> {
     cols.into_iter()
         .map(|(k, v)| {
             let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
@@ -133,7 +142,7 @@ fn kaplan_meier<'py>(
     entry: Option<&[u8]>,
     weights: Option<&[u8]>,
     z: f64,
-) -> PyResult<(BTreeMap<&'static str, Bound<'py, PyBytes>>, f64)> {
+) -> PyResult<(PyColumns<'py>, f64)> {
     let (cols, median) = py.detach(|| -> PyResult<(Columns, f64)> {
         let (durations, events, entry, weights) = decode(durations, events, entry, weights)?;
         let fit = KmFit::fit_data(&data(
@@ -171,7 +180,7 @@ fn nelson_aalen_fit<'py>(
     entry: Option<&[u8]>,
     weights: Option<&[u8]>,
     smoothed: bool,
-) -> PyResult<BTreeMap<&'static str, Bound<'py, PyBytes>>> {
+) -> PyResult<PyColumns<'py>> {
     let cols = py.detach(|| -> PyResult<Columns> {
         let (durations, events, entry, weights) = decode(durations, events, entry, weights)?;
         let na = nelson_aalen(
@@ -190,11 +199,90 @@ fn nelson_aalen_fit<'py>(
     Ok(to_python(py, cols))
 }
 
-/// The native module: [`kaplan_meier`], [`nelson_aalen_fit`] and `__version__`.
+/// The log-rank test of right-censored durations in `k` groups (`groups`: `u32` bytes, a
+/// group index per duration) under `weighting` (`None`, "wilcoxon", "tarone-ware", "peto"):
+/// `(statistic, p_value, degrees_of_freedom, observed, expected)`, the last two per group as
+/// `f64` bytes.
+#[pyfunction]
+#[pyo3(signature = (durations, events, groups, k, weighting=None))]
+fn logrank_test<'py>(
+    py: Python<'py>,
+    durations: &[u8],
+    events: &[u8],
+    groups: &[u8],
+    k: usize,
+    weighting: Option<&str>,
+) -> PyResult<PyLogRank<'py>> {
+    let weighting = match weighting {
+        None => Weighting::LogRank,
+        Some("wilcoxon") => Weighting::Wilcoxon,
+        Some("tarone-ware") => Weighting::TaroneWare,
+        Some("peto") => Weighting::Peto,
+        Some(other) => {
+            return Err(PyValueError::new_err(format!(
+                "weightings must be None, \"wilcoxon\", \"tarone-ware\" or \"peto\", got {other:?}"
+            )))
+        }
+    };
+    let test = py.detach(|| -> PyResult<_> {
+        let (durations, events, _, _) = decode(durations, events, None, None)?;
+        let groups: Vec<usize> = items::<4, u32>(groups, "groups", u32::from_ne_bytes)?
+            .into_iter()
+            .map(|g| g as usize)
+            .collect();
+        logrank(&durations, &events, &groups, k, weighting).map_err(value_error)
+    })?;
+    let mut cols = Columns::new();
+    cols.insert("observed", test.observed);
+    cols.insert("expected", test.expected);
+    let mut cols = to_python(py, cols);
+    let (o, e) = (
+        cols.remove("observed").expect("inserted"),
+        cols.remove("expected").expect("inserted"),
+    );
+    Ok((test.statistic, test.p_value, test.degrees_of_freedom, o, e))
+}
+
+/// The converged NPMLE of interval-censored data (`lower`, `upper`: `f64` bytes, `upper`
+/// `+inf` for right censoring; closed intervals, as lifelines): the Turnbull intervals
+/// (`left`, `right`) and their `probabilities` as `f64` bytes, the log-likelihood, and whether
+/// the Kuhn-Tucker conditions held to `tol`.
+#[pyfunction]
+#[pyo3(signature = (lower, upper, tol=1e-12, max_iter=20_000))]
+fn npmle<'py>(
+    py: Python<'py>,
+    lower: &[u8],
+    upper: &[u8],
+    tol: f64,
+    max_iter: usize,
+) -> PyResult<(PyColumns<'py>, f64, bool)> {
+    let (cols, ll, converged) = py.detach(|| -> PyResult<(Columns, f64, bool)> {
+        let lower = items::<8, f64>(lower, "lower_bound", f64::from_ne_bytes)?;
+        let upper = items::<8, f64>(upper, "upper_bound", f64::from_ne_bytes)?;
+        let fit = turnbull(
+            &lower,
+            &upper,
+            Bounds::Closed,
+            &TurnbullOptions { tol, max_iter },
+        )
+        .map_err(value_error)?;
+        let mut cols = Columns::new();
+        cols.insert("left", fit.intervals.iter().map(|iv| iv.left).collect());
+        cols.insert("right", fit.intervals.iter().map(|iv| iv.right).collect());
+        cols.insert("probabilities", fit.probabilities);
+        Ok((cols, fit.log_likelihood, fit.converged))
+    })?;
+    Ok((to_python(py, cols), ll, converged))
+}
+
+/// The native module: [`kaplan_meier`], [`nelson_aalen_fit`], [`logrank_test`], [`npmle`]
+/// and `__version__`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kaplan_meier, m)?)?;
     m.add_function(wrap_pyfunction!(nelson_aalen_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(logrank_test, m)?)?;
+    m.add_function(wrap_pyfunction!(npmle, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

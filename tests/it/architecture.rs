@@ -1,11 +1,13 @@
-//! The shape of the library, proven: every source file of `src/` and of the pure stack's crate
-//! `core/src/` (which `src/lib.rs` re-exports under the same paths; the crate root `lib.rs`
-//! included) is a node of one module graph, with an edge for every path that names another
+//! The shape of the library, proven: every source file of `src/` (the crate root `lib.rs`
+//! included) and of the pure stack's crate `core/src/` (which `src/lib.rs` re-exports under
+//! the same paths; its own root only declares the modules and is left out) is a node of one
+//! module graph, with an edge for every path that names another
 //! file's module or an item in it (`crate::`, `super::`, `self::`, a child module or an imported
 //! module by name; re-exports are followed to the file that defines the item). The tests fail on
 //! any cycle of any length, inside or across folders, on any edge against the declared layer
-//! order, on a pure-stack module that imports storage, and on a long file that does not say why
-//! it is one concept. Synthetic trees show that the guard catches what it claims to.
+//! order, on a pure-stack module that imports storage, on a dependency of the pure crate or of
+//! the Python extension that is not theirs, and on a long file that does not say why it is one
+//! concept. Synthetic trees show that the guard catches what it claims to.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -718,37 +720,63 @@ fn no_module_imports_a_higher_layer_and_the_pure_stack_imports_no_storage() {
     assert!(violations.is_empty(), "{}", violations.join("\n"));
 }
 
-/// The pure stack is its own crate (`core/`), so the compiler itself keeps storage out of it,
-/// and its manifest links nothing but serialisation, errors and the thread pool: a front end
-/// that must not link DuckDB or a second Arrow (the Python extension) depends on it alone.
-#[test]
-fn the_pure_stack_is_a_crate_that_links_no_storage() {
-    let manifest = std::fs::read_to_string(root().join("core/Cargo.toml"))
-        .expect("core/Cargo.toml: the pure stack's crate");
-    let mut section = "";
+/// The names of every dependency a Cargo manifest links into its crate, in any form
+/// (`[dependencies]` rows, `[dependencies.NAME]` tables, target-specific dependencies); dev-
+/// and build-dependencies link into tests and build scripts only.
+fn manifest_dependencies(manifest: &str) -> Vec<String> {
+    let mut in_table = false;
     let mut deps = Vec::new();
     for line in manifest.lines().map(str::trim) {
-        if line.starts_with('[') {
-            section = line;
-        } else if section == "[dependencies]" && !line.is_empty() && !line.starts_with('#') {
-            deps.push(
-                line.split(['=', '.', ' '])
-                    .next()
-                    .unwrap_or_default()
-                    .to_string(),
+        if let Some(header) = line.strip_prefix('[') {
+            let header = header.trim_end_matches(']');
+            let (table, name) = match header.split_once("dependencies") {
+                Some((before, after)) if before.is_empty() || before.ends_with('.') => {
+                    (true, after.strip_prefix('.'))
+                }
+                _ => (false, None),
+            };
+            in_table = table && name.is_none();
+            if let Some(name) = name {
+                deps.push(name.trim_matches('"').to_string());
+            }
+        } else if in_table && !line.is_empty() && !line.starts_with('#') {
+            let name = line.split(['=', '.', ' ']).next().unwrap_or_default();
+            deps.push(name.trim_matches('"').to_string());
+        }
+    }
+    deps
+}
+
+/// The pure stack is its own crate (`core/`), so the compiler itself keeps storage out of it,
+/// and its manifest links nothing but serialisation, errors and the thread pool; the Python
+/// extension (`python/`) links the pure stack and PyO3 only: no DuckDB, no Arrow reaches it.
+#[test]
+fn the_pure_stack_is_a_crate_that_links_no_storage() {
+    let read = |path: &str| {
+        std::fs::read_to_string(root().join(path)).unwrap_or_else(|e| panic!("{path}: {e}"))
+    };
+    for (manifest, allowed) in [
+        (
+            "core/Cargo.toml",
+            &["serde", "serde_json", "thiserror", "rayon"][..],
+        ),
+        ("python/Cargo.toml", &["hazardserve-core", "pyo3"][..]),
+    ] {
+        let deps = manifest_dependencies(&read(manifest));
+        assert!(!deps.is_empty(), "no dependencies read from {manifest}");
+        for d in &deps {
+            assert!(
+                allowed.contains(&d.as_str()),
+                "{manifest} depends on `{d}` (allowed: {allowed:?})"
             );
         }
     }
-    assert!(
-        !deps.is_empty(),
-        "no [dependencies] read from core/Cargo.toml"
-    );
-    for d in &deps {
-        assert!(
-            ["serde", "serde_json", "thiserror", "rayon"].contains(&d.as_str()),
-            "the pure stack's crate depends on `{d}`"
-        );
-    }
+    // The parser sees every form a dependency can take.
+    let probe = "[package]\nname = \"x\"\n[dependencies]\nserde = \"1\"\n\
+                 [dependencies.duckdb]\nversion = \"1\"\n\
+                 [target.'cfg(unix)'.dependencies]\narrow = \"60\"\n[build-dependencies]\ncc = \"1\"\n\
+                 [dev-dependencies]\nproptest = \"1\"\n";
+    assert_eq!(manifest_dependencies(probe), ["serde", "duckdb", "arrow"]);
     for m in PURE.iter().chain(PURE_MAY_ALSO) {
         let (dir, file) = (core_src().join(m), core_src().join(format!("{m}.rs")));
         assert!(

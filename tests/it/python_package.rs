@@ -64,6 +64,19 @@ fn the_python_package_passes_its_pytest_suite_against_lifelines() {
     for sub in ["python/src", "python/hazardserve", "core/src"] {
         newest(&root.join(sub), &mut src);
     }
+    for file in [
+        "python/Cargo.toml",
+        "python/pyproject.toml",
+        "core/Cargo.toml",
+        "Cargo.lock",
+    ] {
+        let p = root.join(file);
+        if let Ok(t) = std::fs::metadata(&p).and_then(|m| m.modified()) {
+            if t > src.0 {
+                src = (t, p);
+            }
+        }
+    }
     assert!(
         installed >= src.0,
         "the installed package ({}) is older than {}: reinstall it (pip install ./python)",

@@ -170,12 +170,10 @@ impl Sim<'_> {
             return;
         }
         let choice = self.place_elsewhere(policy, r, i);
-        let ctx = {
-            let q = &self.reqs[r as usize];
-            q.prompt.saturating_add(q.done_tokens())
-        };
+        // The context a move takes is the one generated up to now (`execute_move` admits it).
+        let ctx = self.context_now(r);
         match choice {
-            Some(j) if j != i && j < self.nodes.len() && self.can_start(r, j) => {
+            Some(j) if j != i && j < self.nodes.len() && self.can_start_with(r, j, ctx) => {
                 let mut mv = self.move_cost(ctx, i, j);
                 if mv.method == MoveMethod::Transfer && !(mv.transfer_s < left_s) {
                     mv.cost_s = mv.recompute_s;
@@ -335,47 +333,29 @@ impl Sim<'_> {
         let c_planned = self.expl.c_planned;
         let method = self.expl.method.unwrap_or(MoveMethod::Recompute);
         let window = self.expl.window_s;
-        // The context moved is the one generated up to now: admission checks it. (The
-        // request is settled only once it moves: settling a decoder that stays would restate
-        // its progress from now, which its forecast reads with a different rounding than the
-        // end the engine scheduled.)
-        let context = {
-            let q = &self.reqs[r as usize];
-            let done = if q.phase == Phase::Decode {
-                decoded_at(q, self.now)
-            } else {
-                q.done
-            };
-            q.prompt.saturating_add(done as u64)
-        };
+        // The context moved is the one generated up to now: admission checks it. (A request
+        // that stays decoding is not settled: settling restates its progress from now, which
+        // its forecast reads with a different rounding than the end the engine scheduled.)
+        let ctx = self.context_now(r);
         if j == i
             || j >= self.nodes.len()
-            || !self.can_start_with(r, j, context)
+            || !self.can_start_with(r, j, ctx)
             || !(c_planned >= 0.0 && c_planned.is_finite())
         {
             self.stats.moves_refused += 1;
             return;
         }
-        self.settle(r);
         let kv = self.params.kv_bytes_per_token;
-        let ctx = {
-            let q = &self.reqs[r as usize];
-            q.prompt.saturating_add(q.done_tokens())
-        };
         if window > 0.0 && window.is_finite() {
-            // Overlapped: reserve the destination, keep decoding on the source for W.
-            let bulk = self.move_cost(ctx, i, j);
+            // Overlapped: reserve the destination, keep decoding on the source for W. The bulk
+            // is accounted when the move completes at the cut-over.
             let sched = self.acquire(r, j);
             let now = self.now;
             let q = &mut self.reqs[r as usize];
             q.aux = j as u32;
             q.aux_kind = Aux::Dest;
             q.sched_aux = sched;
-            match bulk.method {
-                MoveMethod::Transfer => q.kv_bytes += ctx as f64 * kv,
-                MoveMethod::Recompute => q.rec_planned = q.rec_planned.saturating_add(ctx),
-            }
-            q.mv_done0 = q.done_tokens();
+            q.mv_done0 = ctx.saturating_sub(q.prompt);
             q.mv_epoch = q.mv_epoch.wrapping_add(1);
             q.cutover_at = now.saturating_add(secs_to_us(window));
             let epoch = q.mv_epoch;
@@ -385,6 +365,7 @@ impl Sim<'_> {
             self.schedule(at, Event::Cutover { req: r, epoch });
             return;
         }
+        self.settle(r);
         self.leave_decode(r);
         {
             let q = &mut self.reqs[r as usize];
@@ -481,11 +462,23 @@ impl Sim<'_> {
         }
     }
 
-    /// Whether destination `j` of request `r`'s overlapped move admits the whole context at
-    /// the cut-over, beside everything else on `j` (its own reservation freed). The simple
-    /// model reserves the estimate-based need at the decision, which the context never
-    /// outgrows.
-    fn cutover_fits(&self, r: u32, j: usize) -> bool {
+    /// Request `r`'s context now: its prompt and the whole tokens generated up to now (a
+    /// decoder's progress since its last settle included).
+    pub(super) fn context_now(&self, r: u32) -> u64 {
+        let q = &self.reqs[r as usize];
+        let done = if q.phase == Phase::Decode {
+            decoded_at(q, self.now)
+        } else {
+            q.done
+        };
+        q.prompt.saturating_add(done as u64)
+    }
+
+    /// Whether destination `j` of request `r`'s overlapped move admits `ctx` tokens of
+    /// context at the cut-over, beside everything else on `j` (its own reservation freed).
+    /// The simple model reserves the estimate-based need at the decision, which the context
+    /// never outgrows.
+    fn cutover_fits(&self, r: u32, j: usize, ctx: u64) -> bool {
         if self.steps[j].is_none() {
             return true;
         }
@@ -493,10 +486,14 @@ impl Sim<'_> {
         let others = self
             .kv_blocks_used(j)
             .saturating_sub(Self::dest_reservation_blocks(q));
-        KvBlocks::of(self.cluster.nodes[j].spec.kv_capacity_tokens)
-            .admits(others, q.prompt.saturating_add(q.done_tokens()) as f64)
+        KvBlocks::of(self.cluster.nodes[j].spec.kv_capacity_tokens).admits(others, ctx as f64)
     }
 
+    /// An overlapped move's cut-over: the tokens generated on the source during the window
+    /// follow the bulk (by the cheaper of transfer and recompute) when the destination still
+    /// admits the grown context; otherwise the move is abandoned, the reservation freed, and
+    /// the request goes on decoding where it is (its end check rescheduled, since none runs
+    /// while a move is under way).
     pub(super) fn on_cutover(&mut self, r: u32, epoch: u32) {
         let q = &self.reqs[r as usize];
         if q.mv_epoch != epoch || q.phase != Phase::Decode || q.aux_kind != Aux::Dest {
@@ -504,29 +501,38 @@ impl Sim<'_> {
             return;
         }
         let (i, j) = (q.node as usize, q.aux as usize);
-        self.settle(r);
-        if !self.cutover_fits(r, j) {
-            // The context grew on the source past the room left on the destination: the move
-            // is abandoned, the request decodes on where it is.
+        let ctx = self.context_now(r);
+        if !self.cutover_fits(r, j, ctx) {
             self.stats.moves_refused += 1;
             self.release_aux(r);
             let q = &mut self.reqs[r as usize];
             q.mv_epoch = q.mv_epoch.wrapping_add(1);
             self.touch(i);
             self.drain_fifo(j);
+            if self.drains {
+                self.schedule_end_check(r);
+            }
             return;
         }
-        let g = self.reqs[r as usize]
-            .done_tokens()
-            .saturating_sub(self.reqs[r as usize].mv_done0);
+        self.settle(r);
+        let (bulk_tokens, g) = {
+            let q = &self.reqs[r as usize];
+            let bulk = q.prompt.saturating_add(q.mv_done0);
+            (bulk, q.done_tokens().saturating_sub(q.mv_done0))
+        };
+        let bulk = self.move_cost(bulk_tokens, i, j);
         let catch = self.move_cost(g, i, j);
         self.leave_decode(r);
         {
             let kv = self.params.kv_bytes_per_token;
             let q = &mut self.reqs[r as usize];
-            match catch.method {
-                MoveMethod::Transfer => q.kv_bytes += g as f64 * kv,
-                MoveMethod::Recompute => q.rec_planned = q.rec_planned.saturating_add(g),
+            for (method, tokens) in [(bulk.method, bulk_tokens), (catch.method, g)] {
+                match method {
+                    MoveMethod::Transfer => q.kv_bytes += tokens as f64 * kv,
+                    MoveMethod::Recompute => {
+                        q.rec_planned = q.rec_planned.saturating_add(tokens);
+                    }
+                }
             }
         }
         let cut = Cut {

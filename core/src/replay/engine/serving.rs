@@ -114,7 +114,9 @@ impl Sim<'_> {
 
     /// KV blocks in use on node `i` now under the iteration model: every request holding it,
     /// its prompt and the tokens generated (a decoder's up to now and the block of its next
-    /// token), as [`service`] counts them.
+    /// token), as [`service`] counts them; an overlapped move's reserved destination holds the
+    /// context of the decision ([`Sim::dest_reservation_blocks`]), where the forecast counts
+    /// the context expected at the cut-over (and assumes the move completes).
     pub(super) fn kv_blocks_used(&self, i: usize) -> u64 {
         let now = self.now;
         self.kv_blocks_with(i, |q| {

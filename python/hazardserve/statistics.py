@@ -1,0 +1,155 @@
+"""Group tests with lifelines' functions and result object, computed in Rust:
+``logrank_test`` and ``multivariate_logrank_test`` (log-rank, Wilcoxon, Tarone-Ware and Peto
+weightings) return a :class:`StatisticalResult` with ``test_statistic``, ``p_value``,
+``degrees_of_freedom`` and ``summary`` as lifelines' do (checked against lifelines 0.30.3 by
+``python/tests/test_statistics.py``).
+
+Not supported, and refused with a ``ValueError`` rather than ignored: ``t_0`` other than -1,
+case weights, and the Fleming-Harrington weighting. Where the covariance is singular (no event
+time with more than one group at risk) and observed differs from expected, the statistic and
+p-value are NaN; lifelines inverts the covariance by pseudo-inverse there.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Optional
+
+import numpy as np
+import pandas as pd
+
+from . import _native
+from .survival import _floats
+
+__all__ = ["StatisticalResult", "logrank_test", "multivariate_logrank_test"]
+
+
+class StatisticalResult:
+    """A test's result, as lifelines' ``StatisticalResult``."""
+
+    def __init__(self, p_value: float, test_statistic: float, test_name: str, **kwargs: Any) -> None:
+        self.p_value = p_value
+        self.test_statistic = test_statistic
+        self.test_name = test_name
+        self.degrees_of_freedom = kwargs.pop("degrees_of_freedom")
+        self.null_distribution = "chi squared"
+        self.t_0 = -1
+        self._kwargs = kwargs
+        for k, v in kwargs.items():
+            setattr(self, k, v)
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        """``test_statistic``, ``p`` and ``-log2(p)`` in one row."""
+        p = self.p_value
+        return pd.DataFrame(
+            {
+                "test_statistic": [self.test_statistic],
+                "p": [p],
+                "-log2(p)": [-math.log2(p) if p > 0 else math.inf],
+            }
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"<hazardserve.statistics.StatisticalResult: {self.test_name}, "
+            f"test_statistic = {self.test_statistic:.4g}, p = {self.p_value:.4g}, "
+            f"degrees_of_freedom = {self.degrees_of_freedom}>"
+        )
+
+
+_WEIGHTING_NAMES = {"wilcoxon": "Wilcoxon", "tarone-ware": "Tarone-Ware", "peto": "Peto"}
+
+
+def _refuse(t_0, weights, weightings) -> Optional[str]:
+    if t_0 != -1:
+        raise ValueError("t_0 is not supported (the test uses every event time)")
+    if weights is not None:
+        raise ValueError("case weights are not supported by the log-rank test here")
+    if weightings not in (None, "wilcoxon", "tarone-ware", "peto"):
+        raise ValueError(
+            f'weightings must be None, "wilcoxon", "tarone-ware" or "peto", got {weightings!r}'
+        )
+    return weightings
+
+
+def multivariate_logrank_test(
+    event_durations,
+    groups,
+    event_observed=None,
+    weights=None,
+    t_0: float = -1,
+    weightings: Optional[str] = None,
+    **kwargs: Any,
+) -> StatisticalResult:
+    """The k-group log-rank test (lifelines' arguments): ``groups`` labels each duration."""
+    weightings = _refuse(t_0, weights, weightings)
+    d = _floats(event_durations, "event_durations")
+    n = d.shape[0]
+    labels = np.asarray(groups).reshape(-1)
+    if labels.shape[0] != n:
+        raise ValueError(f"groups has {labels.shape[0]} values, event_durations {n}")
+    if event_observed is None:
+        e = np.ones(n, dtype=bool)
+    else:
+        raw = np.asarray(event_observed).reshape(-1)
+        if raw.shape[0] != n:
+            raise ValueError(f"event_observed has {raw.shape[0]} values, event_durations {n}")
+        e = raw.astype(int) != 0
+    test_name = kwargs.pop("test_name", "multivariate_logrank_test")
+    if weightings is not None:
+        # lifelines names a weighted test after its weighting.
+        test_name = test_name.replace("logrank", _WEIGHTING_NAMES[weightings])
+    names, index = np.unique(labels, return_inverse=True)
+    stat, p, dof, observed, expected = _native.logrank_test(
+        np.ascontiguousarray(d, dtype=np.float64).tobytes(),
+        np.ascontiguousarray(e, dtype=np.uint8).tobytes(),
+        np.ascontiguousarray(index, dtype=np.uint32).tobytes(),
+        len(names),
+        weightings,
+    )
+    o, x = np.frombuffer(observed), np.frombuffer(expected)
+    if math.isnan(stat) and np.allclose(o, x, rtol=0.0, atol=1e-12):
+        # No event where the groups overlap and nothing observed beyond the expected: no
+        # difference (lifelines' pseudo-inverse gives 0 too).
+        stat, p = 0.0, 1.0
+    return StatisticalResult(
+        p,
+        stat,
+        test_name,
+        degrees_of_freedom=dof,
+        observed=pd.Series(o, index=names),
+        expected=pd.Series(x, index=names),
+        **kwargs,
+    )
+
+
+def logrank_test(
+    durations_A,
+    durations_B,
+    event_observed_A=None,
+    event_observed_B=None,
+    t_0: float = -1,
+    weights_A=None,
+    weights_B=None,
+    weightings: Optional[str] = None,
+    **kwargs: Any,
+) -> StatisticalResult:
+    """The two-sample log-rank test (lifelines' arguments)."""
+    a = _floats(durations_A, "durations_A")
+    b = _floats(durations_B, "durations_B")
+    ea = np.ones(a.shape[0]) if event_observed_A is None else np.asarray(event_observed_A).reshape(-1)
+    eb = np.ones(b.shape[0]) if event_observed_B is None else np.asarray(event_observed_B).reshape(-1)
+    if ea.shape[0] != a.shape[0] or eb.shape[0] != b.shape[0]:
+        raise ValueError("each event_observed must have its durations' length")
+    weights = None if weights_A is None and weights_B is None else (weights_A, weights_B)
+    return multivariate_logrank_test(
+        np.concatenate([a, b]),
+        np.concatenate([np.zeros(a.shape[0], dtype=int), np.ones(b.shape[0], dtype=int)]),
+        np.concatenate([ea, eb]),
+        weights=weights,
+        t_0=t_0,
+        weightings=weightings,
+        test_name="logrank_test",
+        **kwargs,
+    )

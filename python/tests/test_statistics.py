@@ -1,0 +1,155 @@
+"""hazardserve.statistics and hazardserve.utils against lifelines 0.30.3: the log-rank
+tests on every golden dataset of ../shared/survival-golden/cases-v2 (logrank_*) and on random
+ones, and the restricted mean survival time on the golden rmst_* fits and random ones."""
+
+import json
+import math
+import warnings
+
+import lifelines
+import lifelines.statistics as ls
+import lifelines.utils as lu
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from hazardserve import statistics as hst
+from hazardserve import survival as hs
+from hazardserve import utils as hu
+
+from test_survival import GOLDEN, right_censored
+
+
+def golden(prefix, key):
+    files = sorted((GOLDEN / "cases-v2").glob(f"{prefix}*.json"))
+    assert files, f"no {prefix} cases in {GOLDEN / 'cases-v2'}"
+    out = []
+    for f in files:
+        doc = json.loads(f.read_text())
+        for item in doc[key]:
+            out.append(pytest.param(item, id=f"{doc['case']}/{item['name']}"))
+    return out
+
+
+def same_test(ours, theirs):
+    assert ours.test_name == theirs.test_name
+    assert ours.degrees_of_freedom == theirs.degrees_of_freedom
+    assert math.isclose(ours.test_statistic, theirs.test_statistic, rel_tol=1e-9, abs_tol=1e-12)
+    assert math.isclose(ours.p_value, theirs.p_value, rel_tol=1e-7, abs_tol=1e-300)
+    assert list(ours.summary.columns) == list(theirs.summary.columns)
+
+
+@pytest.mark.parametrize("dataset", golden("logrank_", "datasets"))
+def test_logrank_tests_equal_lifelines_on_every_golden_dataset(dataset):
+    inp = dataset["input"]
+    d = np.asarray(inp["durations"], dtype=float)
+    e = np.asarray(inp["event_observed"])
+    g = np.asarray(inp["group"])
+    labels = inp.get("group_labels")
+    if labels is not None and np.issubdtype(g.dtype, np.integer):
+        g = np.asarray(labels)[g]
+    ran = 0
+    for test in dataset["tests"]:
+        w = test.get("weightings")
+        if w not in (None, "wilcoxon", "tarone-ware", "peto"):
+            continue
+        if test["kind"] == "logrank_test":
+            a, b = test["groups"]
+            ia, ib = g == a, g == b
+            args = (d[ia], d[ib], e[ia], e[ib])
+            same_test(hst.logrank_test(*args, weightings=w), ls.logrank_test(*args, weightings=w))
+        else:
+            same_test(
+                hst.multivariate_logrank_test(d, g, e, weightings=w),
+                ls.multivariate_logrank_test(d, g, e, weightings=w),
+            )
+        ran += 1
+    assert ran > 0
+
+
+@st.composite
+def grouped(draw):
+    d, e = draw(right_censored())
+    g = draw(st.lists(st.integers(0, 2), min_size=len(d), max_size=len(d)))
+    return d, e, g
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grouped(), st.sampled_from([None, "wilcoxon", "tarone-ware", "peto"]))
+def test_logrank_tests_equal_lifelines_on_random_data(data, weightings):
+    d, e, g = data
+    d, e, g = np.asarray(d), np.asarray(e), np.asarray(g)
+    if len(set(g.tolist())) < 2 or not e.any():
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = ls.multivariate_logrank_test(d, g, e, weightings=weightings)
+    ours = hst.multivariate_logrank_test(d, g, e, weightings=weightings)
+    if not math.isfinite(theirs.test_statistic) or math.isnan(ours.test_statistic):
+        # A singular covariance with observed != expected (the module's note).
+        return
+    same_test(ours, theirs)
+    a, b = g == 0, g == 1
+    if a.any() and b.any() and e[a | b].any():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            t2 = ls.logrank_test(d[a], d[b], e[a], e[b], weightings=weightings)
+        o2 = hst.logrank_test(d[a], d[b], e[a], e[b], weightings=weightings)
+        if math.isfinite(t2.test_statistic) and not math.isnan(o2.test_statistic):
+            same_test(o2, t2)
+
+
+def test_a_group_against_its_copy_gives_zero_and_unsupported_options_are_refused():
+    d = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0]
+    r = hst.logrank_test(d, d)
+    assert r.test_statistic == pytest.approx(0.0, abs=1e-12) and r.p_value == pytest.approx(1.0)
+    with pytest.raises(ValueError, match="t_0"):
+        hst.logrank_test(d, d, t_0=5)
+    with pytest.raises(ValueError, match="weights"):
+        hst.logrank_test(d, d, weights_A=[1] * 8, weights_B=[1] * 8)
+    with pytest.raises(ValueError, match="fleming-harrington"):
+        hst.logrank_test(d, d, weightings="fleming-harrington")
+
+
+@pytest.mark.parametrize("fit", golden("rmst_", "fits"))
+def test_restricted_mean_equals_lifelines_on_every_golden_fit(fit):
+    """The mean equals lifelines'; the variance is exact (the golden reference of lifelines'
+    definition), where lifelines' numerical integral of a step function is within 5e-3."""
+    for name, inp in fit["input"]["groups"].items():
+        kw = dict(durations=inp["durations"], event_observed=inp["event_observed"])
+        ours = hs.KaplanMeierFitter().fit(**kw)
+        theirs = lifelines.KaplanMeierFitter().fit(**kw)
+        ref = fit["reference"]["groups"][name]
+        lifelines_variance = fit["output"]["groups"][name]["variance"]
+        for k, h in enumerate(fit["horizons"]):
+            m, v = hu.restricted_mean_survival_time(ours, t=h, return_variance=True)
+            lm = lu.restricted_mean_survival_time(theirs, t=h)
+            lv = lifelines_variance[k]
+            assert math.isclose(m, lm, rel_tol=1e-12, abs_tol=1e-12), (name, h)
+            assert math.isclose(m, ref["rmst"][k], rel_tol=1e-12, abs_tol=1e-10), (name, h)
+            exact = ref["variance_lifelines_definition"][k]
+            assert math.isclose(v, exact, rel_tol=1e-10, abs_tol=1e-10), (name, h, v, exact)
+            assert math.isclose(v, lv, rel_tol=5e-3, abs_tol=1e-9), (name, h, v, lv)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(right_censored(), st.floats(0.0, 60.0))
+def test_restricted_mean_equals_lifelines_on_random_data(data, h):
+    d, e = data
+    d = [abs(x) for x in d]
+    ours = hs.KaplanMeierFitter().fit(d, e)
+    theirs = lifelines.KaplanMeierFitter().fit(d, e)
+    m = hu.restricted_mean_survival_time(ours, t=h)
+    assert math.isclose(m, lu.restricted_mean_survival_time(theirs, t=h), rel_tol=1e-12, abs_tol=1e-12)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lm, lv = lu.restricted_mean_survival_time(theirs, t=h, return_variance=True)
+    om, ov = hu.restricted_mean_survival_time(ours, t=h, return_variance=True)
+    # lifelines' second moment is a numerical integral of a step function, good to 5e-3: the
+    # variance, a difference of two moments, is compared through the second moment.
+    assert math.isclose(ov + om**2, lv + lm**2, rel_tol=5e-3, abs_tol=1e-6)
+    # Without a horizon: infinite unless the curve reaches 0, as lifelines.
+    assert hu.restricted_mean_survival_time(ours) == pytest.approx(
+        lu.restricted_mean_survival_time(theirs), rel=1e-12, abs=1e-12
+    )
