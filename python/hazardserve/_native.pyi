@@ -3,7 +3,7 @@
 Columns travel as native-endian bytes: durations and entry times float64, event flags one
 byte each (non-zero: observed), weights uint32; every returned column is float64 bytes."""
 
-from typing import Dict, Optional, Tuple
+from typing import Dict, List, Optional, Tuple
 
 __version__: str
 
@@ -31,3 +31,19 @@ def logrank_test(
 def npmle(
     lower: bytes, upper: bytes, tol: float = 1e-12, max_iter: int = 20000
 ) -> Tuple[Dict[str, bytes], float, bool]: ...
+
+class NativeCurve:
+    tail_hazard: float
+    def survival(self, times: bytes) -> bytes: ...
+    def conditional(self, age: float, times: bytes) -> bytes: ...
+
+class NativePriors:
+    source: str
+    estimator: str
+    cutoff_s: float
+    time_base: str
+    node_ids: List[str]
+    @staticmethod
+    def from_json(text: str) -> "NativePriors": ...
+    def age_at_cutoff_s(self, node_id: str) -> Optional[float]: ...
+    def curve(self, node_id: Optional[str] = None) -> NativeCurve: ...

@@ -9,10 +9,12 @@
 
 use std::collections::BTreeMap;
 
+use hazardserve_core::survival::curve::{ConditionalSurvival, StepCurve};
 use hazardserve_core::survival::groups::{logrank, Weighting};
 use hazardserve_core::survival::interval::{turnbull, Bounds, TurnbullOptions};
 use hazardserve_core::survival::km::KmFit;
 use hazardserve_core::survival::nelson_aalen::nelson_aalen;
+use hazardserve_core::survival::priors::{Priors, PriorsEstimator};
 use hazardserve_core::survival::{SurvivalData, SurvivalError};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -275,14 +277,131 @@ fn npmle<'py>(
     Ok((to_python(py, cols), ll, converged))
 }
 
-/// The native module: [`kaplan_meier`], [`nelson_aalen_fit`], [`logrank_test`], [`npmle`]
-/// and `__version__`.
+/// Exported hazard priors (`hazardserve priors export`, `docs/priors.schema.json`), parsed
+/// and checked by the same loader the replay uses.
+#[pyclass(frozen, module = "hazardserve._native")]
+struct NativePriors {
+    priors: Priors,
+}
+
+#[pymethods]
+impl NativePriors {
+    /// Parses and checks a priors JSON document (`ValueError` naming the problem).
+    #[staticmethod]
+    fn from_json(text: &str) -> PyResult<Self> {
+        Priors::from_json(text)
+            .map(|priors| NativePriors { priors })
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// The data the curves were fitted on.
+    #[getter]
+    fn source(&self) -> String {
+        self.priors.source.clone()
+    }
+
+    /// The node-curve estimator: `beta`, `frailty` or `none`.
+    #[getter]
+    fn estimator(&self) -> &'static str {
+        match self.priors.estimator {
+            PriorsEstimator::Beta => "beta",
+            PriorsEstimator::Frailty => "frailty",
+            PriorsEstimator::None => "none",
+        }
+    }
+
+    /// The training cut (seconds on the `time_base` clock).
+    #[getter]
+    fn cutoff_s(&self) -> f64 {
+        self.priors.cutoff_s
+    }
+
+    /// `utc` or `relative`.
+    #[getter]
+    fn time_base(&self) -> String {
+        self.priors.time_base.clone()
+    }
+
+    /// Every node's id, in the export's order.
+    #[getter]
+    fn node_ids(&self) -> Vec<String> {
+        self.priors
+            .nodes
+            .iter()
+            .map(|n| n.node_id.clone())
+            .collect()
+    }
+
+    /// The age of a node's live session at the training cut (`None` when it was down or the
+    /// node is unknown).
+    fn age_at_cutoff_s(&self, node_id: &str) -> Option<f64> {
+        self.priors.node(node_id).and_then(|n| n.age_at_cutoff_s)
+    }
+
+    /// The curve of `node_id`, the pooled curve for `None` or an unknown node (as the replay
+    /// loads it).
+    #[pyo3(signature = (node_id=None))]
+    fn curve(&self, node_id: Option<&str>) -> NativeCurve {
+        NativeCurve {
+            curve: match node_id {
+                Some(id) => self.priors.node_curve(id),
+                None => self.priors.pooled_curve(),
+            },
+        }
+    }
+}
+
+/// A survival curve of the session age: right-continuous steps and an exponential tail.
+#[pyclass(frozen, module = "hazardserve._native")]
+struct NativeCurve {
+    curve: StepCurve,
+}
+
+#[pymethods]
+impl NativeCurve {
+    /// `S(t)` at each of `times` (`f64` bytes in and out).
+    fn survival<'py>(&self, py: Python<'py>, times: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
+        let t = items::<8, f64>(times, "times", f64::from_ne_bytes)?;
+        let out: Vec<u8> = t
+            .iter()
+            .flat_map(|&x| self.curve.survival(x).to_ne_bytes())
+            .collect();
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// `S(t | age) = S(age + t) / S(age)` at each of `times` (`f64` bytes in and out), the
+    /// tail's where the curve has reached 0.
+    fn conditional<'py>(
+        &self,
+        py: Python<'py>,
+        age: f64,
+        times: &[u8],
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        let t = items::<8, f64>(times, "times", f64::from_ne_bytes)?;
+        let out: Vec<u8> = t
+            .iter()
+            .flat_map(|&x| self.curve.conditional(age, x).to_ne_bytes())
+            .collect();
+        Ok(PyBytes::new(py, &out))
+    }
+
+    /// The exponential hazard after the last step, per second.
+    #[getter]
+    fn tail_hazard(&self) -> f64 {
+        self.curve.tail_hazard()
+    }
+}
+
+/// The native module: [`kaplan_meier`], [`nelson_aalen_fit`], [`logrank_test`], [`npmle`],
+/// the priors ([`NativePriors`], [`NativeCurve`]) and `__version__`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kaplan_meier, m)?)?;
     m.add_function(wrap_pyfunction!(nelson_aalen_fit, m)?)?;
     m.add_function(wrap_pyfunction!(logrank_test, m)?)?;
     m.add_function(wrap_pyfunction!(npmle, m)?)?;
+    m.add_class::<NativePriors>()?;
+    m.add_class::<NativeCurve>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -272,11 +272,16 @@ def test_the_package_says_its_version_and_ships_its_stubs():
 
     public = {n for n in dir(_native) if not n.startswith("_")}
     for name in public:
-        assert f"def {name}(" in stub, f"_native.{name} has no stub"
+        assert f"def {name}(" in stub or f"class {name}:" in stub, f"_native.{name} has no stub"
     for line in stub.splitlines():
-        if line.startswith("def "):
-            name = line[4 : line.index("(")]
+        if line.startswith("def ") or line.startswith("class "):
+            name = line.split()[1].split("(")[0].rstrip(":")
             assert name in public, f"stub for {name}, which the module lacks"
+    for cls in ("NativePriors", "NativeCurve"):
+        members = {n for n in dir(getattr(_native, cls)) if not n.startswith("_")}
+        body = stub[stub.index(f"class {cls}:") :].split("\nclass ")[0]
+        for m in members:
+            assert f"def {m}(" in body or f"    {m}:" in body, f"{cls}.{m} has no stub"
     cols, median = _native.kaplan_meier(np.array([1.0, 2.0]).tobytes(), bytes([1, 1]))
     assert median == 1.0 and set(cols) >= {"timeline", "survival", "lower", "upper"}
     with pytest.raises(ValueError, match="8-byte"):

@@ -1,5 +1,6 @@
 //! The Python package (`python/`, built by maturin: `pip install ./python`): its pytest suite
-//! runs against lifelines 0.30.3 on every golden case and on hypothesis-drawn ones. CI installs
+//! runs against lifelines 0.30.3 on every golden case and on hypothesis-drawn ones, and reads a
+//! priors export the binary writes from the demo store. CI installs
 //! the package and its test dependencies into the cached venv (`.ci/run`,
 //! `HAZARDSERVE_PYTHON`); locally the test skips when that Python cannot import them, and fails
 //! when the installed package is older than the checkout's sources (reinstall it).
@@ -8,7 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
 
-use crate::common::skip;
+use crate::common::{hs, ok, skip};
+use crate::tui_common::demo_store;
 
 /// A Python that imports the installed package and its test tools: `$HAZARDSERVE_PYTHON`,
 /// else `python3`.
@@ -84,6 +86,13 @@ fn the_python_package_passes_its_pytest_suite_against_lifelines() {
         src.1.display()
     );
     let scratch = tempfile::tempdir().expect("temp dir");
+    // A real export for the priors tests: the demo's sample spot nodes.
+    let priors = scratch.path().join("priors.json");
+    let mut export = hs(demo_store());
+    export
+        .args(["priors", "export", "--source", "sample-spot", "--out"])
+        .arg(&priors);
+    ok(export);
     let out = Command::new(&py)
         .args([
             "-m",
@@ -96,6 +105,9 @@ fn the_python_package_passes_its_pytest_suite_against_lifelines() {
         ])
         .arg(root.join("python/tests"))
         .current_dir(scratch.path())
+        // Nothing written into the checkout; the priors tests read the export.
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .env("HAZARDSERVE_PRIORS_EXPORT", &priors)
         .output()
         .expect("run pytest");
     let stdout = String::from_utf8_lossy(&out.stdout);
