@@ -180,6 +180,14 @@ class _Univariate:
         self.alpha = alpha
         self._label = label
 
+    def _keep_inputs(self, label, d, e, en, w) -> None:
+        """The fit's label and inputs, under lifelines' attribute names."""
+        self._label = label
+        self.durations = d
+        self.event_observed = e.astype(int)
+        self.entry = en
+        self.weights = np.ones(len(d)) if w is None else w.astype(float)
+
     def _labels(self, label, alpha, ci_labels) -> Tuple[str, float, Sequence[str]]:
         label = label if label is not None else (self._label or self._default_label)
         alpha = alpha if alpha else self.alpha
@@ -250,11 +258,7 @@ class KaplanMeierFitter(_Univariate):
         ci = pd.DataFrame(
             {ci_labels[0]: cols["lower"], ci_labels[1]: cols["upper"]}, index=index
         )
-        self._label = label
-        self.durations = d
-        self.event_observed = e.astype(int)
-        self.entry = en
-        self.weights = np.ones(len(d)) if w is None else w.astype(float)
+        self._keep_inputs(label, d, e, en, w)
         self.event_table = _event_table(cols, en is not None)
         self.survival_function_ = _on_timeline(sf, timeline)
         self.timeline = self.survival_function_.index.to_numpy(dtype=float)
@@ -400,11 +404,7 @@ class NelsonAalenFitter(_Univariate):
             f = np.where(h > 0, np.exp(z * np.sqrt(v) / np.where(h > 0, h, 1.0)), 1.0)
         lower = np.where(h > 0, h / f, 0.0)
         upper = np.where(h > 0, h * f, 0.0)
-        self._label = label
-        self.durations = d
-        self.event_observed = e.astype(int)
-        self.entry = en
-        self.weights = np.ones(len(d)) if w is None else w.astype(float)
+        self._keep_inputs(label, d, e, en, w)
         self.cumulative_hazard_ = _on_timeline(pd.DataFrame({label: h}, index=index), timeline)
         self.timeline = self.cumulative_hazard_.index.to_numpy(dtype=float)
         ci = pd.DataFrame({ci_labels[0]: lower, ci_labels[1]: upper}, index=index)
