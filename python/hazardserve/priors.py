@@ -20,7 +20,15 @@ __all__ = ["Priors", "SurvivalCurve", "load_priors"]
 
 
 def _times(times) -> np.ndarray:
-    return np.ascontiguousarray(np.atleast_1d(np.asarray(times, dtype=float)))
+    t = np.ascontiguousarray(np.atleast_1d(np.asarray(times, dtype=float)))
+    if t.ndim != 1 or np.isnan(t).any() or (t < 0).any():
+        raise ValueError("times must be non-negative numbers (seconds)")
+    return t
+
+
+def _like(times, values: np.ndarray):
+    """A float for a scalar ``times``, else the array."""
+    return float(values[0]) if np.ndim(times) == 0 else values
 
 
 class SurvivalCurve:
@@ -35,16 +43,18 @@ class SurvivalCurve:
         """The exponential hazard after the last step, per second."""
         return self._native.tail_hazard
 
-    def survival_function(self, times) -> np.ndarray:
-        """``S(t)`` at each of ``times``."""
-        return np.frombuffer(self._native.survival(_times(times).tobytes()))
+    def survival_function(self, times):
+        """``S(t)`` at each of ``times`` (seconds, non-negative; a float for a scalar)."""
+        return _like(times, np.frombuffer(self._native.survival(_times(times).tobytes())))
 
-    def conditional_survival(self, age: float, times) -> np.ndarray:
+    def conditional_survival(self, age: float, times):
         """``S(t | age) = S(age + t) / S(age)``: the chance that a session up for ``age``
-        seconds is still up ``t`` seconds later (the tail's where the curve reached 0)."""
-        if not np.isfinite(age):
-            raise ValueError(f"age must be finite, got {age}")
-        return np.frombuffer(self._native.conditional(float(age), _times(times).tobytes()))
+        seconds is still up ``t`` seconds later (the tail's where the curve reached 0; a
+        float for a scalar ``times``)."""
+        if np.ndim(age) != 0 or not np.isfinite(age) or age < 0:
+            raise ValueError(f"age must be one non-negative number of seconds, got {age!r}")
+        values = np.frombuffer(self._native.conditional(float(age), _times(times).tobytes()))
+        return _like(times, values)
 
 
 class Priors:
@@ -89,6 +99,10 @@ def load_priors(path: Union[str, Path]) -> Priors:
     """Reads an exported priors JSON file (``ValueError`` naming the file and the problem)."""
     p = Path(path)
     try:
-        return Priors.from_json(p.read_text())
+        text = p.read_text()
+    except OSError as e:
+        raise ValueError(f"{p}: cannot read it ({e.strerror or e})") from None
+    try:
+        return Priors.from_json(text)
     except ValueError as e:
         raise ValueError(f"{p}: {e}") from None

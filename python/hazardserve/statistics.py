@@ -25,12 +25,16 @@ __all__ = ["StatisticalResult", "logrank_test", "multivariate_logrank_test"]
 
 
 class StatisticalResult:
-    """A test's result, as lifelines' ``StatisticalResult``."""
+    """A test's result, as lifelines' ``StatisticalResult`` (``p_value``, ``test_statistic``,
+    ``test_name``, ``degrees_of_freedom``, ``summary``, ``print_summary``, ``to_ascii``). In
+    addition to lifelines' attributes, a log-rank result carries ``observed`` and ``expected``
+    per group: events, weighted by the weighting when there is one."""
 
     def __init__(self, p_value: float, test_statistic: float, test_name: str, **kwargs: Any) -> None:
         self.p_value = p_value
         self.test_statistic = test_statistic
         self.test_name = test_name
+        self.name = None
         self.degrees_of_freedom = kwargs.pop("degrees_of_freedom")
         self.null_distribution = "chi squared"
         self.t_0 = -1
@@ -49,6 +53,23 @@ class StatisticalResult:
                 "-log2(p)": [-math.log2(p) if p > 0 else math.inf],
             }
         )
+
+    def to_ascii(self, decimals: int = 2) -> str:
+        """The result as text: its settings, then the summary table."""
+        head = "\n".join(
+            f"{k:>17} = {v}"
+            for k, v in (
+                ("t_0", self.t_0),
+                ("null_distribution", self.null_distribution),
+                ("degrees_of_freedom", self.degrees_of_freedom),
+                ("test_name", self.test_name),
+            )
+        )
+        return f"{head}\n\n---\n{self.summary.to_string(float_format=lambda x: f'{x:.{decimals}f}', index=False)}"
+
+    def print_summary(self, decimals: int = 2, **kwargs: Any) -> None:
+        """Prints :meth:`to_ascii`."""
+        print(self.to_ascii(decimals))
 
     def __repr__(self) -> str:
         return (
@@ -95,12 +116,15 @@ def multivariate_logrank_test(
         raw = np.asarray(event_observed).reshape(-1)
         if raw.shape[0] != n:
             raise ValueError(f"event_observed has {raw.shape[0]} values, event_durations {n}")
-        e = raw.astype(int) != 0
+        e = raw.astype(bool)
     test_name = kwargs.pop("test_name", "multivariate_logrank_test")
     if weightings is not None:
         # lifelines names a weighted test after its weighting.
         test_name = test_name.replace("logrank", _WEIGHTING_NAMES[weightings])
     names, index = np.unique(labels, return_inverse=True)
+    if len(names) < 2:
+        # Nothing to compare, as lifelines answers it.
+        return StatisticalResult(math.nan, 0.0, test_name, degrees_of_freedom=0, **kwargs)
     stat, p, dof, observed, expected = _native.logrank_test(
         np.ascontiguousarray(d, dtype=np.float64).tobytes(),
         np.ascontiguousarray(e, dtype=np.uint8).tobytes(),

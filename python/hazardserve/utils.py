@@ -35,7 +35,10 @@ def restricted_mean_survival_time(
     ``return_variance`` also the variance of ``min(T, t)``, ``2 integral_0^t u S(u) du - RMST^2``
     (exact over the steps; lifelines integrates it numerically, to 1e-10 relative). A
     survival function given as a DataFrame is integrated by the trapezoid rule, with
-    lifelines' warning."""
+    lifelines' warning. ``t`` must be a non-negative horizon (``ValueError`` otherwise; lifelines
+    answers NaN horizons and negative ones with numbers that mean nothing)."""
+    if math.isnan(t) or t < 0:
+        raise ValueError(f"t must be a non-negative horizon, got {t}")
     if isinstance(model_or_survival_function, pd.DataFrame):
         warnings.warn(
             "Approximating RMST using the precomputed survival function. You likely will get a "
@@ -52,8 +55,14 @@ def restricted_mean_survival_time(
         sq = 2 * float(np.trapezoid(y * x, x))
         return mean, sq - mean**2
     model = model_or_survival_function
-    if getattr(model, "survival_function_", None) is None:
+    sf = getattr(model, "survival_function_", None)
+    if sf is None:
         raise ValueError(f"Can't compute RMST of object {model!r}")
+    if sf.shape[1] != 1:
+        raise ValueError(
+            "an interval-censored fit has two curves (upper and lower); pass one of them, "
+            "model.survival_function_[[column]], to integrate it"
+        )
     x, s = _steps(model, t)
     width = np.diff(x)
     with np.errstate(invalid="ignore"):

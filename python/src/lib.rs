@@ -1,11 +1,12 @@
 //! `hazardserve._native`: the pure stack's survival estimators, called by the Python package
 //! (`python/hazardserve`), which gives them lifelines' classes, arguments and attributes.
 //!
-//! Every function takes its columns as native-endian bytes (the Python side passes
+//! The estimators take their columns as native-endian bytes (the Python side passes
 //! `ndarray.tobytes()`: one copy, no per-element conversion; `f64` times, `u8` event flags,
-//! `u32` weights), fits with the GIL released, and returns its columns as `f64` bytes in a
-//! `dict` (`numpy.frombuffer` reads them without a copy); input errors are raised as
-//! `ValueError` with the estimator's message.
+//! `u32` weights and groups), fit with the GIL released, and return their columns as `f64`
+//! bytes (`numpy.frombuffer` reads them without a copy), in a `dict` or, for the log-rank test,
+//! a tuple; the priors ([`NativePriors`]) are parsed from JSON text. Input errors are raised as
+//! `ValueError` with the library's message.
 
 use std::collections::BTreeMap;
 

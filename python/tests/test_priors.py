@@ -130,3 +130,19 @@ def test_a_bad_document_is_refused_naming_the_problem(edit, message, tmp_path):
         load_priors(f)
     with pytest.raises(ValueError):
         Priors.from_json("{not json")
+
+
+def test_bad_times_ages_and_files_are_refused_and_a_scalar_gives_a_float(tmp_path):
+    curve = Priors.from_json(json.dumps(DOC)).curve("a")
+    for bad in ([-60.0], [math.nan]):
+        with pytest.raises(ValueError, match="non-negative"):
+            curve.survival_function(bad)
+        with pytest.raises(ValueError, match="non-negative"):
+            curve.conditional_survival(100.0, bad)
+    for age in (-1.0, math.nan, [1.0, 2.0]):
+        with pytest.raises(ValueError, match="age"):
+            curve.conditional_survival(age, [10.0])
+    assert isinstance(curve.survival_function(60.0), float)
+    assert curve.survival_function(60.0) == 0.8
+    with pytest.raises(ValueError, match="nope.json: cannot read"):
+        load_priors(tmp_path / "nope.json")

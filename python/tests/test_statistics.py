@@ -153,3 +153,27 @@ def test_restricted_mean_equals_lifelines_on_random_data(data, h):
     assert hu.restricted_mean_survival_time(ours) == pytest.approx(
         lu.restricted_mean_survival_time(theirs), rel=1e-12, abs=1e-12
     )
+
+
+def test_rmst_refuses_a_meaningless_horizon_and_an_interval_fit():
+    kmf = hs.KaplanMeierFitter().fit([2, 3, 5, 8.0])
+    for t in (math.nan, -1.0):
+        with pytest.raises(ValueError, match="non-negative"):
+            hu.restricted_mean_survival_time(kmf, t=t)
+    kmf.fit_interval_censoring([1.0, 2.0], [3.0, 2.0])
+    with pytest.raises(ValueError, match="two curves"):
+        hu.restricted_mean_survival_time(kmf, t=5.0)
+
+
+def test_one_group_and_result_printing_follow_lifelines(capsys):
+    d = [3.0, 1.0, 4.0, 1.0, 5.0]
+    ours = hst.multivariate_logrank_test(d, ["a"] * 5)
+    theirs = ls.multivariate_logrank_test(d, ["a"] * 5)
+    assert (ours.test_statistic, ours.degrees_of_freedom) == (theirs.test_statistic, theirs.degrees_of_freedom)
+    assert math.isnan(ours.p_value) and math.isnan(theirs.p_value)
+    r = hst.logrank_test(d, [2.0, 6.0, 7.0], event_observed_A=[0.5, 1, 1, 0, 1])
+    l2 = ls.logrank_test(d, [2.0, 6.0, 7.0], event_observed_A=[0.5, 1, 1, 0, 1])
+    same_test(r, l2)
+    r.print_summary()
+    out = capsys.readouterr().out
+    assert "test_statistic" in out and "logrank_test" in out

@@ -349,3 +349,26 @@ def test_interval_censoring_refuses_what_lifelines_refuses():
         hs.KaplanMeierFitter().fit_interval_censoring([1.0, 2.0], [1.0, 3.0], event_observed=[0, 0])
     with pytest.raises(NotImplementedError):
         hs.KaplanMeierFitter().fit_interval_censoring([1.0], [2.0], entry=[0.0])
+
+
+def test_an_interval_fit_answers_per_curve_and_keeps_only_its_own_attributes():
+    t = [2, 3, 3, 5, 6, 8, 9, 12, 15.0]
+    kmf = hs.KaplanMeierFitter().fit(t)
+    kmf.fit_interval_censoring(t[:7], t[:7])
+    assert "7 total observations" in repr(kmf)
+    for stale in ("event_table", "durations", "confidence_interval_"):
+        assert not hasattr(kmf, stale), stale
+    both = kmf.predict([4.0, 7.0])
+    # The label of the earlier fit carries over, as in lifelines.
+    theirs = lifelines.KaplanMeierFitter().fit(t)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs.fit_interval_censoring(t[:7], t[:7])
+    assert list(both.columns) == list(theirs.survival_function_.columns)
+    assert list(both.columns) == ["KM_estimate_upper", "KM_estimate_lower"]
+    assert list(kmf.percentile(0.5).columns) == list(both.columns)
+    with pytest.raises(ValueError, match="two curves"):
+        kmf.survival_function_at_times([4.0])
+    # Refitting right-censored data drops the interval fit's attributes.
+    kmf.fit(t)
+    assert not hasattr(kmf, "lower_bound") and "9 total observations" in repr(kmf)
