@@ -31,13 +31,16 @@ type PyColumns<'py> = BTreeMap<&'static str, Bound<'py, PyBytes>>;
 /// observed and expected events per group as `f64` bytes.
 type PyLogRank<'py> = (f64, f64, usize, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
+/// `f64` values as native-endian bytes for Python (`numpy.frombuffer` reads them).
+fn f64_bytes(py: Python<'_>, values: impl IntoIterator<Item = f64>) -> Bound<'_, PyBytes> {
+    let bytes: Vec<u8> = values.into_iter().flat_map(f64::to_ne_bytes).collect();
+    PyBytes::new(py, &bytes)
+}
+
 /// The columns as Python receives them.
 fn to_python(py: Python<'_>, cols: Columns) -> PyColumns<'_> {
     cols.into_iter()
-        .map(|(k, v)| {
-            let bytes: Vec<u8> = v.iter().flat_map(|x| x.to_ne_bytes()).collect();
-            (k, PyBytes::new(py, &bytes))
-        })
+        .map(|(k, v)| (k, f64_bytes(py, v)))
         .collect()
 }
 
@@ -235,15 +238,13 @@ fn logrank_test<'py>(
             .collect();
         logrank(&durations, &events, &groups, k, weighting).map_err(value_error)
     })?;
-    let mut cols = Columns::new();
-    cols.insert("observed", test.observed);
-    cols.insert("expected", test.expected);
-    let mut cols = to_python(py, cols);
-    let (o, e) = (
-        cols.remove("observed").expect("inserted"),
-        cols.remove("expected").expect("inserted"),
-    );
-    Ok((test.statistic, test.p_value, test.degrees_of_freedom, o, e))
+    Ok((
+        test.statistic,
+        test.p_value,
+        test.degrees_of_freedom,
+        f64_bytes(py, test.observed),
+        f64_bytes(py, test.expected),
+    ))
 }
 
 /// The converged NPMLE of interval-censored data (`lower`, `upper`: `f64` bytes, `upper`
@@ -363,11 +364,7 @@ impl NativeCurve {
     /// `S(t)` at each of `times` (`f64` bytes in and out).
     fn survival<'py>(&self, py: Python<'py>, times: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
         let t = items::<8, f64>(times, "times", f64::from_ne_bytes)?;
-        let out: Vec<u8> = t
-            .iter()
-            .flat_map(|&x| self.curve.survival(x).to_ne_bytes())
-            .collect();
-        Ok(PyBytes::new(py, &out))
+        Ok(f64_bytes(py, t.iter().map(|&x| self.curve.survival(x))))
     }
 
     /// `S(t | age) = S(age + t) / S(age)` at each of `times` (`f64` bytes in and out), the
@@ -379,11 +376,10 @@ impl NativeCurve {
         times: &[u8],
     ) -> PyResult<Bound<'py, PyBytes>> {
         let t = items::<8, f64>(times, "times", f64::from_ne_bytes)?;
-        let out: Vec<u8> = t
-            .iter()
-            .flat_map(|&x| self.curve.conditional(age, x).to_ne_bytes())
-            .collect();
-        Ok(PyBytes::new(py, &out))
+        Ok(f64_bytes(
+            py,
+            t.iter().map(|&x| self.curve.conditional(age, x)),
+        ))
     }
 
     /// The exponential hazard after the last step, per second.

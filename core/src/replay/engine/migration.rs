@@ -1,7 +1,7 @@
 //! Planned migration: the periodic checks, the checks before known ends (the oracle's, an
 //! announced end's drain), and the moves themselves (transfer, recompute, overlap, cut-over).
 
-use super::forecast::{decoded_at, expected_total, live_loads, LiveLoads};
+use super::forecast::{expected_total, live_loads, LiveLoads};
 use super::*;
 
 impl Sim<'_> {
@@ -460,18 +460,6 @@ impl Sim<'_> {
         if method == MoveMethod::Recompute {
             self.drain_fifo(i);
         }
-    }
-
-    /// Request `r`'s context now: its prompt and the whole tokens generated up to now (a
-    /// decoder's progress since its last settle included).
-    pub(super) fn context_now(&self, r: u32) -> u64 {
-        let q = &self.reqs[r as usize];
-        let done = if q.phase == Phase::Decode {
-            decoded_at(q, self.now)
-        } else {
-            q.done
-        };
-        q.prompt.saturating_add(done as u64)
     }
 
     /// Whether destination `j` of request `r`'s overlapped move admits `ctx` tokens of

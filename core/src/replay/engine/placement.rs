@@ -1,7 +1,7 @@
 //! The views a decision reads and placement: arrival, the two passes, admission, the node's
 //! FIFO queue and its slots.
 
-use super::forecast::{live_loads, LiveLoads};
+use super::forecast::{decoded_at, live_loads, LiveLoads};
 use super::*;
 
 impl Sim<'_> {
@@ -170,8 +170,19 @@ impl Sim<'_> {
     /// (simple model) or its context's blocks fit beside the blocks in use and the watermark
     /// (iteration model, [`KvBlocks`]).
     pub(super) fn can_start(&self, r: u32, i: usize) -> bool {
+        self.can_start_with(r, i, self.context_now(r))
+    }
+
+    /// Request `r`'s context now: its prompt and the whole tokens generated up to now (a
+    /// decoder's progress since its last settle included): what an admission holds.
+    pub(super) fn context_now(&self, r: u32) -> u64 {
         let q = &self.reqs[r as usize];
-        self.can_start_with(r, i, q.prompt.saturating_add(q.done_tokens()))
+        let done = if q.phase == Phase::Decode {
+            decoded_at(q, self.now)
+        } else {
+            q.done
+        };
+        q.prompt.saturating_add(done as u64)
     }
 
     /// [`Sim::can_start`] of request `r` with `context` tokens of KV (under the iteration
