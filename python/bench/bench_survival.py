@@ -1,7 +1,10 @@
-"""Kaplan-Meier and Nelson-Aalen fits, hazardserve.survival against lifelines 0.30.3 on the
-same data: best of `--repeat` runs each, and the speed-up.
+"""Kaplan-Meier, Nelson-Aalen and Aalen-Johansen fits, hazardserve.survival against
+lifelines 0.30.3 on the same data: best of `--repeat` runs each, and the speed-up. The
+Aalen-Johansen fit (three competing causes, variance and interval included, as both default
+to) runs on `--aj-n` observations with untied times (lifelines jitters tied times of
+different causes, and its variance loop is per row in Python).
 
-    python python/bench/bench_survival.py [--n 1000000] [--repeat 3]
+    python python/bench/bench_survival.py [--n 1000000] [--aj-n 100000] [--repeat 3]
 """
 
 import argparse
@@ -26,6 +29,7 @@ def best(f, repeat):
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--n", type=int, default=1_000_000, help="observations (default 1e6)")
+    ap.add_argument("--aj-n", type=int, default=100_000, help="Aalen-Johansen observations (default 1e5)")
     ap.add_argument("--repeat", type=int, default=3, help="runs of each fit (default 3)")
     args = ap.parse_args()
     rng = np.random.default_rng(0)
@@ -44,6 +48,12 @@ def main():
         a = best(lambda: ours().fit(d, e, **kw), args.repeat)
         b = best(lambda: theirs().fit(d, e, **kw), args.repeat)
         print(f"{name:<30} {a:>11.3f}s {b:>11.3f}s {b / a:>8.1f}x")
+    aj_d = rng.weibull(0.8, args.aj_n) * 100.0
+    aj_c = rng.integers(0, 4, args.aj_n)
+    name = f"Aalen-Johansen (n = {args.aj_n:,})"
+    a = best(lambda: hs.AalenJohansenFitter().fit(aj_d, aj_c, event_of_interest=1), args.repeat)
+    b = best(lambda: lifelines.AalenJohansenFitter().fit(aj_d, aj_c, event_of_interest=1), args.repeat)
+    print(f"{name:<30} {a:>11.3f}s {b:>11.3f}s {b / a:>8.1f}x")
 
 
 if __name__ == "__main__":

@@ -2,8 +2,8 @@
 toolkit for serving LLMs on unreliable nodes.
 
 The estimators live in :mod:`hazardserve.survival` (``KaplanMeierFitter``,
-``NelsonAalenFitter``), the group tests in :mod:`hazardserve.statistics` (``logrank_test``,
-``multivariate_logrank_test``) and ``restricted_mean_survival_time`` in
+``NelsonAalenFitter``, ``AalenJohansenFitter``), the group tests in :mod:`hazardserve.statistics` (``logrank_test``,
+``multivariate_logrank_test``, ``pairwise_logrank_test``) and ``restricted_mean_survival_time`` in
 :mod:`hazardserve.utils`, each with lifelines' names and arguments; exported hazard priors
 and each node's conditional survival in :mod:`hazardserve.priors`; the native module ``hazardserve._native`` runs the same Rust code as
 the ``hazardserve`` command line.

@@ -21,6 +21,12 @@ def nelson_aalen_fit(
     weights: Optional[bytes] = None,
     smoothed: bool = True,
 ) -> Dict[str, bytes]: ...
+def aalen_johansen_fit(
+    durations: bytes,
+    causes: bytes,
+    event_of_interest: int,
+    entry: Optional[bytes] = None,
+) -> Dict[str, bytes]: ...
 def logrank_test(
     durations: bytes,
     events: bytes,

@@ -1,8 +1,9 @@
 """Group tests with lifelines' functions and result object, computed in Rust:
-``logrank_test`` and ``multivariate_logrank_test`` (log-rank, Wilcoxon, Tarone-Ware and Peto
-weightings) return a :class:`StatisticalResult` with ``test_statistic``, ``p_value``,
-``degrees_of_freedom`` and ``summary`` as lifelines' do (checked against lifelines 0.30.3 by
-``python/tests/test_statistics.py``).
+``logrank_test``, ``multivariate_logrank_test`` and ``pairwise_logrank_test`` (log-rank,
+Wilcoxon, Tarone-Ware and Peto weightings) return a :class:`StatisticalResult` with
+``test_statistic``, ``p_value``, ``degrees_of_freedom`` and ``summary`` as lifelines' do
+(checked against lifelines 0.30.3 by ``python/tests/test_statistics.py``); a pairwise result
+holds one row per pair of groups, named by the pair.
 
 Not supported, and refused with a ``ValueError`` rather than ignored: ``t_0`` other than -1,
 case weights, and the Fleming-Harrington weighting. Where the covariance is singular (no event
@@ -21,7 +22,7 @@ import pandas as pd
 from . import _native
 from .survival import _floats
 
-__all__ = ["StatisticalResult", "logrank_test", "multivariate_logrank_test"]
+__all__ = ["StatisticalResult", "logrank_test", "multivariate_logrank_test", "pairwise_logrank_test"]
 
 
 class StatisticalResult:
@@ -44,15 +45,16 @@ class StatisticalResult:
 
     @property
     def summary(self) -> pd.DataFrame:
-        """``test_statistic``, ``p`` and ``-log2(p)`` in one row."""
-        p = self.p_value
-        return pd.DataFrame(
-            {
-                "test_statistic": [self.test_statistic],
-                "p": [p],
-                "-log2(p)": [-math.log2(p) if p > 0 else math.inf],
-            }
-        )
+        """``test_statistic``, ``p`` and ``-log2(p)``: one row, or one per named comparison
+        (a pairwise test's pairs, as a ``MultiIndex``)."""
+        p = np.atleast_1d(np.asarray(self.p_value, dtype=float))
+        stat = np.atleast_1d(np.asarray(self.test_statistic, dtype=float))
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log2 = np.where(p > 0, -np.log2(np.where(p > 0, p, 1.0)), np.where(np.isnan(p), np.nan, math.inf))
+        index = None
+        if self.name is not None:
+            index = pd.MultiIndex.from_tuples(self.name)
+        return pd.DataFrame({"test_statistic": stat, "p": p, "-log2(p)": log2}, index=index)
 
     def to_ascii(self, decimals: int = 2) -> str:
         """The result as text: its settings, then the summary table."""
@@ -65,13 +67,18 @@ class StatisticalResult:
                 ("test_name", self.test_name),
             )
         )
-        return f"{head}\n\n---\n{self.summary.to_string(float_format=lambda x: f'{x:.{decimals}f}', index=False)}"
+        table = self.summary.to_string(
+            float_format=lambda x: f"{x:.{decimals}f}", index=self.name is not None
+        )
+        return f"{head}\n\n---\n{table}"
 
     def print_summary(self, decimals: int = 2, **kwargs: Any) -> None:
         """Prints :meth:`to_ascii`."""
         print(self.to_ascii(decimals))
 
     def __repr__(self) -> str:
+        if self.name is not None:
+            return f"<hazardserve.statistics.StatisticalResult: {self.test_name}, {len(self.name)} comparisons>"
         return (
             f"<hazardserve.statistics.StatisticalResult: {self.test_name}, "
             f"test_statistic = {self.test_statistic:.4g}, p = {self.p_value:.4g}, "
@@ -177,3 +184,43 @@ def logrank_test(
         test_name="logrank_test",
         **kwargs,
     )
+
+
+def pairwise_logrank_test(
+    event_durations,
+    groups,
+    event_observed=None,
+    t_0: float = -1,
+    weightings: Optional[str] = None,
+    **kwargs: Any,
+) -> StatisticalResult:
+    """The two-sample log-rank test for every pair of groups (lifelines' arguments): one row
+    per pair, in the order of the sorted group labels, named by the pair."""
+    _refuse(t_0, None, weightings)
+    d = _floats(event_durations, "event_durations")
+    n = d.shape[0]
+    labels = np.asarray(groups).reshape(-1)
+    if labels.shape[0] != n:
+        raise ValueError(f"groups has {labels.shape[0]} values, event_durations {n}")
+    e = np.ones(n) if event_observed is None else np.asarray(event_observed).reshape(-1)
+    if e.shape[0] != n:
+        raise ValueError(f"event_observed has {e.shape[0]} values, event_durations {n}")
+    names = np.unique(labels).tolist()
+    pairs, stats, ps, dof, test_name = [], [], [], 1, "logrank_test"
+    for i in range(len(names)):
+        for j in range(i + 1, len(names)):
+            a, b = labels == names[i], labels == names[j]
+            r = logrank_test(d[a], d[b], e[a], e[b], weightings=weightings)
+            pairs.append((names[i], names[j]))
+            stats.append(r.test_statistic)
+            ps.append(r.p_value)
+            test_name = r.test_name
+    result = StatisticalResult(
+        np.asarray(ps, dtype=float),
+        np.asarray(stats, dtype=float),
+        test_name,
+        degrees_of_freedom=dof,
+        **kwargs,
+    )
+    result.name = pairs
+    return result

@@ -24,6 +24,15 @@ Differences from lifelines, on purpose:
   away on hard data). A fit keeps only its own attributes (lifelines keeps the previous fit's);
   with two curves, ``predict`` and ``percentile`` answer per column and
   ``survival_function_at_times`` raises, as it has no single curve to give.
+* ``AalenJohansenFitter`` keeps tied times as ties: the exact estimate on the data as given
+  (lifelines warns and jitters tied times of different causes at random, so its values move
+  with the jitter; ``jitter_level`` and ``seed`` are accepted and unused). Its interval columns
+  hold what their names say (lifelines 0.30.3 puts the lower bound in the column named
+  ``..._upper_...`` and the upper in ``..._lower_...``). An observation entering at ``t`` is
+  not at risk for an end at ``t`` (the product-limit rule of the other estimators; lifelines'
+  AJ counts it). With a ``timeline`` the estimate is read at its times (lifelines 0.30.3's AJ
+  gives NaN at the times that are not event times). ``weights`` are not supported
+  (``ValueError``).
 """
 
 from __future__ import annotations
@@ -36,7 +45,7 @@ import pandas as pd
 
 from . import _native
 
-__all__ = ["KaplanMeierFitter", "NelsonAalenFitter"]
+__all__ = ["AalenJohansenFitter", "KaplanMeierFitter", "NelsonAalenFitter"]
 
 
 def _z(alpha: float) -> float:
@@ -457,5 +466,120 @@ class NelsonAalenFitter(_Univariate):
 
     def cumulative_hazard_at_times(self, times, label: Optional[str] = None) -> pd.Series:
         """The cumulative hazard at ``times``, as a Series named by the label."""
+        t = np.atleast_1d(np.asarray(times, dtype=float))
+        return pd.Series(np.asarray(self.predict(t)), index=t, name=label or self.label)
+
+
+class AalenJohansenFitter(_Univariate):
+    """The Aalen-Johansen estimate of one cause's cumulative incidence among competing causes
+    (lifelines' ``AalenJohansenFitter``): ``event_observed`` holds a cause code per duration
+    (0 censored), ``event_of_interest`` the code whose incidence is estimated; the other codes
+    compete. On the all-cause Kaplan-Meier table (right censoring, left truncation with
+    ``entry``); Collett's variance (``variance_``) and the log(-log) interval at ``1 - alpha``
+    (NaN where the incidence is 0, and from the first time everyone at risk ends).
+    Differences from lifelines: the module's docs.
+
+    >>> ajf = AalenJohansenFitter().fit([1, 2, 3, 4], [1, 2, 1, 0], event_of_interest=1)
+    >>> ajf.cumulative_density_["CIF_1"].tolist()
+    [0.0, 0.25, 0.25, 0.5, 0.5]
+    """
+
+    _default_label = "AJ_estimate"
+    _estimate_attr = "cumulative_density_"
+    _fitted = _Univariate._fitted + ("variance_", "label_cmprisk", "event_of_interest")
+
+    def __init__(
+        self,
+        jitter_level: float = 0.0001,
+        seed: Optional[int] = None,
+        alpha: float = 0.05,
+        calculate_variance: bool = True,
+        label: Optional[str] = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(alpha, label)
+        self._jitter_level = jitter_level
+        self._seed = seed
+        self._calc_var = calculate_variance
+
+    def fit(
+        self,
+        durations,
+        event_observed,
+        event_of_interest,
+        timeline=None,
+        entry=None,
+        label: Optional[str] = None,
+        alpha: Optional[float] = None,
+        ci_labels: Optional[Sequence[str]] = None,
+        weights=None,
+    ) -> "AalenJohansenFitter":
+        """Fits the incidence of ``event_of_interest`` (lifelines' arguments); returns
+        ``self``."""
+        if weights is not None:
+            raise ValueError("weights are not supported by AalenJohansenFitter here")
+        label, alpha, ci_labels = self._labels(label, alpha, ci_labels)
+        d = _floats(durations, "durations")
+        raw = np.asarray(event_observed).reshape(-1)
+        if raw.shape[0] != d.shape[0]:
+            raise ValueError(f"event_observed has {raw.shape[0]} values, durations {d.shape[0]}")
+        codes = np.asarray(raw, dtype=float)
+        if not np.isfinite(codes).all() or (codes < 0).any() or (codes != np.round(codes)).any():
+            raise ValueError("event_observed must hold non-negative whole cause codes (0: censored)")
+        if (codes > 2**32 - 1).any():
+            raise ValueError("event_observed has a cause code above 2**32 - 1")
+        k = int(event_of_interest)
+        if k != event_of_interest or k <= 0:
+            raise ValueError(f"event_of_interest must be a positive whole cause code, got {event_of_interest!r}")
+        causes = codes.astype(np.uint32)
+        en = None
+        if entry is not None:
+            en = _floats(entry, "entry")
+            if en.shape[0] != d.shape[0]:
+                raise ValueError(f"entry has {en.shape[0]} values, durations {d.shape[0]}")
+        cols = _arrays(
+            _native.aalen_johansen_fit(
+                np.ascontiguousarray(d, dtype=np.float64).tobytes(),
+                np.ascontiguousarray(causes).tobytes(),
+                k,
+                None if en is None else np.ascontiguousarray(en, dtype=np.float64).tobytes(),
+            )
+        )
+        e_any = causes != 0
+        km = _arrays(_native.kaplan_meier(*_native_args(d, e_any, en, None))[0])
+        _check_risk_sets(km)
+        index = pd.Index(np.asarray(cols["timeline"], dtype=float), name="event_at")
+        cause_label = f"CIF_{k}"
+        self._keep_inputs(label, d, causes == k, en, None)
+        self.event_of_interest = k
+        self.label_cmprisk = f"observed_{k}"
+        table = _event_table(km, en is not None)
+        table.insert(2, self.label_cmprisk, np.asarray(cols["observed_cause"]).astype(int))
+        self.event_table = table
+        cif = pd.DataFrame({cause_label: cols["cif"]}, index=index)
+        self.cumulative_density_ = _on_timeline(cif, timeline)
+        self.timeline = self.cumulative_density_.index.to_numpy(dtype=float)
+        if self._calc_var:
+            f = np.asarray(cols["cif"])
+            v = np.asarray(cols["variance"])
+            z = _z(alpha)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                lf = np.log(-np.log(f))
+                se = np.sqrt(v) / (f * np.abs(np.log(f)))
+                lower = np.exp(-np.exp(lf + z * se))
+                upper = np.exp(-np.exp(lf - z * se))
+            undefined = ~(f > 0) | np.isnan(v)
+            lower[undefined] = np.nan
+            upper[undefined] = np.nan
+            self.variance_ = _on_timeline(pd.DataFrame({"variance": v}, index=index), timeline)["variance"]
+            ci = pd.DataFrame({ci_labels[0]: lower, ci_labels[1]: upper}, index=index)
+            self.confidence_interval_ = _on_timeline(ci, timeline)
+        else:
+            self.variance_, self.confidence_interval_ = None, None
+        self.confidence_interval_cumulative_density_ = self.confidence_interval_
+        return self
+
+    def cumulative_density_at_times(self, times, label: Optional[str] = None) -> pd.Series:
+        """The cumulative incidence at ``times``, as a Series named by the label."""
         t = np.atleast_1d(np.asarray(times, dtype=float))
         return pd.Series(np.asarray(self.predict(t)), index=t, name=label or self.label)

@@ -10,6 +10,7 @@
 
 use std::collections::BTreeMap;
 
+use hazardserve_core::survival::competing::aalen_johansen;
 use hazardserve_core::survival::curve::{ConditionalSurvival, StepCurve};
 use hazardserve_core::survival::groups::{logrank, Weighting};
 use hazardserve_core::survival::interval::{turnbull, Bounds, TurnbullOptions};
@@ -205,6 +206,56 @@ fn nelson_aalen_fit<'py>(
     Ok(to_python(py, cols))
 }
 
+/// The Aalen-Johansen cumulative incidence of `event_of_interest` among competing causes
+/// (`causes`: `u32` bytes, a cause code per duration, 0 censored), on the all-cause
+/// Kaplan-Meier table (optional `entry`): `timeline`, `at_risk`, `observed` (any cause),
+/// `observed_cause` (the cause of interest), `overall_survival`, `cif` and its Collett
+/// `variance` (NaN from the first row where everyone at risk ends). A cause that never occurs
+/// has an incidence of 0 (its variance 0 up to that row, as lifelines').
+#[pyfunction]
+#[pyo3(signature = (durations, causes, event_of_interest, entry=None))]
+fn aalen_johansen_fit<'py>(
+    py: Python<'py>,
+    durations: &[u8],
+    causes: &[u8],
+    event_of_interest: u32,
+    entry: Option<&[u8]>,
+) -> PyResult<PyColumns<'py>> {
+    let cols = py.detach(|| -> PyResult<Columns> {
+        let d = items::<8, f64>(durations, "durations", f64::from_ne_bytes)?;
+        let c = items::<4, u32>(causes, "event_observed", u32::from_ne_bytes)?;
+        let en = entry
+            .map(|b| items::<8, f64>(b, "entry", f64::from_ne_bytes))
+            .transpose()?;
+        let events: Vec<bool> = c.iter().map(|&x| x != 0).collect();
+        same_length(d.len(), &events, en.as_deref(), None)?;
+        let fit = aalen_johansen(&d, &c, en.as_deref()).map_err(value_error)?;
+        let rows = fit.timeline.len();
+        let (observed_cause, cif, variance) = match fit.cause(event_of_interest) {
+            Some(k) => (
+                counts(&k.n_event),
+                k.cif.clone(),
+                fit.variance(event_of_interest).unwrap_or_default(),
+            ),
+            None => (
+                vec![0.0; rows],
+                vec![0.0; rows],
+                fit.variance_without_events(),
+            ),
+        };
+        let mut cols = Columns::new();
+        cols.insert("timeline", fit.timeline);
+        cols.insert("at_risk", counts(&fit.n_at_risk));
+        cols.insert("observed", counts(&fit.n_event_any));
+        cols.insert("observed_cause", observed_cause);
+        cols.insert("overall_survival", fit.overall_survival);
+        cols.insert("cif", cif);
+        cols.insert("variance", variance);
+        Ok(cols)
+    })?;
+    Ok(to_python(py, cols))
+}
+
 /// The log-rank test of right-censored durations in `k` groups (`groups`: `u32` bytes, a
 /// group index per duration) under `weighting` (`None`, "wilcoxon", "tarone-ware", "peto"):
 /// `(statistic, p_value, degrees_of_freedom, observed, expected)`, the last two per group as
@@ -389,12 +440,14 @@ impl NativeCurve {
     }
 }
 
-/// The native module: [`kaplan_meier`], [`nelson_aalen_fit`], [`logrank_test`], [`npmle`],
+/// The native module: [`kaplan_meier`], [`nelson_aalen_fit`], [`aalen_johansen_fit`],
+/// [`logrank_test`], [`npmle`],
 /// the priors ([`NativePriors`], [`NativeCurve`]) and `__version__`.
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kaplan_meier, m)?)?;
     m.add_function(wrap_pyfunction!(nelson_aalen_fit, m)?)?;
+    m.add_function(wrap_pyfunction!(aalen_johansen_fit, m)?)?;
     m.add_function(wrap_pyfunction!(logrank_test, m)?)?;
     m.add_function(wrap_pyfunction!(npmle, m)?)?;
     m.add_class::<NativePriors>()?;

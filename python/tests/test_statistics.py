@@ -177,3 +177,60 @@ def test_one_group_and_result_printing_follow_lifelines(capsys):
     r.print_summary()
     out = capsys.readouterr().out
     assert "test_statistic" in out and "logrank_test" in out
+
+
+def same_pairwise(ours, theirs):
+    assert ours.test_name == theirs.test_name
+    assert [tuple(p) for p in ours.name] == [tuple(p) for p in theirs.name]
+    s, t = ours.summary, theirs.summary
+    assert list(s.columns) == list(t.columns)
+    assert list(s.index) == list(t.index)
+    np.testing.assert_allclose(s["test_statistic"], t["test_statistic"], rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(s["p"], t["p"], rtol=1e-7, atol=1e-300)
+
+
+@pytest.mark.parametrize("dataset", golden("logrank_", "datasets"))
+def test_pairwise_logrank_equals_lifelines_on_every_golden_dataset(dataset):
+    inp = dataset["input"]
+    d = np.asarray(inp["durations"], dtype=float)
+    e = np.asarray(inp["event_observed"])
+    g = np.asarray(inp["group"])
+    for w in (None, "wilcoxon", "peto"):
+        ours = hst.pairwise_logrank_test(d, g, e, weightings=w)
+        theirs = ls.pairwise_logrank_test(d, g, e, weightings=w)
+        same_pairwise(ours, theirs)
+        k = len(np.unique(g))
+        assert len(ours.name) == k * (k - 1) // 2
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grouped(), st.sampled_from([None, "tarone-ware"]))
+def test_pairwise_logrank_equals_lifelines_on_random_data(data, weightings):
+    d, e, g = (np.asarray(x) for x in data)
+    if len(set(g.tolist())) < 2:
+        return
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        theirs = ls.pairwise_logrank_test(d, g, e, weightings=weightings)
+    ours = hst.pairwise_logrank_test(d, g, e, weightings=weightings)
+    finite = np.isfinite(theirs.summary["test_statistic"].to_numpy()) & ~np.isnan(
+        ours.summary["test_statistic"].to_numpy()
+    )
+    assert list(ours.summary.index) == list(theirs.summary.index)
+    np.testing.assert_allclose(
+        ours.summary["test_statistic"][finite], theirs.summary["test_statistic"][finite], rtol=1e-9, atol=1e-12
+    )
+    np.testing.assert_allclose(ours.summary["p"][finite], theirs.summary["p"][finite], rtol=1e-7, atol=1e-300)
+
+
+def test_a_pairwise_result_prints_one_row_per_pair(capsys):
+    r = hst.pairwise_logrank_test([1, 2, 3, 4, 5, 6], ["x", "y", "z", "x", "y", "z"], [1, 1, 1, 1, 0, 1])
+    assert r.name == [("x", "y"), ("x", "z"), ("y", "z")]
+    r.print_summary()
+    out = capsys.readouterr().out
+    assert "test_name = logrank_test" in out and out.count("\n") >= 9
+    assert "3 comparisons" in repr(r)
+    with pytest.raises(ValueError, match="t_0"):
+        hst.pairwise_logrank_test([1, 2], ["a", "b"], t_0=1.0)
+    with pytest.raises(ValueError, match="groups has 1 values"):
+        hst.pairwise_logrank_test([1, 2], ["a"])

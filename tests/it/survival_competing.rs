@@ -287,6 +287,21 @@ fn arb_causes() -> impl Strategy<Value = Vec<(f64, u32, f64)>> {
     })
 }
 
+/// A cause that never occurred has the variance a zero incidence gets from the Collett formula:
+/// 0 until everyone at risk ends at once, NaN from there, as a present cause's is.
+#[test]
+fn a_cause_that_never_occurred_has_a_zero_variance_until_the_risk_set_empties() {
+    // 1 at risk at 3 ends there (n = d): undefined from that row on.
+    let fit = aalen_johansen(&[1.0, 2.0, 3.0], &[1, 0, 1], None).unwrap();
+    assert!(fit.cause(2).is_none());
+    let v = fit.variance_without_events();
+    assert_eq!(fit.timeline, [0.0, 1.0, 2.0, 3.0]);
+    assert_eq!(&v[..3], &[0.0, 0.0, 0.0]);
+    assert!(v[3].is_nan(), "{v:?}");
+    let present = fit.variance(1).unwrap();
+    assert!(present[3].is_nan() && present[1] > 0.0, "{present:?}");
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(96))]
 

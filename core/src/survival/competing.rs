@@ -71,6 +71,19 @@ impl CompetingRisks {
         ))
     }
 
+    /// The variance of a cause that never occurred (its incidence 0 throughout): 0, and NaN
+    /// from the first row where everyone at risk ends, as [`Self::variance`] would give.
+    pub fn variance_without_events(&self) -> Vec<f64> {
+        let n = self.timeline.len();
+        collett_variance(
+            &self.n_at_risk,
+            &self.n_event_any,
+            &self.overall_survival,
+            &vec![0; n],
+            &vec![0.0; n],
+        )
+    }
+
     /// The 95 % interval of `cause`'s incidence at every time, `(lower, upper)` (module docs;
     /// NaN where undefined). `None` when the cause did not occur.
     pub fn interval(&self, cause: u32) -> Option<(Vec<f64>, Vec<f64>)> {
