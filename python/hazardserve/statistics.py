@@ -53,7 +53,7 @@ class StatisticalResult:
             log2 = np.where(p > 0, -np.log2(np.where(p > 0, p, 1.0)), np.where(np.isnan(p), np.nan, math.inf))
         index = None
         if self.name is not None:
-            index = pd.MultiIndex.from_tuples(self.name)
+            index = pd.MultiIndex.from_tuples(self.name) if self.name else pd.Index([])
         return pd.DataFrame({"test_statistic": stat, "p": p, "-log2(p)": log2}, index=index)
 
     def to_ascii(self, decimals: int = 2) -> str:
@@ -206,7 +206,7 @@ def pairwise_logrank_test(
     if e.shape[0] != n:
         raise ValueError(f"event_observed has {e.shape[0]} values, event_durations {n}")
     names = np.unique(labels).tolist()
-    pairs, stats, ps, dof, test_name = [], [], [], 1, "logrank_test"
+    pairs, stats, ps, dof, test_name = [], [], [], 1, "pairwise_logrank_test"
     for i in range(len(names)):
         for j in range(i + 1, len(names)):
             a, b = labels == names[i], labels == names[j]

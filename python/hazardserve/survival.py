@@ -30,9 +30,14 @@ Differences from lifelines, on purpose:
   hold what their names say (lifelines 0.30.3 puts the lower bound in the column named
   ``..._upper_...`` and the upper in ``..._lower_...``). An observation entering at ``t`` is
   not at risk for an end at ``t`` (the product-limit rule of the other estimators; lifelines'
-  AJ counts it). With a ``timeline`` the estimate is read at its times (lifelines 0.30.3's AJ
-  gives NaN at the times that are not event times). ``weights`` are not supported
-  (``ValueError``).
+  AJ counts it). Events at the first time (0, or the smallest duration when one is negative)
+  count in the incidence (lifelines sets the incidence there to 0 and drops them). With a
+  ``timeline`` the estimate is read at its times (lifelines 0.30.3's AJ keeps its own event
+  times and is NaN at the ones the timeline lacks). Left truncation that empties the risk set
+  is fitted as Kaplan-Meier's: survival 0 from there, so no incidence grows after it
+  (lifelines raises ``StatError``). ``weights`` are not supported (``ValueError``).
+* No plotting methods (``plot``, ``plot_cumulative_density``): the estimates are DataFrames
+  to plot as one likes.
 """
 
 from __future__ import annotations
@@ -495,7 +500,6 @@ class AalenJohansenFitter(_Univariate):
         alpha: float = 0.05,
         calculate_variance: bool = True,
         label: Optional[str] = None,
-        **kwargs: Any,
     ) -> None:
         super().__init__(alpha, label)
         self._jitter_level = jitter_level
@@ -519,24 +523,21 @@ class AalenJohansenFitter(_Univariate):
         if weights is not None:
             raise ValueError("weights are not supported by AalenJohansenFitter here")
         label, alpha, ci_labels = self._labels(label, alpha, ci_labels)
-        d = _floats(durations, "durations")
         raw = np.asarray(event_observed).reshape(-1)
-        if raw.shape[0] != d.shape[0]:
-            raise ValueError(f"event_observed has {raw.shape[0]} values, durations {d.shape[0]}")
+        d, _, en, _ = _columns(durations, raw, entry, None)
+        if raw.dtype.kind not in "biuf":
+            raise ValueError(f"event_observed must hold numeric cause codes, got {raw.dtype} values")
         codes = np.asarray(raw, dtype=float)
         if not np.isfinite(codes).all() or (codes < 0).any() or (codes != np.round(codes)).any():
             raise ValueError("event_observed must hold non-negative whole cause codes (0: censored)")
         if (codes > 2**32 - 1).any():
             raise ValueError("event_observed has a cause code above 2**32 - 1")
         k = int(event_of_interest)
-        if k != event_of_interest or k <= 0:
-            raise ValueError(f"event_of_interest must be a positive whole cause code, got {event_of_interest!r}")
+        if k != event_of_interest or not 0 < k <= 2**32 - 1:
+            raise ValueError(
+                f"event_of_interest must be a positive whole cause code below 2**32, got {event_of_interest!r}"
+            )
         causes = codes.astype(np.uint32)
-        en = None
-        if entry is not None:
-            en = _floats(entry, "entry")
-            if en.shape[0] != d.shape[0]:
-                raise ValueError(f"entry has {en.shape[0]} values, durations {d.shape[0]}")
         cols = _arrays(
             _native.aalen_johansen_fit(
                 np.ascontiguousarray(d, dtype=np.float64).tobytes(),

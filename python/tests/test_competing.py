@@ -4,7 +4,6 @@ the exact estimate where lifelines' result is an artefact of its jitter, its ent
 events at the origin) and against lifelines 0.30.3 itself on random data without ties between
 causes (where lifelines does not jitter), at that README's tolerances."""
 
-import json
 import warnings
 
 import numpy as np
@@ -16,18 +15,7 @@ import lifelines
 
 from hazardserve import survival as hs
 
-from test_survival import GOLDEN, close
-
-
-def cr_fits():
-    files = sorted((GOLDEN / "cases-v2").glob("cr_*.json"))
-    assert files, f"no competing-risks golden cases in {GOLDEN / 'cases-v2'}"
-    out = []
-    for f in files:
-        doc = json.loads(f.read_text())
-        for fit in doc["fits"]:
-            out.append(pytest.param(fit, id=f"{doc['case']}/{fit['name']}"))
-    return out
+from test_survival import close, golden_fits
 
 
 def nan(values):
@@ -35,7 +23,7 @@ def nan(values):
     return np.array([np.nan if v is None else v for v in values], dtype=float)
 
 
-@pytest.mark.parametrize("fit", cr_fits())
+@pytest.mark.parametrize("fit", golden_fits("cases-v2", "cr_"))
 def test_incidence_variance_and_interval_equal_the_golden_output(fit):
     inp, out = fit["input"], fit["output"]
     assert out["causes"], "a golden fit with no cause"
@@ -54,6 +42,10 @@ def test_incidence_variance_and_interval_equal_the_golden_output(fit):
         np.testing.assert_array_equal(ajf.event_table[f"observed_{code}"].to_numpy(), want["n_event"])
         np.testing.assert_array_equal(ajf.event_table["observed"].to_numpy(), out["n_event_any"])
         np.testing.assert_array_equal(ajf.event_table["censored"].to_numpy(), out["n_censored"])
+        np.testing.assert_array_equal(ajf.event_table["entrance"].to_numpy(), out["n_entered"])
+        np.testing.assert_array_equal(
+            ajf.event_table["at_risk"].to_numpy(), out["n_at_risk_lifelines_event_table"]
+        )
         assert not (lower > upper).any(), "the interval columns hold what their names say"
 
 
@@ -132,6 +124,24 @@ def test_ties_across_causes_are_kept_where_lifelines_jitters():
         lifelines.AalenJohansenFitter(seed=1).fit(d, c, event_of_interest=1)
 
 
+def test_an_event_at_the_origin_counts_where_lifelines_drops_it():
+    ours = hs.AalenJohansenFitter().fit([0, 1, 2, 3], [1, 0, 2, 0], event_of_interest=1)
+    assert ours.cumulative_density_["CIF_1"].tolist() == [0.25] * 4
+    theirs = lifelines_aj([0, 1, 2, 3], [1, 0, 2, 0], 1)
+    assert theirs.cumulative_density_["CIF_1"].tolist() == [0.0] * 4
+
+
+def test_truncation_that_empties_the_risk_set_stops_the_incidences_as_kaplan_meier_does():
+    # Only the first observation is at risk at 1: survival is 0 from there on.
+    d, c, entry = [1, 5, 6], [1, 2, 1], [0, 3, 3]
+    one = hs.AalenJohansenFitter().fit(d, c, event_of_interest=1, entry=entry)
+    two = hs.AalenJohansenFitter().fit(d, c, event_of_interest=2, entry=entry)
+    assert one.cumulative_density_["CIF_1"].iloc[-1] == 1.0
+    assert (two.cumulative_density_["CIF_2"] == 0).all()
+    km = hs.KaplanMeierFitter().fit(d, [1, 1, 1], entry=entry)
+    assert km.survival_function_.iloc[-1, 0] == 0.0
+
+
 def test_a_cause_that_never_occurs_has_no_incidence():
     ajf = hs.AalenJohansenFitter().fit([1, 2, 3], [1, 0, 1], event_of_interest=2)
     assert (ajf.cumulative_density_["CIF_2"] == 0).all()
@@ -161,3 +171,9 @@ def test_arguments_attributes_and_bad_input_as_lifelines_names_them():
         hs.AalenJohansenFitter().fit([1, 2], [1], event_of_interest=1)
     with pytest.raises(ValueError, match="NaN"):
         hs.AalenJohansenFitter().fit([1, float("nan")], [1, 2], event_of_interest=1)
+    with pytest.raises(ValueError, match="below 2\\*\\*32"):
+        hs.AalenJohansenFitter().fit([1, 2], [1, 2], event_of_interest=2**40)
+    with pytest.raises(ValueError, match="numeric cause codes"):
+        hs.AalenJohansenFitter().fit([1, 2], ["1", "2"], event_of_interest=1)
+    with pytest.raises(TypeError):
+        hs.AalenJohansenFitter(calculate_varaince=False)
