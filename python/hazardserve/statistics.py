@@ -14,6 +14,7 @@ p-value are NaN; lifelines inverts the covariance by pseudo-inverse there.
 from __future__ import annotations
 
 import math
+from itertools import combinations
 from typing import Any, Optional
 
 import numpy as np
@@ -101,6 +102,22 @@ def _refuse(t_0, weights, weightings) -> Optional[str]:
     return weightings
 
 
+def _grouped(event_durations, groups, event_observed):
+    """Durations (float64), group labels and event flags (bool; all observed by default),
+    checked to have one value per duration."""
+    d = _floats(event_durations, "event_durations")
+    n = d.shape[0]
+    labels = np.asarray(groups).reshape(-1)
+    if labels.shape[0] != n:
+        raise ValueError(f"groups has {labels.shape[0]} values, event_durations {n}")
+    if event_observed is None:
+        return d, labels, np.ones(n, dtype=bool)
+    raw = np.asarray(event_observed).reshape(-1)
+    if raw.shape[0] != n:
+        raise ValueError(f"event_observed has {raw.shape[0]} values, event_durations {n}")
+    return d, labels, raw.astype(bool)
+
+
 def multivariate_logrank_test(
     event_durations,
     groups,
@@ -112,18 +129,7 @@ def multivariate_logrank_test(
 ) -> StatisticalResult:
     """The k-group log-rank test (lifelines' arguments): ``groups`` labels each duration."""
     weightings = _refuse(t_0, weights, weightings)
-    d = _floats(event_durations, "event_durations")
-    n = d.shape[0]
-    labels = np.asarray(groups).reshape(-1)
-    if labels.shape[0] != n:
-        raise ValueError(f"groups has {labels.shape[0]} values, event_durations {n}")
-    if event_observed is None:
-        e = np.ones(n, dtype=bool)
-    else:
-        raw = np.asarray(event_observed).reshape(-1)
-        if raw.shape[0] != n:
-            raise ValueError(f"event_observed has {raw.shape[0]} values, event_durations {n}")
-        e = raw.astype(bool)
+    d, labels, e = _grouped(event_durations, groups, event_observed)
     test_name = kwargs.pop("test_name", "multivariate_logrank_test")
     if weightings is not None:
         # lifelines names a weighted test after its weighting.
@@ -197,29 +203,20 @@ def pairwise_logrank_test(
     """The two-sample log-rank test for every pair of groups (lifelines' arguments): one row
     per pair, in the order of the sorted group labels, named by the pair."""
     _refuse(t_0, None, weightings)
-    d = _floats(event_durations, "event_durations")
-    n = d.shape[0]
-    labels = np.asarray(groups).reshape(-1)
-    if labels.shape[0] != n:
-        raise ValueError(f"groups has {labels.shape[0]} values, event_durations {n}")
-    e = np.ones(n) if event_observed is None else np.asarray(event_observed).reshape(-1)
-    if e.shape[0] != n:
-        raise ValueError(f"event_observed has {e.shape[0]} values, event_durations {n}")
-    names = np.unique(labels).tolist()
-    pairs, stats, ps, dof, test_name = [], [], [], 1, "pairwise_logrank_test"
-    for i in range(len(names)):
-        for j in range(i + 1, len(names)):
-            a, b = labels == names[i], labels == names[j]
-            r = logrank_test(d[a], d[b], e[a], e[b], weightings=weightings)
-            pairs.append((names[i], names[j]))
-            stats.append(r.test_statistic)
-            ps.append(r.p_value)
-            test_name = r.test_name
+    d, labels, e = _grouped(event_durations, groups, event_observed)
+    pairs = list(combinations(np.unique(labels).tolist(), 2))
+    stats, ps, test_name = [], [], "pairwise_logrank_test"
+    for g1, g2 in pairs:
+        a, b = labels == g1, labels == g2
+        r = logrank_test(d[a], d[b], e[a], e[b], weightings=weightings)
+        stats.append(r.test_statistic)
+        ps.append(r.p_value)
+        test_name = r.test_name
     result = StatisticalResult(
         np.asarray(ps, dtype=float),
         np.asarray(stats, dtype=float),
         test_name,
-        degrees_of_freedom=dof,
+        degrees_of_freedom=1,
         **kwargs,
     )
     result.name = pairs
