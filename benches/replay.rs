@@ -9,10 +9,12 @@
 //! nodes are full at any instant): a placement visits only the nodes with a free slot, so the
 //! cost per request should grow far less than tenfold from 100 to 1,000 nodes there.
 //!
-//! `*_100_nodes_iteration`: the 100-node case under the iteration-level engine (continuous
-//! batching with chunked prefill, the nodes' decode step read from the simple engine's
-//! configuration, no batch slowdown; targets >= 50,000 requests/s for `fastest` and >= 25,000
-//! for `hazard`) at the same offered load as the simple 100-node case: the arrival rate scaled
+//! The rows without a suffix run the simple engine (the ablation) with the `own` forecast.
+//! `*_100_nodes_iteration`: the 100-node case under the default configuration, the
+//! iteration-level engine (continuous batching with chunked prefill, the nodes' decode step
+//! read from the simple engine's configuration, no batch slowdown) with the `marginal`
+//! forecast (targets >= 100,000 requests/s for `fastest` and >= 50,000 for `hazard`), at the
+//! same offered load as the simple 100-node case: the arrival rate scaled
 //! by the ratio of the two engines' capacities ([`offered_load`]: the iteration engine serves
 //! prefills one after another and stalls the decoders meanwhile, so it serves fewer requests
 //! per second on the same nodes). Past saturation: `*_100_nodes_iteration_same_rate`, the
@@ -29,7 +31,7 @@ use std::time::Instant;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 
 use hazardserve::policy::iteration::{EngineKind, StepShape};
-use hazardserve::policy::PolicyKind;
+use hazardserve::policy::{ForecastKind, Params, PolicyKind};
 use hazardserve::replay::{
     simulate, Cluster, PoissonWorkload, ReplayConfig, RunSpec, SyntheticCluster, Window, Workload,
 };
@@ -146,11 +148,17 @@ fn summary(
 }
 
 fn bench_replay(c: &mut Criterion) {
-    let simple = ReplayConfig::default();
-    let iteration = ReplayConfig {
-        engine: EngineKind::Iteration,
+    // The simple engine (the ablation) with the forecast of its earlier rows, `own`; the
+    // iteration engine as a run gets it by default (`forecast = "marginal"`).
+    let simple = ReplayConfig {
+        engine: EngineKind::Simple,
+        params: Params {
+            forecast: ForecastKind::Own,
+            ..Params::default()
+        },
         ..ReplayConfig::default()
     };
+    let iteration = ReplayConfig::default();
     let mut g = c.benchmark_group("replay");
     g.sample_size(10);
     let pair = &[PolicyKind::Fastest, PolicyKind::Hazard][..];

@@ -21,5 +21,5 @@ SELECT
 FROM replay_requests q
 JOIN r USING (run_id)
 WHERE q.policy = $policy AND q.completion_s IS NOT NULL
-ORDER BY q.completion_s DESC, q.window, q.seed, q.request
+ORDER BY q.completion_s DESC, q.window, q.seed, q.request, q.param
 LIMIT $limit::INTEGER

@@ -1,4 +1,4 @@
--- Purpose: the cells of a sweep where the hazard term pays (hazard beats fastest, its
+-- Purpose: the cells of a sweep where the hazard term pays (hazard beats hazard-pooled, its
 --   hazard-blind twin, on mean completion with q < 0.05 in a cell with something to win) or
 --   pre-emptive migration pays; `hazardserve sweep summary` has every number behind the
 --   verdicts (and the load forecast's verdict).
@@ -13,7 +13,9 @@ WITH w AS (
 ), c AS (
     SELECT
         c.sweep_id, c.position, c.cell,
-        regexp_extract(c.result, '"pays":(true|false)', 1) = 'true' AS pays,
+        -- Cells stored before the twin ran have no `vs_pooled`: their hazard term is unknown.
+        regexp_extract(c.result, '"pays":(true|false)', 1) = 'true'
+            AND strpos(c.result, '"vs_pooled":{') > 0 AS pays,
         regexp_extract(c.result, '"migration_pays":(true|false)', 1) = 'true' AS migration_pays
     FROM sweep_cells c
     JOIN w USING (sweep_id)

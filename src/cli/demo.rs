@@ -181,7 +181,7 @@ fn demo_sweep(globals: &Globals) -> anyhow::Result<()> {
         .filter(|r| r.hazard_term() == "nothing to win")
         .count();
     println!(
-        "stored as {DEMO_SWEEP}: the hazard term (hazard vs fastest) pays in {pays} of {n} cells \
+        "stored as {DEMO_SWEEP}: the hazard term (hazard vs its twin hazard-pooled) pays in {pays} of {n} cells \
          ({nothing} with nothing to win); the load forecast (fastest vs the reference) pays in \
          {load} of {n} (`hazardserve sweep summary {DEMO_SWEEP}`, or the TUI's Sweep screen)",
         n = results.len()

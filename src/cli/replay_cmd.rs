@@ -22,12 +22,12 @@ use crate::store::Store;
   hazardserve replay --source stunner-80 --workload azure-conv \\
       --hardware phone --model llama-3.2-1b --load 0.6
   hazardserve replay --source cbl-preemption-1node --workload azure-conv \\
-      --policies hazard,fastest,oracle --format json
+      --load 0.6 --policies hazard,fastest,oracle --format json
   hazardserve replay --source gce-preemptible --workload azure-conv \\
       --announced lifetime-cap --windows 2 --rate-scale 0.05 \\
       --policies hazard,least-loaded
   hazardserve replay --source cbl-preemption-4node --workload azure-conv \\
-      --engine iteration --windows 2 --load 0.6 --policies hazard,fastest
+      --engine simple --windows 2 --load 0.6 --policies hazard,fastest
 
 Policies see survival curves fitted only on what was observed before the first window.
 --announced CAUSE declares an end cause planned (known in advance): the curves count only
@@ -47,7 +47,8 @@ pub struct ReplayArgs {
     #[arg(long)]
     pub workload: Option<String>,
     /// Policies to compare, comma-separated (default: all): hazard, hazard-nomigrate,
-    /// memoryless, hazard-truth, fastest, least-loaded, random, uptime, oracle, bound.
+    /// memoryless, hazard-pooled, hazard-truth, fastest, least-loaded, random, uptime, oracle,
+    /// bound.
     #[arg(long, value_delimiter = ',')]
     pub policies: Vec<String>,
     /// Number of windows.
@@ -71,9 +72,9 @@ pub struct ReplayArgs {
     /// Model preset ([model] preset: KV bytes per token).
     #[arg(long)]
     pub model: Option<String>,
-    /// Service-time model ([hardware] engine): simple (the default, per-request prefill and
-    /// a batch slowdown) or iteration (continuous batching with chunked prefill, calibrated
-    /// per preset; `hazardserve presets` cites the measurements).
+    /// Service-time model ([hardware] engine): iteration (the default: continuous batching
+    /// with chunked prefill, calibrated per preset; `hazardserve presets --fidelity` shows the
+    /// measurements) or simple (the ablation: per-request prefill and a batch slowdown).
     #[arg(long, value_name = "ENGINE", value_parser = ["simple", "iteration"])]
     pub engine: Option<String>,
     /// Multiply the workload's arrival rate.

@@ -72,8 +72,9 @@ pub struct SweepRunArgs {
 /// `sweep` subcommands.
 #[derive(Debug, Subcommand)]
 pub enum SweepCommand {
-    /// The regime map of a stored sweep (default: the latest): per cell, hazard minus fastest,
-    /// the best hazard-blind baseline and uptime, with paired CIs, and where it pays.
+    /// The regime map of a stored sweep (default: the latest): per cell, hazard minus its
+    /// hazard-blind twin (hazard-pooled), fastest, the best hazard-blind baseline and uptime,
+    /// with paired CIs, and the two verdicts.
     Summary(SummaryArgs),
     /// Commit the shard files under one or more directories into the store as one sweep.
     Merge(MergeArgs),
@@ -94,14 +95,16 @@ axis; diff is the mean over those groups with a 95 % bootstrap interval over gro
 and worse count the groups whose own paired interval excludes 0.
 
 JSON: one object per cell with the axis values by key, the declared reference,
-hazard_vs_reference, hazard_vs_fastest, hazard_vs_best_blind, hazard_vs_uptime,
+hazard_vs_reference, hazard_vs_pooled (the hazard term: hazard minus its twin
+hazard-pooled), hazard_vs_fastest, pooled_vs_fastest, hazard_vs_best_blind, hazard_vs_uptime,
 overlap_gain, migration_effect, fastest_vs_least_loaded, memoryless_vs_fastest and
 truth_vs_fastest (hazard-truth, on fleets with known laws) (each keyed by
 mean_completion_s, p99_completion_s and unplanned_interruptions, each {diff, ci_low,
 ci_high, p_value, q_value}: the first named policy minus the second, paired by window,
 negative = the first better; q-values are Benjamini-Hochberg over the sweep's cells),
 gap_closed (number, or null when there is no gap or its interval is imprecise), planned_migrations,
-opportunity_s, pays, migration_pays and verdict.")]
+opportunity_s, pays, migration_pays, and the two verdicts in words, hazard_term and
+load_forecast.")]
 pub struct SummaryArgs {
     /// The sweep id (default: the latest).
     pub sweep: Option<String>,
@@ -483,9 +486,11 @@ fn print_summary(
         ));
     }
     // (column prefix, pairing name of `CellResult::pairing`).
-    let comparisons: [(&str, &str); 9] = [
+    let comparisons: [(&str, &str); 11] = [
         ("vs_reference", "hazard_vs_reference"),
+        ("vs_pooled", "hazard_vs_pooled"),
         ("vs_fastest", "hazard_vs_fastest"),
+        ("pooled_vs_fastest", "pooled_vs_fastest"),
         ("vs_best_blind", "hazard_vs_best_blind"),
         ("vs_uptime", "hazard_vs_uptime"),
         ("overlap_gain", "overlap_gain"),
@@ -553,7 +558,9 @@ fn print_summary(
                     .collect(),
             ),
         ));
-        for (name, pairing) in comparisons.into_iter().take(4) {
+        // hazard against the reference, its twin, fastest, the twin against fastest, the best
+        // blind baseline and uptime.
+        for (name, pairing) in comparisons.into_iter().take(6) {
             for m in [Metric::MeanCompletion, Metric::UnplannedInterruptions] {
                 let short = if m == Metric::MeanCompletion {
                     "mean_s"

@@ -13,9 +13,10 @@ use crate::store::Store;
 use crate::sweep::{self, AxisFilter, CellResult, FDR, VERDICT_METRIC};
 
 /// The header of the cells table after its axis columns.
-pub const CELLS_HEADER: [&str; 10] = [
-    "hazard - fastest, mean completion (s)",
+pub const CELLS_HEADER: [&str; 11] = [
+    "hazard - hazard-pooled, mean completion (s)",
     "q (hazard term)",
+    "hazard-pooled - fastest (s)",
     "fastest - reference (s)",
     "q (load forecast)",
     "hazard - uptime (s)",
@@ -46,8 +47,9 @@ fn diff(v: Option<&Versus>, m: Metric) -> String {
 }
 
 /// One row per cell: the axes that vary among `cells` (and are not fixed by `filter`), then
-/// the hazard term (`hazard - fastest` on mean completion, its q-value), the load forecast
-/// (`fastest` minus the declared reference, named, its q-value), `hazard - uptime`, the
+/// the hazard term (`hazard - hazard-pooled` on mean completion, its q-value), the twin against
+/// `fastest`, the load forecast (`fastest` minus the declared reference, named, its q-value),
+/// `hazard - uptime`, the
 /// interruptions against `fastest`, the opportunity, the planned moves, and the two verdicts.
 fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
     let Some(axes) = varying_axes(cells, filter) else {
@@ -63,8 +65,12 @@ fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
                 c.q_value(name, VERDICT_METRIC)
                     .map_or("-".into(), |q| format!("{q:.3}"))
             };
-            row.push(diff(c.vs_fastest(), Metric::MeanCompletion));
-            row.push(q("hazard_vs_fastest"));
+            row.push(diff(c.vs_pooled.as_ref(), Metric::MeanCompletion));
+            row.push(q("hazard_vs_pooled"));
+            row.push(diff(
+                c.pairing("pooled_vs_fastest").as_deref(),
+                Metric::MeanCompletion,
+            ));
             let load = c.pairing("fastest_vs_reference");
             row.push(format!(
                 "{} ({})",
@@ -93,10 +99,12 @@ fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
         "The {} cells{fixed}: `hazard` minus each reference, paired by window, with 95 % \
          intervals (negative: the first better). Two verdicts are declared, on mean \
          completion, each with its Benjamini-Hochberg q-values over the map's cells: the \
-         hazard term (`hazard` against `fastest`, its hazard-blind twin) pays when hazard is \
+         hazard term (`hazard` against `hazard-pooled`, its hazard-blind twin: the same rule \
+         and planned moves with every node at the fleet's mean rate) pays when hazard is \
          lower with q < {FDR}, and has nothing to win (first) when the oracle cannot be told \
-         apart from `fastest` on interruptions; the load forecast (`fastest` against the \
-         cell's reference) pays when fastest is lower with q < {FDR}. Opportunity: the \
+         apart from `fastest` on interruptions; `hazard-pooled - fastest` is what exposure \
+         pricing and planned moves do without per-node hazards; the load forecast (`fastest` \
+         against the cell's reference) pays when fastest is lower with q < {FDR}. Opportunity: the \
          interruption gap `fastest - oracle` times `fastest`'s mean loss per interruption, \
          seconds per window.",
         cells.len()
@@ -222,7 +230,7 @@ pub(super) fn sweep_section(
                     let Some(c) = slot.map(|i| &cells[i]) else {
                         return (Sign::Missing, String::new());
                     };
-                    let d = c.vs_fastest().and_then(|v| v.get(VERDICT_METRIC));
+                    let d = c.vs_pooled.as_ref().and_then(|v| v.get(VERDICT_METRIC));
                     let sign = match (d, c.hazard_term()) {
                         (None, _) => Sign::Missing,
                         (Some(_), "pays") => Sign::Better,
@@ -244,7 +252,7 @@ pub(super) fn sweep_section(
         .count();
     let load = cells.iter().filter(|c| c.load_forecast_pays()).count();
     r.blocks.push(Block::Text(format!(
-        "{} cells; the hazard term, `hazard` minus `fastest` (its hazard-blind twin) on mean \
+        "{} cells; the hazard term, `hazard` minus `hazard-pooled` (its hazard-blind twin) on mean \
          completion (s), paired by window: green where hazard is better and red where it is \
          worse with a Benjamini-Hochberg q-value below {FDR} over the map's cells, grey \
          otherwise (also where there is nothing to win: {nothing} cells); `*` marks the {pays} \

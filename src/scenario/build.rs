@@ -1365,9 +1365,10 @@ fn policy_grid(
                 ..params
             },
             policies: Some(
+                // The twin is paired with `hazard` at the default point only.
                 PolicyKind::ALL
                     .into_iter()
-                    .filter(|k| k.migrates())
+                    .filter(|k| k.migrates() && *k != PolicyKind::HazardPooled)
                     .collect(),
             ),
         },

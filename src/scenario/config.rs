@@ -118,9 +118,8 @@ pub struct HardwareConfig {
     pub overrides: HardwareOverrides,
     /// Per-group overrides.
     pub groups: Vec<HardwareGroup>,
-    /// The service-time model: `simple` (the default: every committed result was measured
-    /// with it) or `iteration` (continuous batching with chunked prefill,
-    /// [`crate::policy::iteration`]).
+    /// The service-time model: `iteration` (the default: continuous batching with chunked
+    /// prefill, [`crate::policy::iteration`]) or `simple` (per-request service, the ablation).
     pub engine: String,
 }
 
@@ -133,7 +132,7 @@ impl Default for HardwareConfig {
             link: "10gbe".into(),
             overrides: HardwareOverrides::default(),
             groups: Vec::new(),
-            engine: "simple".into(),
+            engine: "iteration".into(),
         }
     }
 }
@@ -682,6 +681,21 @@ mod tests {
     fn default_file_equals_default_struct() {
         let parsed = ScenarioConfig::from_toml(DEFAULT_CONFIG, "default").unwrap();
         assert_eq!(parsed, ScenarioConfig::default());
+    }
+
+    /// One default everywhere: a scenario that names no engine or forecast, the library's
+    /// [`crate::replay::ReplayConfig`] and [`Params`] all run the iteration engine with the
+    /// `marginal` forecast.
+    #[test]
+    fn the_default_is_the_iteration_engine_with_the_marginal_forecast() {
+        use crate::policy::iteration::EngineKind;
+        let sc = ScenarioConfig::from_toml("", "empty.toml").unwrap();
+        assert_eq!(sc.engine().unwrap(), EngineKind::Iteration);
+        assert_eq!(sc.policy.forecast, ForecastKind::Marginal);
+        let lib = crate::replay::ReplayConfig::default();
+        assert_eq!(lib.engine, EngineKind::Iteration);
+        assert_eq!(lib.params.forecast, ForecastKind::Marginal);
+        assert_eq!(sc.policy.params(0.0).forecast, lib.params.forecast);
     }
 
     #[test]

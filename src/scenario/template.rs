@@ -48,12 +48,12 @@ slots = 8
 kv_capacity_tokens = 200000
 # Link between nodes: wan, 1gbe, 10gbe, rdma, nvlink.
 link = "10gbe"
-# Service-time model: "simple" (per-request prefill at the preset's rate, decode slowed by
-# batch_slowdown; the default, which every committed result used) or "iteration" (each step
-# batches the decodes with a chunk of the oldest prefill under a token budget; the step is a
-# roofline, flat while memory-bound and linear once compute-bound, plus the decoders' context
-# read and the prompt's attention; `hazardserve presets --fidelity` shows its calibration).
-engine = "simple"
+# Service-time model: "iteration" (the default: each step batches the decodes with a chunk of
+# the oldest prefill under a token budget; the step is a roofline, flat while memory-bound and
+# linear once compute-bound, plus the decoders' context read and the prompt's attention;
+# `hazardserve presets --fidelity` shows its calibration) or "simple" (the ablation:
+# per-request prefill at the preset's rate, decode slowed by batch_slowdown).
+engine = "iteration"
 # Explicit figures override the preset: prefill_tok_s, decode_tok_s, bandwidth_bytes_s.
 # prefill_tok_s = 7741.0
 # decode_tok_s = 54.8
@@ -82,11 +82,12 @@ hysteresis_s = 1.0
 max_hops = 2
 min_remaining_s = 5.0
 overlap = false
-# What the cost-based policies (fastest, hazard, hazard-nomigrate, memoryless, hazard-truth,
-# oracle) price at placement besides the request's own completion T: "own" (T only) or
-# "marginal" (T + D, D the delay the request imposes on the requests already on the node: the
-# node replayed to its end with and without it; see `hazardserve replay --help`).
-forecast = "own"
+# What the cost-based policies (fastest, hazard, hazard-nomigrate, memoryless, hazard-pooled,
+# hazard-truth, oracle) price at placement besides the request's own completion T: "marginal"
+# (the default: T + D, D the delay the request imposes on the requests already on the node: the
+# node replayed to its end with and without it; see `hazardserve replay --help`) or "own" (T
+# only).
+forecast = "marginal"
 # With estimated output lengths: how many draws of the unknown lengths (every request's,
 # from its estimate's noise) the forecast averages T over; 1 prices every request at its
 # expected length.
@@ -122,8 +123,8 @@ rate_scale = 1.0
 loop_workload = true
 
 [replay]
-# Policies to compare (hazard, hazard-nomigrate, memoryless, hazard-truth, fastest,
-# least-loaded, random, uptime, oracle); empty = all (hazard-truth only where policy.truth
+# Policies to compare (hazard, hazard-nomigrate, memoryless, hazard-pooled, hazard-truth,
+# fastest, least-loaded, random, uptime, oracle); empty = all (hazard-truth only where policy.truth
 # knows the fleet's laws). `hazard --overlap` is added when include_overlap is true.
 policies = []
 include_overlap = true

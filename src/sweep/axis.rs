@@ -202,6 +202,7 @@ mod tests {
             vs_uptime: None,
             overlap_gain: None,
             migration_effect: None,
+            vs_pooled: None,
             reference: "least-loaded".into(),
             vs_reference: None,
             q_values: Default::default(),

@@ -10,11 +10,14 @@
 //! ([`VERDICT_METRIC`]) and each its own false-discovery family across the cells of a map
 //! (Benjamini-Hochberg q-values, [`assign_q_values`]), so that a verdict names what pays:
 //!
-//! * **the hazard term** ([`CellResult::hazard_term`]): `hazard` against `fastest`, its
-//!   hazard-blind twin with the same forecast. A cell where the oracle cannot be told apart
-//!   from `fastest` on interruptions has *nothing to win* (this takes precedence: there, any
-//!   difference is not the hazard model's); otherwise the term *pays* when `hazard` is lower
-//!   with q < [`FDR`], *loses* when higher, else *no difference*.
+//! * **the hazard term** ([`CellResult::hazard_term`]): `hazard` against `hazard-pooled`, its
+//!   hazard-blind twin: the same forecast, exposure pricing and planned migration, with every
+//!   node at the fleet's mean exponential rate. (`fastest` is not the twin: under the
+//!   iteration engine `hazard`'s planned moves also take requests off loaded nodes, which
+//!   `fastest` never does, so `hazard - fastest` mixes that in.) A cell where the oracle
+//!   cannot be told apart from `fastest` on interruptions has *nothing to win* (this takes
+//!   precedence: there, any difference is not the hazard model's); otherwise the term *pays*
+//!   when `hazard` is lower with q < [`FDR`], *loses* when higher, else *no difference*.
 //! * **the load forecast** ([`CellResult::load_forecast`]): `fastest` against the cell's
 //!   declared `replay.reference` (e.g. `least-loaded`): whether pricing each node's queue,
 //!   prefill and batching pays, with or without hazards.
@@ -56,15 +59,19 @@ pub const VERDICT_METRIC: Metric = Metric::MeanCompletion;
 pub const FDR: f64 = 0.05;
 
 /// The pairings of a cell, by their `sweep summary` names. The two verdicts read
-/// `hazard_vs_fastest` (the hazard term) and `fastest_vs_reference` (the load forecast: fastest
-/// minus the declared reference). Besides these and `hazard`'s other pairings: the check of
+/// `hazard_vs_pooled` (the hazard term: hazard minus hazard-pooled) and `fastest_vs_reference`
+/// (the load forecast: fastest minus the declared reference). Besides these and `hazard`'s
+/// other pairings: what the twin's exposure pricing and planned moves do beyond `fastest`
+/// (`pooled_vs_fastest`), the check of
 /// the shared forecast (`fastest_vs_least_loaded`: fastest minus least-loaded, which a
 /// correct load model keeps from being worse), the memoryless ablation
 /// (`memoryless_vs_fastest`) and the ceiling of a perfect survival model
 /// (`truth_vs_fastest`: hazard-truth minus fastest, on fleets whose laws are known).
-pub const PAIRINGS: [&str; 10] = [
+pub const PAIRINGS: [&str; 12] = [
     "hazard_vs_reference",
+    "hazard_vs_pooled",
     "hazard_vs_fastest",
+    "pooled_vs_fastest",
     "fastest_vs_reference",
     "hazard_vs_best_blind",
     "hazard_vs_uptime",
@@ -94,6 +101,8 @@ pub struct CellResult {
     pub overlap_gain: Option<Versus>,
     /// `hazard` minus `hazard-nomigrate`, paired by window: the net effect of planned migration.
     pub migration_effect: Option<Versus>,
+    /// `hazard` minus `hazard-pooled`, paired by window: the hazard term.
+    pub vs_pooled: Option<Versus>,
     /// The declared reference of the verdict (`replay.reference`).
     pub reference: String,
     /// `hazard` minus the declared reference.
@@ -162,6 +171,7 @@ fn result_of(cell: &Cell, runs: &[RunMetrics], opts: &AggregateOptions) -> CellR
             &hazard,
             &PolicyLabel::new(PolicyKind::HazardNomigrate),
         ),
+        vs_pooled: paired(runs, &hazard, &PolicyLabel::new(PolicyKind::HazardPooled)),
         reference,
         vs_reference,
         q_values: BTreeMap::new(),
@@ -233,6 +243,8 @@ impl CellResult {
             "overlap_gain" => self.overlap_gain.as_ref(),
             "migration_effect" => self.migration_effect.as_ref(),
             "memoryless_vs_fastest" => self.row(PolicyKind::Memoryless)?.vs_fastest.as_ref(),
+            "pooled_vs_fastest" => self.row(PolicyKind::HazardPooled)?.vs_fastest.as_ref(),
+            "hazard_vs_pooled" => self.vs_pooled.as_ref(),
             "truth_vs_fastest" => self.row(PolicyKind::HazardTruth)?.vs_fastest.as_ref(),
             "fastest_vs_reference" => return self.fastest_vs_reference(),
             "fastest_vs_least_loaded" => {
@@ -285,7 +297,7 @@ impl CellResult {
     }
 
     /// Whether the hazard term pays ([`Self::hazard_term`] is `pays`): `hazard` beats
-    /// `fastest` on mean completion with q < [`FDR`] in a cell with something to win.
+    /// `hazard-pooled` on mean completion with q < [`FDR`] in a cell with something to win.
     pub fn pays(&self) -> bool {
         self.hazard_term() == "pays"
     }
@@ -335,14 +347,17 @@ impl CellResult {
 
     /// The hazard term's verdict in words: `nothing to win` when the oracle cannot be told
     /// apart from `fastest` on interruptions ([`Self::has_opportunity`]; this takes
-    /// precedence, in cells that ran the oracle), else `pays` (`hazard` lower than `fastest`
-    /// on mean completion with q < [`FDR`]), `loses` (higher) or `no difference` (also when
-    /// there is no test).
+    /// precedence, in cells that ran the oracle), else `pays` (`hazard` lower than its twin
+    /// `hazard-pooled` on mean completion with q < [`FDR`]), `loses` (higher), `no difference`
+    /// (also when there is no test), or `-` when the cell lacks either policy.
     pub fn hazard_term(&self) -> &'static str {
         if self.opportunity() == Some(false) {
             return "nothing to win";
         }
-        self.words("hazard_vs_fastest")
+        if self.vs_pooled.is_none() {
+            return "-";
+        }
+        self.words("hazard_vs_pooled")
     }
 
     /// The load forecast's verdict in words: `pays` (`fastest` lower than the declared
@@ -395,7 +410,8 @@ impl CellResult {
     }
 
     /// The summary object of `sweep summary --format json`: the axis values by key, `cell`,
-    /// `hazard_vs_fastest`, `hazard_vs_best_blind`, `hazard_vs_uptime`, `overlap_gain`,
+    /// `hazard_vs_pooled` (the hazard term), `hazard_vs_fastest`, `pooled_vs_fastest`,
+    /// `hazard_vs_best_blind`, `hazard_vs_uptime`, `overlap_gain`,
     /// `migration_effect`, `fastest_vs_least_loaded`, `memoryless_vs_fastest` and
     /// `truth_vs_fastest` (each keyed by [`MAP_METRICS`], each `{diff, ci_low, ci_high}`, the
     /// first named policy minus the second, negative = the first better; `null` when the cell
@@ -519,6 +535,11 @@ mod tests {
             vs_uptime: None,
             overlap_gain: None,
             migration_effect: None,
+            vs_pooled: paired(
+                &runs,
+                &PolicyLabel::new(Hazard),
+                &PolicyLabel::new(HazardPooled),
+            ),
             reference: reference.into(),
             vs_reference: None,
             q_values: BTreeMap::new(),
@@ -527,7 +548,7 @@ mod tests {
         }
     }
 
-    use PolicyKind::{Fastest, Hazard, LeastLoaded, Oracle};
+    use PolicyKind::{Fastest, Hazard, HazardPooled, LeastLoaded, Oracle};
 
     #[test]
     fn the_two_verdicts_name_what_pays() {
@@ -537,6 +558,7 @@ mod tests {
             "least-loaded",
             &[
                 (Fastest, 10.0, 20.0),
+                (HazardPooled, 10.0, 20.0),
                 (Hazard, 9.0, 15.0),
                 (LeastLoaded, 12.0, 20.0),
                 (Oracle, 9.0, 2.0),
@@ -550,6 +572,7 @@ mod tests {
             "least-loaded",
             &[
                 (Fastest, 10.0, 20.0),
+                (HazardPooled, 10.0, 20.0),
                 (Hazard, 9.0, 20.0),
                 (LeastLoaded, 12.0, 20.0),
                 (Oracle, 9.0, 20.0),
@@ -566,6 +589,7 @@ mod tests {
             "least-loaded",
             &[
                 (Fastest, 10.0, 20.0),
+                (HazardPooled, 10.0, 20.0),
                 (Hazard, 11.0, 15.0),
                 (LeastLoaded, 9.0, 20.0),
                 (Oracle, 9.0, 2.0),
@@ -577,6 +601,7 @@ mod tests {
             "fastest",
             &[
                 (Fastest, 10.0, 20.0),
+                (HazardPooled, 10.0, 20.0),
                 (Hazard, 10.0, 15.0),
                 (Oracle, 9.0, 2.0),
             ],
@@ -590,6 +615,7 @@ mod tests {
             "least-loaded",
             &[
                 (Fastest, 10.0, 20.0),
+                (HazardPooled, 10.0, 20.0),
                 (Hazard, 9.0, 20.0),
                 (LeastLoaded, 12.0, 20.0),
             ],
@@ -598,8 +624,34 @@ mod tests {
             (without.hazard_term(), without.load_forecast()),
             ("pays", "pays")
         );
+        // hazard 1 s ahead of fastest, but so is its twin: what pays is the twin's exposure
+        // pricing and planned moves, not the hazard term.
+        let c2 = cell(
+            "least-loaded",
+            &[
+                (Fastest, 10.0, 20.0),
+                (HazardPooled, 9.0, 15.0),
+                (Hazard, 9.0, 15.0),
+                (LeastLoaded, 12.0, 20.0),
+                (Oracle, 9.0, 2.0),
+            ],
+        );
+        assert_eq!(c2.hazard_term(), "no difference");
+        assert!(c2.lower("hazard_vs_fastest", VERDICT_METRIC));
+        assert!(c2.lower("pooled_vs_fastest", VERDICT_METRIC));
+        // Without the twin the term is not measured.
+        let c3 = cell(
+            "least-loaded",
+            &[
+                (Fastest, 10.0, 20.0),
+                (Hazard, 9.0, 15.0),
+                (Oracle, 9.0, 2.0),
+            ],
+        );
+        assert_eq!(c3.hazard_term(), "-");
         let json = c.summary_json();
         assert_eq!(json["hazard_term"], "no difference");
+        assert!(json["hazard_vs_pooled"].is_object());
         assert_eq!(json["load_forecast"], "reference");
         assert!(json["fastest_vs_reference"].is_null());
     }

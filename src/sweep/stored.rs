@@ -33,6 +33,7 @@ fn result_json(c: &CellResult) -> String {
         "vs_uptime": opt(&c.vs_uptime),
         "overlap_gain": opt(&c.overlap_gain),
         "migration_effect": opt(&c.migration_effect),
+        "vs_pooled": opt(&c.vs_pooled),
         "reference": c.reference,
         "vs_reference": opt(&c.vs_reference),
         // Read by SQL (`hazardserve query sweep_pays`); recomputed from the rows when loaded.
@@ -151,6 +152,8 @@ fn cells_from_batch(b: &RecordBatch) -> Result<Vec<CellResult>, SweepError> {
             vs_uptime: versus("vs_uptime")?,
             overlap_gain: versus("overlap_gain")?,
             migration_effect: versus("migration_effect")?,
+            // Sweeps stored before the twin ran have none: their hazard term reads `-`.
+            vs_pooled: versus("vs_pooled")?,
             reference: r["reference"].as_str().unwrap_or("best-blind").to_string(),
             vs_reference,
             q_values: BTreeMap::new(),
@@ -176,9 +179,14 @@ fn cells_from_batch(b: &RecordBatch) -> Result<Vec<CellResult>, SweepError> {
     Ok(out)
 }
 
-/// What a sweep's results depend on: the program version, the grid text and the content of
-/// every source its cells read (nodes and workload). A sweep stored under the same id with the
-/// same key is not run or stored again.
+/// The defaults a stored result depends on beyond the grid text (the engine and forecast a
+/// cell runs when its scenario names none, the policies `replay.policies = []` means and the
+/// twin the hazard term reads): a change of these makes earlier sweeps stale.
+const RESULTS_SCHEMA: &str = "defaults=iteration+marginal;twin=hazard-pooled";
+
+/// What a sweep's results depend on: the program version, [`RESULTS_SCHEMA`], the grid text
+/// and the content of every source its cells read (nodes and workload). A sweep stored under
+/// the same id with the same key is not run or stored again.
 pub fn content_key<'a>(
     store: &Store,
     grid_text: &str,
@@ -187,7 +195,7 @@ pub fn content_key<'a>(
     let mut names: Vec<&str> = sources.into_iter().collect();
     names.sort_unstable();
     names.dedup();
-    let mut key = format!("{}|{grid_text}", env!("CARGO_PKG_VERSION"));
+    let mut key = format!("{}|{RESULTS_SCHEMA}|{grid_text}", env!("CARGO_PKG_VERSION"));
     for n in names {
         key.push('|');
         key.push_str(&store.manifest(n)?.content_key);

@@ -63,6 +63,7 @@ fn compare_prints_every_policy_with_the_documented_keys() {
         "hazard",
         "hazard-nomigrate",
         "memoryless",
+        "hazard-pooled",
         "fastest",
         "least-loaded",
         "random",
@@ -140,9 +141,10 @@ fn compare_prints_every_policy_with_the_documented_keys() {
     c.args(["sql", "--format", "json", "SELECT count(*) AS n, count(DISTINCT policy || param) AS runs, sum(CASE WHEN dropped IS NULL THEN 1 ELSE 0 END) AS done FROM replay_requests WHERE run_id = 'run-demo'"]);
     let v = json(&ok(c));
     assert!(v[0]["n"].as_i64().unwrap() > 10_000);
-    // Nine policies at the default point, and at the overlap point only those that make
-    // planned moves (hazard, memoryless, oracle): overlap changes nothing for the others.
-    assert_eq!(v[0]["runs"], 12);
+    // Ten policies at the default point, and at the overlap point only those that make
+    // planned moves (hazard, memoryless, oracle; the twin hazard-pooled is paired with
+    // hazard at the default point only): overlap changes nothing for the others.
+    assert_eq!(v[0]["runs"], 13);
     // CSV has the interval columns.
     let mut c = hs(&store);
     c.args(["compare", "run-demo", "--format", "csv"]);

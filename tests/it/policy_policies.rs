@@ -220,8 +220,11 @@ fn baselines_and_nomigrate_never_migrate() {
         if k == PolicyKind::Hazard || k == PolicyKind::HazardTruth {
             // hazard-truth reads the curve the view carries (the engine gives it the law).
             assert_eq!(d, Some(1));
-        } else if k == PolicyKind::Memoryless || k == PolicyKind::Oracle {
-            // No ML rates and no foresight given: neither sees any risk.
+        } else if matches!(
+            k,
+            PolicyKind::Memoryless | PolicyKind::HazardPooled | PolicyKind::Oracle
+        ) {
+            // No ML rates (so no mean rate either) and no foresight given: none sees any risk.
             assert_eq!(d, None, "{k}");
         } else {
             assert_eq!(d, None, "{k}");

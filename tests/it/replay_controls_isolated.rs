@@ -2,18 +2,21 @@
 //!
 //! * **age only**: every node follows the same increasing-hazard law (Weibull k = 6, the same
 //!   scale, so the same mean), so per-node rates carry no signal and only a node's age says
-//!   when it will go. `hazard` (conditional on age) must beat both `memoryless` (per-node
-//!   rates) and `fastest` on interruptions and on mean completion. Mutation: the policy given
+//!   when it will go. `hazard` (conditional on age) must beat `memoryless` (per-node rates),
+//!   its hazard-blind twin `hazard-pooled` and `fastest` on interruptions and on mean
+//!   completion. Mutation: the policy given
 //!   each node's *unconditional* curve ([`AgeBlind`]: `S(t | a) = S(t)`) must not beat
 //!   `memoryless` (asserted: the control can fail).
 //! * **per-node rates only**: exponential sessions (no age signal), half the nodes with a mean
-//!   session ten times shorter than the other half. `memoryless` must beat `fastest`.
-//!   Mutation: every node given the fleet's pooled rate must not beat `fastest` (asserted).
+//!   session ten times shorter than the other half. `memoryless` must beat `fastest` and
+//!   `hazard-pooled` (the same rule with every node at the fleet's mean rate). Mutation: each
+//!   node given the rate of a node of the other class (rates assigned to the wrong nodes)
+//!   must not beat `hazard-pooled` (asserted).
 
 use std::sync::Arc;
 
 use hazardserve::policy::PolicyKind;
-use hazardserve::replay::{Cluster, Metric};
+use hazardserve::replay::Metric;
 use hazardserve::survival::curve::{ConditionalSurvival, GRID_POINTS};
 
 use super::replay_controls::{long_requests, replay_fleet, two_class_fleet, vs};
@@ -49,9 +52,10 @@ fn beats(
     d < 0.0 && hi < 0.0
 }
 
-const POLICIES: [PolicyKind; 3] = [
+const POLICIES: [PolicyKind; 4] = [
     PolicyKind::Hazard,
     PolicyKind::Memoryless,
+    PolicyKind::HazardPooled,
     PolicyKind::Fastest,
 ];
 
@@ -61,7 +65,11 @@ fn age_control_hazard_beats_memoryless_and_fastest_when_only_age_carries_signal(
     let workload = long_requests(0.05, 17);
     let runs = replay_fleet(&cluster, &workload, &POLICIES, 30);
     for m in [Metric::UnplannedInterruptions, Metric::MeanCompletion] {
-        for b in [PolicyKind::Memoryless, PolicyKind::Fastest] {
+        for b in [
+            PolicyKind::Memoryless,
+            PolicyKind::HazardPooled,
+            PolicyKind::Fastest,
+        ] {
             assert!(
                 beats(&runs, PolicyKind::Hazard, b, m),
                 "age control: hazard must beat {b} on {}",
@@ -93,26 +101,27 @@ fn rate_control_memoryless_beats_fastest_when_only_per_node_rates_carry_signal()
     let workload = long_requests(0.05, 19);
     let runs = replay_fleet(&cluster, &workload, &POLICIES, 30);
     for m in [Metric::UnplannedInterruptions, Metric::MeanCompletion] {
-        assert!(
-            beats(&runs, PolicyKind::Memoryless, PolicyKind::Fastest, m),
-            "rate control: memoryless must beat fastest on {}",
-            m.key()
-        );
+        for b in [PolicyKind::HazardPooled, PolicyKind::Fastest] {
+            assert!(
+                beats(&runs, PolicyKind::Memoryless, b, m),
+                "rate control: memoryless must beat {b} on {}",
+                m.key()
+            );
+        }
     }
-    // The mutation: every node told the fleet's pooled rate.
-    let pooled = pooled_rate(&cluster);
-    let mut blind = cluster.clone();
-    for n in &mut blind.nodes {
-        n.exp_rate_per_s = pooled;
+    // The mutation: each node told the rate of its neighbour of the other class.
+    let mut wrong = cluster.clone();
+    for (i, n) in wrong.nodes.iter_mut().enumerate() {
+        n.exp_rate_per_s = cluster.nodes[i ^ 1].exp_rate_per_s;
     }
-    let runs = replay_fleet(&blind, &workload, &POLICIES, 30);
+    let runs = replay_fleet(&wrong, &workload, &POLICIES, 30);
     assert!(
-        !beats(&runs, PolicyKind::Memoryless, PolicyKind::Fastest, Metric::UnplannedInterruptions),
-        "rate control: memoryless with one pooled rate still beat fastest, so the control cannot fail"
+        !beats(
+            &runs,
+            PolicyKind::Memoryless,
+            PolicyKind::HazardPooled,
+            Metric::UnplannedInterruptions
+        ),
+        "rate control: memoryless with the rates swapped between classes still beat its twin, so the control cannot fail"
     );
-}
-
-/// The mean of the nodes' rates.
-fn pooled_rate(c: &Cluster) -> f64 {
-    c.nodes.iter().map(|n| n.exp_rate_per_s).sum::<f64>() / c.nodes.len() as f64
 }

@@ -68,8 +68,9 @@ fn on_threads(n: usize) -> Vec<RunOutput> {
 fn replay_one_and_two_threads_give_identical_records() {
     let one = on_threads(1);
     let two = on_threads(2);
-    // Ten kinds: the nine policies and the analytic `bound` row.
-    assert_eq!(one.len(), 10 * 3 * 2 * 2);
+    // Every kind: the ten policies and the analytic `bound` row.
+    assert_eq!(one.len(), PolicyKind::ALL.len() * 3 * 2 * 2);
+    assert_eq!(PolicyKind::ALL.len(), 11);
     assert!(one
         .iter()
         .any(|r| r.records.iter().any(|x| x.interruptions > 0)));
@@ -382,4 +383,44 @@ fn a_windows_rate_scale_replaces_the_configs() {
     let bad = Grid::new(vec![PolicyKind::LeastLoaded], overlapping, vec![1]);
     let e = run_grid(&cluster, &workload, &cfg(), &bad).unwrap_err();
     assert!(e.to_string().contains("windows 0 and 1 overlap"), "{e}");
+}
+
+/// `hazard-pooled` is `memoryless` on the same fleet with every node told the fleet's mean
+/// rate (identical per-request records, both engines), and it is not `memoryless` on the
+/// fleet as it is (the nodes' rates differ, so the twin must not read them). Mutation that
+/// fails it: `hazard-pooled` reading each node's own rate.
+#[test]
+fn the_twin_prices_every_node_at_the_fleet_s_mean_rate() {
+    use hazardserve::replay::{simulate, RunSpec};
+    let (mut cluster, workload) = inputs();
+    for (i, n) in cluster.nodes.iter_mut().enumerate() {
+        // Rates a hundredfold apart: node-specific risk the twin must not see.
+        n.exp_rate_per_s = if i % 2 == 0 { 1.0 / 60.0 } else { 1.0 / 6000.0 };
+    }
+    let mean = cluster.twin_rate_per_s();
+    assert!((mean - (1.0 / 60.0 + 1.0 / 6000.0) / 2.0).abs() < 1e-15);
+    let mut flat = cluster.clone();
+    for n in &mut flat.nodes {
+        n.exp_rate_per_s = mean;
+    }
+    for engine in [EngineKind::Simple, EngineKind::Iteration] {
+        let cfg = ReplayConfig {
+            engine,
+            ..ReplayConfig::default()
+        };
+        let window = Window::new(us(600.0), us(2400.0));
+        let records = |c: &hazardserve::replay::Cluster, k: PolicyKind| {
+            let spec = RunSpec::new(k, window, 1, cfg.params);
+            simulate(c, &workload, &cfg, &spec)
+                .unwrap_or_else(|e| panic!("{e}"))
+                .records
+        };
+        let twin = records(&cluster, PolicyKind::HazardPooled);
+        assert_eq!(twin, records(&flat, PolicyKind::Memoryless), "{engine:?}");
+        assert_ne!(
+            twin,
+            records(&cluster, PolicyKind::Memoryless),
+            "{engine:?}: memoryless reads the nodes' own rates, which differ"
+        );
+    }
 }

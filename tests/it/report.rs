@@ -205,7 +205,11 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
         .collect();
     assert_eq!(table.len(), map.as_array().unwrap().len());
     for (cell, row) in map.as_array().unwrap().iter().zip(&table) {
-        for (key, col) in [("hazard_vs_fastest", 3), ("hazard_vs_uptime", 7)] {
+        for (key, col) in [
+            ("hazard_vs_pooled", 3),
+            ("pooled_vs_fastest", 5),
+            ("hazard_vs_uptime", 8),
+        ] {
             let d = &cell[key]["mean_completion_s"];
             let text = hazardserve::output::signed_interval_text(
                 d["diff"].as_f64().unwrap(),

@@ -143,7 +143,7 @@ pub(crate) fn same(a: &str, b: &str, what: &str) {
     );
 }
 
-pub(crate) const POLICIES: &str = "\"replay.policies\" = [\"hazard\", \"hazard-nomigrate\", \"fastest\", \"least-loaded\", \"uptime\", \"oracle\"]\n";
+pub(crate) const POLICIES: &str = "\"replay.policies\" = [\"hazard\", \"hazard-nomigrate\", \"hazard-pooled\", \"fastest\", \"least-loaded\", \"uptime\", \"oracle\"]\n";
 
 #[test]
 fn sweep_is_the_same_under_any_jobs_and_shards() {
@@ -218,7 +218,9 @@ fn sweep_is_the_same_under_any_jobs_and_shards() {
             assert!(cell.get(key).is_some(), "{key} missing in {cell}");
         }
         for cmp in [
+            "hazard_vs_pooled",
             "hazard_vs_fastest",
+            "pooled_vs_fastest",
             "hazard_vs_best_blind",
             "hazard_vs_uptime",
             "fastest_vs_least_loaded",
@@ -232,7 +234,16 @@ fn sweep_is_the_same_under_any_jobs_and_shards() {
                 let d = &cell[cmp][m];
                 assert!(d["diff"].is_f64(), "{cmp}.{m} in {cell}");
                 assert!(d.get("ci_low").is_some() && d.get("ci_high").is_some());
-                assert!(d["q_value"].is_f64(), "{cmp}.{m} has a q-value: {cell}");
+                // Identical per-window differences are no test: no p-value, no q-value.
+                if d["p_value"].is_null() {
+                    assert_eq!(
+                        d["ci_low"], d["ci_high"],
+                        "{cmp}.{m} without a test: {cell}"
+                    );
+                    assert!(d["q_value"].is_null(), "{cmp}.{m}: {cell}");
+                } else {
+                    assert!(d["q_value"].is_f64(), "{cmp}.{m} has a q-value: {cell}");
+                }
             }
         }
         // The grid runs neither memoryless nor hazard-truth: their pairings are null.
@@ -452,6 +463,9 @@ fn workload_load_sets_the_rate_from_the_up_capacity() {
         "2",
         "--policies",
         "fastest",
+        // The capacity above is the simple engine's service model.
+        "--engine",
+        "simple",
         "--load",
         "0.5",
         "--no-save",

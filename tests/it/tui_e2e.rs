@@ -136,7 +136,7 @@ fn tui_e2e_keys_through_every_screen() {
     t.keys(&["Enter"]);
     t.wait_for(&["us-east-1c_v100_1 ·", "P(up 1 h more)", "at risk"]);
     t.keys(&["4"]);
-    t.wait_for(&["Policies (10)", "hazard --overlap", "Completion time CDF"]);
+    t.wait_for(&["Policies (11)", "hazard --overlap", "Completion time CDF"]);
     t.keys(&["Enter"]);
     t.wait_for(&["Request #", "Re-ran window", "it reproduces"]);
     t.keys(&["6"]);
@@ -146,11 +146,11 @@ fn tui_e2e_keys_through_every_screen() {
     t.keys(&["7"]);
     t.wait_for(&[
         "demo-map",
-        "hazard term: hazard − fastest",
+        "hazard term: hazard − hazard-pooled",
         "sample-hpc · phone",
     ]);
     t.keys(&["j", "Enter"]);
-    t.wait_for(&["demo-map cell", "hardware.preset=m1-max", "Policies (12)"]);
+    t.wait_for(&["demo-map cell", "hardware.preset=m1-max", "Policies (13)"]);
     t.keys(&["h"]);
     t.wait_for(&["Selected cell"]);
     t.literal("?");

@@ -83,11 +83,12 @@ use serde::{Deserialize, Serialize};
 #[serde(rename_all = "kebab-case")]
 pub enum EngineKind {
     /// Per-request prefill at `p`, decode at `d / (1 + f (k - 1))`; prefills never contend
-    /// ([`crate::policy::service`]). The default: the committed regime map and every
-    /// published verdict so far were measured with it, so a result stays comparable.
-    #[default]
+    /// ([`crate::policy::service`]). The ablation: how serving engines do not work, kept so
+    /// that a verdict can be checked against the engine model.
     Simple,
-    /// Iteration-level continuous batching with chunked prefill (this module).
+    /// Iteration-level continuous batching with chunked prefill (this module). The default:
+    /// its step follows published measurements (`hazardserve presets --fidelity`).
+    #[default]
     Iteration,
 }
 

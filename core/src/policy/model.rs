@@ -405,11 +405,13 @@ fn erfc(x: f64) -> f64 {
 pub enum ForecastKind {
     /// `own`: `T_i`, the request's own completion on the node
     /// ([`super::service::forecast`]).
-    #[default]
     Own,
     /// `marginal`: `T_i + D_i`, `D_i` the delay the request imposes on the requests already on
     /// the node ([`super::service::forecast_marginal`]): placement minimises the increase of
-    /// the sum of completion times, as far as the node's current requests go.
+    /// the sum of completion times, as far as the node's current requests go. The default:
+    /// under the iteration engine a newcomer's prefill stalls every decoder on its node, a
+    /// cost `T_i` alone does not see.
+    #[default]
     Marginal,
 }
 
@@ -485,7 +487,7 @@ impl Default for Params {
             min_remaining_s: 5.0,
             check_interval_s: 5.0,
             overlap: false,
-            forecast: ForecastKind::Own,
+            forecast: ForecastKind::Marginal,
             length_draws: 1,
         }
     }

@@ -15,6 +15,7 @@
 //! | `hazard` | `argmin E_i` with each node's curve | hazard trigger (`risk_gain > h`, `dT < h`) |
 //! | `hazard-nomigrate` | as `hazard` | none |
 //! | `memoryless` | `argmin E_i`, curves replaced by the node's exponential rate | as `hazard`, same replacement |
+//! | `hazard-pooled` | `argmin E_i`, every curve replaced by one exponential at the fleet's mean rate (`hazard`'s hazard-blind twin) | as `hazard`, same replacement |
 //! | `hazard-truth` | `argmin E_i`, curves replaced by the law that generated the node's sessions (synthetic fleets) | as `hazard`, same replacement |
 //! | `fastest` | `argmin T_i` (`T_i + D_i` with the `marginal` forecast; hazard-blind; recovers only after failures) | none |
 //! | `least-loaded` | lowest slot load (then KV load, queue wait) | none |
@@ -29,6 +30,7 @@
 //! |---|---|---|---|---|---|
 //! | `hazard`, `hazard-nomigrate` | yes | yes | yes (`S_i(t | a_i)`) | yes (fitted curve) | no |
 //! | `memoryless` | yes | yes | no (exponential: memoryless) | yes (events / exposure of completed sessions only) | no |
+//! | `hazard-pooled` | yes | yes | no | no (the fleet's mean rate only) | no |
 //! | `hazard-truth` | yes | yes | yes (`S_i(t | a_i)` of the generating law) | the law, not its realisations | no |
 //! | `fastest` | yes | yes (queue wait) | no | no | no |
 //! | `least-loaded` | no | yes | no | no | no |
@@ -94,6 +96,11 @@ pub enum PolicyKind {
     HazardNomigrate,
     /// `memoryless`: `hazard` with each node's curve replaced by its ML exponential.
     Memoryless,
+    /// `hazard-pooled`: `hazard` with every node's curve replaced by one exponential at the
+    /// fleet's mean rate (the mean of the nodes' `exp_rate_per_s`). The same rule, forecast,
+    /// exposure pricing and planned migration as `hazard`, blind to which node is riskier and
+    /// to age: `hazard` minus `hazard-pooled` is what each node's conditional hazard buys.
+    HazardPooled,
     /// `hazard-truth`: `hazard` with each node's curve replaced by the law that generated its
     /// sessions (synthetic fleets only): the ceiling of what a perfect survival model buys.
     HazardTruth,
@@ -115,10 +122,11 @@ pub enum PolicyKind {
 
 impl PolicyKind {
     /// Every policy, in a stable order.
-    pub const ALL: [PolicyKind; 10] = [
+    pub const ALL: [PolicyKind; 11] = [
         PolicyKind::Hazard,
         PolicyKind::HazardNomigrate,
         PolicyKind::Memoryless,
+        PolicyKind::HazardPooled,
         PolicyKind::HazardTruth,
         PolicyKind::Fastest,
         PolicyKind::LeastLoaded,
@@ -134,6 +142,7 @@ impl PolicyKind {
             PolicyKind::Hazard => "hazard",
             PolicyKind::HazardNomigrate => "hazard-nomigrate",
             PolicyKind::Memoryless => "memoryless",
+            PolicyKind::HazardPooled => "hazard-pooled",
             PolicyKind::HazardTruth => "hazard-truth",
             PolicyKind::Fastest => "fastest",
             PolicyKind::LeastLoaded => "least-loaded",
@@ -150,6 +159,7 @@ impl PolicyKind {
             self,
             PolicyKind::Hazard
                 | PolicyKind::Memoryless
+                | PolicyKind::HazardPooled
                 | PolicyKind::HazardTruth
                 | PolicyKind::Oracle
         )
@@ -159,7 +169,7 @@ impl PolicyKind {
     /// the nodes' curves in their explanations, for comparison).
     pub fn risk_model(&self) -> RiskModel {
         match self {
-            PolicyKind::Memoryless => RiskModel::Memoryless,
+            PolicyKind::Memoryless | PolicyKind::HazardPooled => RiskModel::Memoryless,
             PolicyKind::Oracle => RiskModel::Oracle,
             _ => RiskModel::Hazard,
         }
@@ -1293,6 +1303,7 @@ impl Policy for StandardPolicy {
             PolicyKind::Hazard
             | PolicyKind::HazardNomigrate
             | PolicyKind::Memoryless
+            | PolicyKind::HazardPooled
             | PolicyKind::HazardTruth
             | PolicyKind::Fastest
                 if cv > 0.0 =>
@@ -1306,6 +1317,7 @@ impl Policy for StandardPolicy {
             PolicyKind::Hazard
             | PolicyKind::HazardNomigrate
             | PolicyKind::Memoryless
+            | PolicyKind::HazardPooled
             | PolicyKind::HazardTruth
             | PolicyKind::Oracle => match self.argmin_e(view, req, &fb, model, out) {
                 Some((i, c, d)) => (Some(i), Some((c, d))),

@@ -294,7 +294,8 @@ pub struct Node {
     /// nothing). Policies query `S(t | a)` with `a` the node's current age.
     pub survival: Arc<dyn ConditionalSurvival>,
     /// Maximum-likelihood exponential failure rate per second from completed sessions only
-    /// (events / exposure of ended sessions; read by `memoryless` only).
+    /// (events / exposure of ended sessions; read by `memoryless`; `hazard-pooled` reads the
+    /// fleet's, [`Cluster::twin_rate_per_s`]).
     pub exp_rate_per_s: f64,
     /// The law that generated the node's sessions, when it is known (synthetic fleets only):
     /// read by `hazard-truth` in place of [`Node::survival`], so that policy prices `L` with
@@ -408,6 +409,16 @@ fn finite_pos(x: f64) -> bool {
 }
 
 impl Cluster {
+    /// The rate `hazard-pooled` prices every node at, so that it knows the fleet's risk but
+    /// not which node carries it: the mean of the nodes' [`Node::exp_rate_per_s`] (each fitted
+    /// on the training part and shrunk toward the fleet's pooled rate; 0 for an empty fleet).
+    pub fn twin_rate_per_s(&self) -> f64 {
+        if self.nodes.is_empty() {
+            return 0.0;
+        }
+        self.nodes.iter().map(|n| n.exp_rate_per_s).sum::<f64>() / self.nodes.len() as f64
+    }
+
     /// A cluster over `nodes`.
     pub fn new(nodes: Vec<Node>) -> Cluster {
         Cluster {
@@ -546,8 +557,8 @@ impl Cluster {
             if !(n.spec.bandwidth_bytes_s >= 0.0) {
                 return Err(bad("bandwidth must be non-negative"));
             }
-            if !(n.exp_rate_per_s >= 0.0) {
-                return Err(bad("exponential rate must be non-negative"));
+            if !(n.exp_rate_per_s >= 0.0 && n.exp_rate_per_s.is_finite()) {
+                return Err(bad("exponential rate must be finite and non-negative"));
             }
             let mut prev_end = i64::MIN;
             for (k, s) in n.sessions.iter().enumerate() {
@@ -678,7 +689,7 @@ pub struct ReplayConfig {
     /// `d_i / (1 + f (k - 1))` tokens/s (default 0: no slowdown).
     pub batch_slowdown: f64,
     /// Which service-time model serves requests and prices the forecasts (default
-    /// [`crate::policy::iteration::EngineKind::Simple`]).
+    /// [`crate::policy::iteration::EngineKind::Iteration`]).
     pub engine: crate::policy::iteration::EngineKind,
     /// Arrival-rate scale: arrival offsets are multiplied by `1 / rate_scale` (default 1).
     pub rate_scale: f64,
@@ -711,7 +722,7 @@ impl Default for ReplayConfig {
             estimator: LengthEstimator::Exact,
             slo_factor: 5.0,
             batch_slowdown: 0.0,
-            engine: crate::policy::iteration::EngineKind::Simple,
+            engine: crate::policy::iteration::EngineKind::Iteration,
             rate_scale: 1.0,
             loop_workload: false,
             validate: false,

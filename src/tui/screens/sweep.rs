@@ -116,10 +116,16 @@ fn detail_lines(c: &CellResult, m: Metric) -> Vec<Line<'static>> {
             Span::styled(c.key.clone(), header_style()),
         ]),
         pairing_line(
-            "hazard − fastest (hazard)".into(),
-            c.vs_fastest(),
+            "hazard − hazard-pooled (hazard)".into(),
+            c.vs_pooled.as_ref(),
             m,
-            c.q_value("hazard_vs_fastest", m),
+            c.q_value("hazard_vs_pooled", m),
+        ),
+        pairing_line(
+            "hazard-pooled − fastest".into(),
+            c.pairing("pooled_vs_fastest").as_deref(),
+            m,
+            c.q_value("pooled_vs_fastest", m),
         ),
         pairing_line(
             format!("fastest − {} (load)", c.reference),
@@ -147,7 +153,7 @@ fn detail_lines(c: &CellResult, m: Metric) -> Vec<Line<'static>> {
         ),
     ];
     let verdict = format!(
-        "hazard term: {} (hazard vs fastest) · load forecast: {} (fastest vs {}) · mean \
+        "hazard term: {} (hazard vs hazard-pooled) · load forecast: {} (fastest vs {}) · mean \
          completion, q < {}{}",
         c.hazard_term(),
         c.load_forecast(),
@@ -266,7 +272,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                     continue;
                 };
                 let res = &d.cells[*i].result;
-                let diff = res.vs_fastest().and_then(|v| v.get(m));
+                let diff = res.vs_pooled.as_ref().and_then(|v| v.get(m));
                 let reading = Reading::of(diff);
                 let star = if res.pays() { "★" } else { "" };
                 let text = format!(
@@ -288,7 +294,7 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         .collect();
     let hidden = d.rows.len() - rows.len();
     let title = format!(
-        " hazard term: hazard − fastest · {} · {} rows{} ",
+        " hazard term: hazard − hazard-pooled · {} · {} rows{} ",
         m.key(),
         rows.len(),
         if hidden > 0 {

@@ -82,6 +82,9 @@ impl<'a> Sim<'a> {
         let mut nodes = Vec::with_capacity(n);
         let mut known_ends = Vec::with_capacity(n);
         let mut views = Vec::with_capacity(n);
+        // `hazard-pooled` prices every node at the fleet's rate; every other policy that reads
+        // a rate (`memoryless`) the node's own.
+        let pooled_rate = (kind == PolicyKind::HazardPooled).then(|| cluster.twin_rate_per_s());
         for (i, node) in cluster.nodes.iter().enumerate() {
             let excluded =
                 cfg.censored_ends == CensoredEnds::Exclude && node.censored_end_within(start, end);
@@ -145,7 +148,7 @@ impl<'a> Sim<'a> {
                     (Some(t), true) => &**t,
                     _ => &*node.survival,
                 },
-                exp_rate_per_s: node.exp_rate_per_s,
+                exp_rate_per_s: pooled_rate.unwrap_or(node.exp_rate_per_s),
             });
         }
         if let Some(j) = jobs.first() {
