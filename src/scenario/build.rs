@@ -400,9 +400,8 @@ fn check_announced(data: &SourceSessions, announced: &[CauseGroup]) -> Result<()
 
 /// Step 5: the `memoryless` baseline's per-node exponential rates, from sessions that ended
 /// before `cutoff` only (events over the exposure of ended sessions), so the rate carries no
-/// age signal from the session live at the cutoff. Each node gets one pseudo-event at the
-/// pooled rate `lambda_0`: `(d_i + 1) / (E_i + 1 / lambda_0)`, so a node without failures yet
-/// is not taken to be immortal. `fallback_mean_s` sets `lambda_0` when nothing ended.
+/// age signal from the session live at the cutoff, shrunk toward the pooled rate
+/// ([`replay::shrunk_exp_rates`]). `fallback_mean_s` sets the pooled rate when nothing ended.
 fn memoryless_rates(data: &SourceSessions, cutoff: f64, fallback_mean_s: f64) -> Vec<f64> {
     let n = data.node_ids.len();
     let (mut d, mut e) = (vec![0.0f64; n], vec![0.0f64; n]);
@@ -412,15 +411,7 @@ fn memoryless_rates(data: &SourceSessions, cutoff: f64, fallback_mean_s: f64) ->
             d[s.node as usize] += 1.0;
         }
     }
-    let (dt, et): (f64, f64) = (d.iter().sum(), e.iter().sum());
-    let pooled_rate = if dt > 0.0 && et > 0.0 {
-        dt / et
-    } else {
-        1.0 / fallback_mean_s.max(1.0)
-    };
-    (0..n)
-        .map(|i| (d[i] + 1.0) / (e[i] + 1.0 / pooled_rate))
-        .collect()
+    replay::shrunk_exp_rates(&d, &e, 1.0 / fallback_mean_s.max(1.0))
 }
 
 /// Step 6: the hardware of one node of pool `pool` (an index into

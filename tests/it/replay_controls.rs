@@ -25,8 +25,9 @@
 use hazardserve::policy::PolicyKind;
 use hazardserve::replay::stats::bh_q_values;
 use hazardserve::replay::{
-    aggregate, paired, run_grid_metrics, AggregateOptions, Cluster, GapState, Grid, Metric,
-    PoissonWorkload, PolicyLabel, ReplayConfig, RunMetrics, SyntheticCluster, Window, Workload,
+    aggregate, paired, run_grid_metrics, shrunk_exp_rates, AggregateOptions, Cluster, GapState,
+    Grid, Metric, PoissonWorkload, PolicyLabel, ReplayConfig, RunMetrics, SyntheticCluster, Window,
+    Workload,
 };
 use hazardserve::sweep::FDR;
 
@@ -264,11 +265,11 @@ pub(crate) fn vs(runs: &[RunMetrics], a: PolicyKind, b: PolicyKind, m: Metric) -
 }
 
 /// Each node's `exp_rate_per_s` refitted from the sessions that ended before `cut_s` only
-/// (the scenario builder's rule: events over exposure, one pseudo-event at the pooled rate),
-/// so that no rate carries the failures of the windows replayed after the cut.
-pub(crate) fn training_cut_rates(cluster: &mut Cluster, cut_s: f64) {
+/// (the scenario builder's rule, [`shrunk_exp_rates`]), so that no rate carries the failures
+/// of the windows replayed after the cut.
+fn training_cut_rates(cluster: &mut Cluster, cut_s: f64) {
     let cut = us(cut_s);
-    let per_node: Vec<(f64, f64)> = cluster
+    let (events, exposure): (Vec<f64>, Vec<f64>) = cluster
         .nodes
         .iter()
         .map(|n| {
@@ -280,17 +281,10 @@ pub(crate) fn training_cut_rates(cluster: &mut Cluster, cut_s: f64) {
                     (d + ended, e + (s.end_us - s.start_us) as f64 / 1e6)
                 })
         })
-        .collect();
-    let (d, e) = per_node
-        .iter()
-        .fold((0.0, 0.0), |(d, e), &(di, ei)| (d + di, e + ei));
-    let pooled = if d > 0.0 && e > 0.0 {
-        d / e
-    } else {
-        1.0 / 1800.0
-    };
-    for (n, (di, ei)) in cluster.nodes.iter_mut().zip(per_node) {
-        n.exp_rate_per_s = (di + 1.0) / (ei + 1.0 / pooled);
+        .unzip();
+    let rates = shrunk_exp_rates(&events, &exposure, 1.0 / 1800.0);
+    for (n, r) in cluster.nodes.iter_mut().zip(rates) {
+        n.exp_rate_per_s = r;
     }
 }
 

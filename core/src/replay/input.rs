@@ -303,6 +303,25 @@ pub struct Node {
     pub truth: Option<Arc<dyn ConditionalSurvival>>,
 }
 
+/// Per-node exponential failure rates, shrunk toward the fleet's: node `i` with `events[i]`
+/// failures over `exposure_s[i]` seconds of ended sessions gets one pseudo-event at the pooled
+/// rate `lambda_0 = sum d / sum E`, `(d_i + 1) / (E_i + 1 / lambda_0)`, so a node without
+/// failures yet is not taken to be immortal. `fallback_rate` is `lambda_0` when nothing ended.
+/// The scenario builder's rule for [`Node::exp_rate_per_s`].
+pub fn shrunk_exp_rates(events: &[f64], exposure_s: &[f64], fallback_rate: f64) -> Vec<f64> {
+    let (d, e): (f64, f64) = (events.iter().sum(), exposure_s.iter().sum());
+    let pooled = if d > 0.0 && e > 0.0 {
+        d / e
+    } else {
+        fallback_rate
+    };
+    events
+        .iter()
+        .zip(exposure_s)
+        .map(|(di, ei)| (di + 1.0) / (ei + 1.0 / pooled))
+        .collect()
+}
+
 impl fmt::Debug for Node {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Node")

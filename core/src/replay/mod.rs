@@ -44,8 +44,8 @@ pub use compare::{
 pub use engine::{simulate, simulate_with};
 pub use estimate::{LengthEstimator, UnknownEstimator};
 pub use input::{
-    CensoredEnds, Cluster, Node, NodeSpec, Pool, ReplayConfig, ReplayError, ReplayJob, Request,
-    RunCost, UpSession, Window, Workload,
+    shrunk_exp_rates, CensoredEnds, Cluster, Node, NodeSpec, Pool, ReplayConfig, ReplayError,
+    ReplayJob, Request, RunCost, UpSession, Window, Workload,
 };
 pub use metrics::{
     AggregateOptions, Calibration, DropReason, Metric, MetricDef, ReliabilityBin, RequestRecord,
