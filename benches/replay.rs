@@ -12,7 +12,7 @@
 //! The rows without a suffix run the simple engine (the ablation) with the `own` forecast.
 //! `*_100_nodes_iteration`: the 100-node case under the default configuration, the
 //! iteration-level engine (continuous batching with chunked prefill, the nodes' decode step
-//! read from the simple engine's configuration, no batch slowdown) with the `marginal`
+//! read from the simple engine's configuration, no batch slowdown) with the `stationary`
 //! forecast (targets >= 100,000 requests/s for `fastest` and >= 50,000 for `hazard`), at the
 //! same offered load as the simple 100-node case: the arrival rate scaled
 //! by the ratio of the two engines' capacities ([`offered_load`]: the iteration engine serves
@@ -149,7 +149,7 @@ fn summary(
 
 fn bench_replay(c: &mut Criterion) {
     // The simple engine (the ablation) with the forecast of its earlier rows, `own`; the
-    // iteration engine as a run gets it by default (`forecast = "marginal"`).
+    // iteration engine as a run gets it by default (`forecast = "stationary"`).
     let simple = ReplayConfig {
         engine: EngineKind::Simple,
         params: Params {

@@ -173,7 +173,8 @@ pub struct PolicyConfig {
     pub min_remaining_s: f64,
     /// Overlapped migration.
     pub overlap: bool,
-    /// What placement prices besides `T_i`: `own` or `marginal` ([`ForecastKind`]).
+    /// How `T_i` is forecast and what placement prices besides it: `stationary`, `marginal`
+    /// or `own` ([`ForecastKind`]).
     pub forecast: ForecastKind,
     /// Draws of the unknown lengths the forecast averages over ([`Params::length_draws`]).
     pub length_draws: u32,
@@ -685,16 +686,16 @@ mod tests {
 
     /// One default everywhere: a scenario that names no engine or forecast, the library's
     /// [`crate::replay::ReplayConfig`] and [`Params`] all run the iteration engine with the
-    /// `marginal` forecast.
+    /// `stationary` forecast.
     #[test]
-    fn the_default_is_the_iteration_engine_with_the_marginal_forecast() {
+    fn the_default_is_the_iteration_engine_with_the_stationary_forecast() {
         use crate::policy::iteration::EngineKind;
         let sc = ScenarioConfig::from_toml("", "empty.toml").unwrap();
         assert_eq!(sc.engine().unwrap(), EngineKind::Iteration);
-        assert_eq!(sc.policy.forecast, ForecastKind::Marginal);
+        assert_eq!(sc.policy.forecast, ForecastKind::Stationary);
         let lib = crate::replay::ReplayConfig::default();
         assert_eq!(lib.engine, EngineKind::Iteration);
-        assert_eq!(lib.params.forecast, ForecastKind::Marginal);
+        assert_eq!(lib.params.forecast, ForecastKind::Stationary);
         assert_eq!(sc.policy.params(0.0).forecast, lib.params.forecast);
     }
 

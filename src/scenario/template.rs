@@ -82,12 +82,14 @@ hysteresis_s = 1.0
 max_hops = 2
 min_remaining_s = 5.0
 overlap = false
-# What the cost-based policies (fastest, hazard, hazard-nomigrate, memoryless, hazard-pooled,
-# hazard-truth, oracle) price at placement besides the request's own completion T: "marginal"
-# (the default: T + D, D the delay the request imposes on the requests already on the node: the
-# node replayed to its end with and without it; see `hazardserve replay --help`) or "own" (T
-# only).
-forecast = "marginal"
+# How the cost-based policies (fastest, hazard, hazard-nomigrate, memoryless, hazard-pooled,
+# hazard-truth, oracle) forecast a request's completion T on a node, and what they price
+# besides it: "stationary" (the default: the request starts as the node serves it now, then
+# decodes beside as many requests as the node holds now for its whole stay, as under load a
+# freed slot is refilled; T + D, D the delay it imposes on them), "marginal" (T + D with the
+# node replayed to its end with and without the request: its requests drain, nothing
+# arrives) or "own" (T only, draining); see `hazardserve replay --help`.
+forecast = "stationary"
 # With estimated output lengths: how many draws of the unknown lengths (every request's,
 # from its estimate's noise) the forecast averages T over; 1 prices every request at its
 # expected length.

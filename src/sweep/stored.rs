@@ -182,7 +182,7 @@ fn cells_from_batch(b: &RecordBatch) -> Result<Vec<CellResult>, SweepError> {
 /// The defaults a stored result depends on beyond the grid text (the engine and forecast a
 /// cell runs when its scenario names none, the policies `replay.policies = []` means and the
 /// twin the hazard term reads): a change of these makes earlier sweeps stale.
-const RESULTS_SCHEMA: &str = "defaults=iteration+marginal;twin=hazard-pooled";
+const RESULTS_SCHEMA: &str = "defaults=iteration+stationary;twin=hazard-pooled";
 
 /// What a sweep's results depend on: the program version, [`RESULTS_SCHEMA`], the grid text
 /// and the content of every source its cells read (nodes and workload). A sweep stored under

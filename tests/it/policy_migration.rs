@@ -351,7 +351,7 @@ fn a_faster_but_equally_risky_node_does_not_attract_the_request() {
 }
 
 /// A forecast of fixed answers: every newcomer completes `t_s` after its start phase, and
-/// under the `marginal` forecast imposes `d_s` on the node's other requests.
+/// under the `marginal` and `stationary` forecasts imposes `d_s` on the node's other requests.
 struct FixedLoads {
     t_s: f64,
     d_s: f64,
@@ -377,6 +377,14 @@ impl NodeLoads for FixedLoads {
             start_s: 0.0,
             total_s: self.t_s,
         })
+    }
+
+    fn forecast_newcomer_stationary(&self, node: usize, w: Waiting) -> Option<Marginal> {
+        self.forecast_newcomer_marginal(node, w)
+    }
+
+    fn forecast_resident_stationary(&self, node: usize, id: u64) -> Option<ServiceTime> {
+        self.forecast_resident(node, id)
     }
 
     fn unloaded_decode_tok_s(&self, _node: usize) -> f64 {

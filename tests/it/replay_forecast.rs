@@ -30,9 +30,18 @@ struct Probe {
     source_t: Option<f64>,
 }
 
+/// The policies' constants under the `marginal` forecast: the replay of a node as the engine
+/// will serve it, which these properties hold to the engine.
+fn replayed() -> Params {
+    Params {
+        forecast: ForecastKind::Marginal,
+        ..Params::default()
+    }
+}
+
 impl Probe {
     fn new(script: Vec<NodeIdx>, probe: u64, kind: PolicyKind, watch: u64) -> Probe {
-        Probe::with(script, probe, kind, watch, Params::default())
+        Probe::with(script, probe, kind, watch, replayed())
     }
 
     fn with(
@@ -83,7 +92,7 @@ impl Policy for Probe {
         from: NodeIdx,
         out: &mut Explanation,
     ) -> Option<NodeIdx> {
-        let mut inner = StandardPolicy::new(PolicyKind::Hazard, Params::default(), 1);
+        let mut inner = StandardPolicy::new(PolicyKind::Hazard, replayed(), 1);
         let _ = inner.check_migration(view, req, from, out);
         if req.id == self.watch && self.source_t.is_none() {
             self.source_t = Some(out.t);
@@ -199,12 +208,16 @@ fn earlier(s: &State) -> (Vec<Request>, Vec<usize>) {
     (requests, script)
 }
 
+/// The replay configuration of the forecast-equals-engine properties, under the `marginal`
+/// forecast ([`replayed`]; the default `stationary` one holds the node's load instead, which
+/// no arrival-free replay reproduces).
 fn config(f: f64, engine: EngineKind) -> ReplayConfig {
     ReplayConfig {
         batch_slowdown: f,
         engine,
         estimator: LengthEstimator::Exact,
         validate: true,
+        params: replayed(),
         ..ReplayConfig::default()
     }
 }
@@ -399,10 +412,10 @@ fn calibration_sees_later_arrivals() {
 }
 
 /// The forecast averaged over draws of the unknown lengths (`length_draws`), with the
-/// `marginal` delay or without, stays the forecast the engine checks: in validation mode every
-/// cached answer of every draw is compared with a fresh replay of the node (a mismatch fails
-/// the run), on nodes that fail and recover, with queues. With exact lengths the draws change
-/// nothing.
+/// `marginal` or `stationary` delay or without, stays the forecast the engine checks: in
+/// validation mode every cached answer of every draw is compared with a fresh replay of the
+/// node (a mismatch fails the run), on nodes that fail and recover, with queues. With exact
+/// lengths the draws change nothing.
 #[test]
 fn length_draws_keep_the_cached_forecast_exact() {
     let cluster = Cluster::new(vec![
@@ -429,7 +442,11 @@ fn length_draws_keep_the_cached_forecast_exact() {
             PolicyKind::Hazard,
             PolicyKind::HazardNomigrate,
         ] {
-            for forecast in [ForecastKind::Own, ForecastKind::Marginal] {
+            for forecast in [
+                ForecastKind::Own,
+                ForecastKind::Marginal,
+                ForecastKind::Stationary,
+            ] {
                 let run = |draws: u32| {
                     let params = Params {
                         forecast,

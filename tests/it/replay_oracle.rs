@@ -229,7 +229,7 @@ proptest! {
 
     /// The placement's pruning (a node is skipped once a lower bound of its score reaches the
     /// best so far) picks what the exhaustive search picks, with the replay's live forecasts,
-    /// under both engines and both forecast modes: a run that prices every candidate (the
+    /// under both engines and every forecast mode: a run that prices every candidate (the
     /// decision log on) gives the same records as one that prunes.
     #[test]
     fn pruned_placement_equals_exhaustive_placement_with_forecasts(
@@ -237,7 +237,11 @@ proptest! {
         nodes in 3usize..9,
         prompt_median in prop_oneof![Just(400.0), Just(5000.0)],
         iteration in any::<bool>(),
-        marginal in any::<bool>(),
+        forecast in prop_oneof![
+            Just(ForecastKind::Own),
+            Just(ForecastKind::Marginal),
+            Just(ForecastKind::Stationary),
+        ],
     ) {
         let (mut cluster, workload) = synthetic_prompts(seed, nodes, 1500.0, prompt_median);
         for (k, n) in cluster.nodes.iter_mut().enumerate() {
@@ -245,7 +249,7 @@ proptest! {
             n.spec.decode_tok_s *= [1.0, 0.7, 2.0][k % 3];
         }
         let params = Params {
-            forecast: if marginal { ForecastKind::Marginal } else { ForecastKind::Own },
+            forecast,
             ..Params::default()
         };
         let base = ReplayConfig {

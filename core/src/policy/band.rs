@@ -6,10 +6,10 @@
 //!
 //! The rule, the same for every cost-based policy (`fastest`, `hazard`, `hazard-nomigrate`,
 //! `memoryless`, `hazard-truth`; the clairvoyant `oracle` knows every length): each feasible
-//! node's forecast `F_i = T_i` (`T_i + D_i` under the `marginal` forecast) carries a spread
-//! `u_i = cv (T_i - T_i^0)`, where `T_i^0` is the node's unloaded service time (what no
-//! estimate of the others' lengths can change) and `cv = sqrt(e^{s^2} - 1)` the coefficient
-//! of variation of a length under the policies' posterior (log-sd `s`,
+//! node's forecast `F_i = T_i` (`T_i + D_i` under the `stationary` and `marginal` forecasts)
+//! carries a spread `u_i = cv (T_i - T_i^0)`, where `T_i^0` is the node's unloaded service
+//! time (what no estimate of the others' lengths can change) and `cv = sqrt(e^{s^2} - 1)` the
+//! coefficient of variation of a length under the policies' posterior (log-sd `s`,
 //! [`crate::policy::RequestView::est_sigma`]). A forecast within `z sqrt(u_i^2 + u_b^2)` of the
 //! best `F_b` ([`TIE_BAND_Z`] standard errors) is not told apart from it: it counts as the
 //! best's, and so does the exposure `T` its risk term is priced over (`L_i` at `T_b`: the

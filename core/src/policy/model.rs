@@ -408,11 +408,17 @@ pub enum ForecastKind {
     Own,
     /// `marginal`: `T_i + D_i`, `D_i` the delay the request imposes on the requests already on
     /// the node ([`super::service::forecast_marginal`]): placement minimises the increase of
-    /// the sum of completion times, as far as the node's current requests go. The default:
-    /// under the iteration engine a newcomer's prefill stalls every decoder on its node, a
-    /// cost `T_i` alone does not see.
-    #[default]
+    /// the sum of completion times, as far as the node's current requests go (they drain,
+    /// nothing arrives).
     Marginal,
+    /// `stationary`: `T_i + D_i` with the node's load held where it is
+    /// ([`super::service::stationary`]): the request starts as the node serves it now, then
+    /// decodes, and delays its neighbours, beside as many requests as the node holds now for
+    /// its whole stay (a router that balances refills a slot as it frees). The default: the
+    /// draining forecasts sent requests to nodes about to drain and lost to `least-loaded` on
+    /// short requests (the length-noise grid).
+    #[default]
+    Stationary,
 }
 
 impl ForecastKind {
@@ -421,6 +427,7 @@ impl ForecastKind {
         match self {
             ForecastKind::Own => "own",
             ForecastKind::Marginal => "marginal",
+            ForecastKind::Stationary => "stationary",
         }
     }
 }
@@ -431,8 +438,9 @@ impl std::str::FromStr for ForecastKind {
         match s.trim() {
             "own" => Ok(ForecastKind::Own),
             "marginal" => Ok(ForecastKind::Marginal),
+            "stationary" => Ok(ForecastKind::Stationary),
             other => Err(format!(
-                "unknown forecast `{other}` (expected `own` or `marginal`)"
+                "unknown forecast `{other}` (expected `own`, `marginal` or `stationary`)"
             )),
         }
     }
@@ -475,7 +483,8 @@ pub const MAX_LENGTH_DRAWS: u32 = 256;
 impl Default for Params {
     /// Llama-2-7B KV size (512 KiB/token); `O_t = 0.2 s`, `O_r = 0.1 s` (assumed, pending the
     /// hardware measurement); `sigma = 2 s` (a heartbeat-timeout-sized stall); `h = 1 s`;
-    /// 2 hops; 5 s minimum remaining; 5 s check interval; no overlap; the `own` forecast.
+    /// 2 hops; 5 s minimum remaining; 5 s check interval; no overlap; the `stationary`
+    /// forecast; one length draw.
     fn default() -> Params {
         Params {
             kv_bytes_per_token: super::presets::LLAMA2_7B.kv_bytes_per_token,
@@ -487,7 +496,7 @@ impl Default for Params {
             min_remaining_s: 5.0,
             check_interval_s: 5.0,
             overlap: false,
-            forecast: ForecastKind::Marginal,
+            forecast: ForecastKind::Stationary,
             length_draws: 1,
         }
     }
@@ -515,10 +524,14 @@ mod tests {
 
     #[test]
     fn forecast_kind_names_round_trip() {
-        for k in [ForecastKind::Own, ForecastKind::Marginal] {
+        for k in [
+            ForecastKind::Own,
+            ForecastKind::Marginal,
+            ForecastKind::Stationary,
+        ] {
             assert_eq!(k.name().parse::<ForecastKind>(), Ok(k));
         }
         let err = "total".parse::<ForecastKind>().unwrap_err();
-        assert!(err.contains("`own` or `marginal`"), "{err}");
+        assert!(err.contains("`own`, `marginal` or `stationary`"), "{err}");
     }
 }

@@ -4,7 +4,8 @@
 //! a 16-cell Riemann sum of the unplanned loss `U_i` over the conditional survival curve
 //! `S_i(t | a_i)`; placement `argmin_i E_i`; pre-emptive migration only on risk removal
 //! (`risk_gain = L_i - (C + L_j) > h` and `dT = C + T_j (+ D_j) - T_i < h`, hysteresis `h`,
-//! `D_j` the delay imposed on the destination's requests under the `marginal` forecast); a move
+//! `D_j` the delay imposed on the destination's requests under the `stationary` and `marginal`
+//! forecasts); a move
 //! costs `C = min(KV transfer, recompute)`. `T` and `L` price the expected remaining output
 //! [`RequestView::remaining_expected`], which never reaches 0 while a request runs. With
 //! estimated lengths every `argmin` below (not the oracle's) is taken over the forecast's own
@@ -17,7 +18,7 @@
 //! | `memoryless` | `argmin E_i`, curves replaced by the node's exponential rate | as `hazard`, same replacement |
 //! | `hazard-pooled` | `argmin E_i`, every curve replaced by one exponential at the fleet's mean rate (`hazard`'s hazard-blind twin) | as `hazard`, same replacement |
 //! | `hazard-truth` | `argmin E_i`, curves replaced by the law that generated the node's sessions (synthetic fleets) | as `hazard`, same replacement |
-//! | `fastest` | `argmin T_i` (`T_i + D_i` with the `marginal` forecast; hazard-blind; recovers only after failures) | none |
+//! | `fastest` | `argmin T_i` (`T_i + D_i` with the `stationary` and `marginal` forecasts; hazard-blind; recovers only after failures) | none |
 //! | `least-loaded` | lowest slot load (then KV load, queue wait) | none |
 //! | `random` | uniform over feasible nodes (seeded SplitMix64) | none |
 //! | `uptime` | among the nodes that can start the request soonest (smallest queue wait), the one up the longest (the age heuristic, load-aware) | none |
@@ -49,17 +50,23 @@
 //! [`crate::replay::bound`]).
 //!
 //! `T_i` of every cost-based policy (`hazard`, `hazard-nomigrate`, `memoryless`, `fastest`,
-//! `oracle`), at placement and in the migration check, is the service-time model's forecast
-//! ([`super::service::forecast`] through [`ClusterView::loads`]): the completion time on the
-//! node in its current state, every resident and queued request counted at the rate it will
-//! get, the request itself counted once on its source. Views without a forecast fall back to
-//! [`service_time`] on the view's fields.
+//! `oracle`), at placement and in the migration check (on the source and the destination), is
+//! the service-time model's forecast through [`ClusterView::loads`], in the mode
+//! [`Params::forecast`] names ([`ForecastKind`]), the request counted once on its source.
+//! Views without a forecast fall back to [`service_time`] on the view's fields.
 //!
-//! With `forecast = marginal` ([`ForecastKind::Marginal`]) placement adds `D_i`, the delay the
-//! request imposes on the requests already on node `i` (`D_i = sum_r (end_r with - end_r
-//! without)`, [`super::service::forecast_marginal`]): `fastest` minimises `T_i + D_i`, the
-//! `E`-based policies `E_i + D_i = T_i + L_i + D_i`, each the increase of the node's sum of
-//! completion times as far as its current requests go. The migration check is unchanged.
+//! * `stationary` (the default, [`super::service::stationary`]): the request starts as the
+//!   node serves it now (queue, prefill), then decodes beside as many requests as the node
+//!   holds now for its whole stay; placement adds `D_i`, the delay it imposes on them over
+//!   that stay (its prefill's share of their steps, and per token it decodes the step time one
+//!   more decoder adds).
+//! * `marginal` ([`super::service::forecast_marginal`]): the node replayed in its current
+//!   state with nothing arriving, every resident and queued request at the rate it will get;
+//!   placement adds `D_i = sum_r (end_r with - end_r without)`.
+//! * `own` ([`super::service::forecast`]): that replay's `T_i` alone.
+//!
+//! `fastest` minimises `T_i + D_i`, the `E`-based policies `E_i + D_i = T_i + L_i + D_i`: the
+//! increase of the node's sum of completion times, as far as the forecast sees it.
 //!
 //! Every decision fills an [`Explanation`] supplied by the caller (reused across calls, so no
 //! allocation once its candidate buffer has grown).
@@ -310,7 +317,7 @@ pub struct Explanation {
     pub dt: f64,
     /// Hysteresis `h` applied, seconds.
     pub hysteresis_s: f64,
-    /// Placement under the `marginal` forecast: `D`, the delay the request imposes on the
+    /// Placement under the `stationary` or `marginal` forecast: `D`, the delay the request imposes on the
     /// chosen node's other requests, seconds (the decision minimised `E + D`, or `T + D` for
     /// `fastest`); NaN (absent) otherwise.
     #[serde(skip_serializing_if = "is_nan")]
@@ -470,7 +477,10 @@ fn price_source(
 ) -> SourceState {
     let OnSource { req, from, src, fb } = at;
     let fallback = fb.for_node(from, src.prefill_tok_s);
-    let forecast = view.loads.and_then(|l| l.forecast_resident(from, req.id));
+    let forecast = view.loads.and_then(|l| match params.forecast {
+        ForecastKind::Stationary => l.forecast_resident_stationary(from, req.id),
+        ForecastKind::Own | ForecastKind::Marginal => l.forecast_resident(from, req.id),
+    });
     let source = match forecast {
         Some(st) => {
             let context = req.context() as f64;
@@ -577,9 +587,10 @@ impl StartPhase {
 
 /// `T_i` and `w_i` of `req` placed on node `idx` with `prefill_tokens` to prefill and `rem`
 /// tokens to generate, the decode rate `U_i` grows at, and `D_i`, the delay the placement
-/// imposes on the node's other requests (with `forecast = marginal`, else 0): the forecast
-/// when the view has one (its average rate; [`super::service::forecast_marginal`] for `D_i`),
-/// else [`service_time`] on the view's fields (the view's rate, `D_i = 0`).
+/// imposes on the node's other requests (with `forecast = stationary` or `marginal`, else 0):
+/// the forecast of [`Params::forecast`] when the view has one (its average rate;
+/// [`super::service::stationary`] or [`super::service::forecast_marginal`] for `D_i`), else
+/// [`service_time`] on the view's fields (the view's rate, `D_i = 0`).
 #[inline]
 fn placement_service(
     view: &ClusterView<'_>,
@@ -604,6 +615,9 @@ fn placement_service(
             ForecastKind::Own => loads.forecast_newcomer(idx, w).map(|st| (st, 0.0)),
             ForecastKind::Marginal => loads
                 .forecast_newcomer_marginal(idx, w)
+                .map(|m| (m.time, m.imposed_s)),
+            ForecastKind::Stationary => loads
+                .forecast_newcomer_stationary(idx, w)
                 .map(|m| (m.time, m.imposed_s)),
         };
         if let Some((st, d)) = got {
@@ -665,8 +679,8 @@ fn placement_lower_bound(
 /// decodes after the move's window and cost. A recompute is served as the engine serves it:
 /// under the iteration model the window and the recompute overhead `o_r` are waiting, the
 /// recomputed tokens (the context, or the window's tokens with overlap) prefill work on `j`.
-/// Under the `marginal` forecast (as placement prices it) the answer carries the delay `D`
-/// the move imposes on `j`'s requests (0 under `own`).
+/// Under the `stationary` and `marginal` forecasts (as placement prices it) the answer
+/// carries the delay `D` the move imposes on `j`'s requests (0 under `own`).
 fn move_forecast<'v>(
     view: &'v ClusterView<'v>,
     j: NodeIdx,
@@ -699,6 +713,9 @@ fn move_forecast<'v>(
             ForecastKind::Own => loads.forecast_newcomer(j, w).map(|st| (st, 0.0)),
             ForecastKind::Marginal => loads
                 .forecast_newcomer_marginal(j, w)
+                .map(|m| (m.time, m.imposed_s)),
+            ForecastKind::Stationary => loads
+                .forecast_newcomer_stationary(j, w)
                 .map(|m| (m.time, m.imposed_s)),
         }
     }
@@ -759,7 +776,8 @@ impl StandardPolicy {
         (cost, d)
     }
 
-    /// `argmin E_i` over feasible nodes (`E_i + D_i` under the `marginal` forecast, `D_i` the
+    /// `argmin E_i` over feasible nodes (`E_i + D_i` under the `stationary` and `marginal`
+    /// forecasts, `D_i` the
     /// delay imposed on the node's other requests); returns the node, its cost and `D_i`.
     /// Unless recording candidates, a node is dropped as soon as a lower bound of its score
     /// reaches the best so far (exact: ties keep the earlier node): first the unloaded `T_i`
@@ -940,7 +958,8 @@ impl StandardPolicy {
         got
     }
 
-    /// `fastest`: `argmin T_i` (the forecast; `T_i + D_i` under the `marginal` forecast) over
+    /// `fastest`: `argmin T_i` (the forecast; `T_i + D_i` under the `stationary` and
+    /// `marginal` forecasts) over
     /// feasible nodes; ties keep the earlier node.
     /// Unless recording candidates, a node whose unloaded `T_i` already reaches the best is
     /// skipped without a forecast.
@@ -1357,7 +1376,7 @@ impl Policy for StandardPolicy {
             None => self.cost_of(view, req, &fb, i, &view.nodes[i], model),
         };
         out.set_node_cost(&cost);
-        if self.params.forecast == ForecastKind::Marginal {
+        if self.params.forecast != ForecastKind::Own {
             out.imposed_s = d;
         }
         out.p_interrupt =

@@ -32,6 +32,12 @@
 //! (the `marginal` forecast, `[policy] forecast = "marginal"`; a property test holds it to the
 //! engine's delays). [`Trajectory::newcomer_marginal`] answers it from the cached replay.
 //!
+//! [`stationary`] (the default, `[policy] forecast = "stationary"`) keeps the replay's answer
+//! for when the newcomer starts decoding and holds the rest at the node's current load: under
+//! load a freed slot is refilled, so the newcomer decodes, and delays its neighbours, beside as
+//! many requests as the node holds now for its whole stay. When nothing leaves or arrives
+//! during that stay it equals the marginal forecast (a test holds the two together).
+//!
 //! Under the iteration model ([`iteration`]) the replay also counts the node's KV blocks
 //! ([`iteration::KvBlocks`]) as the engine does: a request is admitted when its context's
 //! blocks fit, each decoder takes a block when it fills its last, and when none is free the
@@ -47,15 +53,17 @@
 //!
 //! The clock, the rates and the node's state are here; `replay` replays one node with the
 //! engine's rules (admission, the next event, KV preemption, both models' rates), `forecast`
-//! asks it one question ([`forecast`], [`forecast_marginal`]), `trajectory` keeps a node's
-//! whole replay for every question ([`Trajectory`]), and `tests` holds the unit and property
-//! tests that check the three against each other (the engine checks them against itself in
+//! asks it one question ([`forecast`], [`forecast_marginal`]), `stationary` holds the load
+//! ([`stationary`]), `trajectory` keeps a node's whole replay for every question
+//! ([`Trajectory`]), and `tests` holds the unit and property tests that check the replays
+//! against each other (the engine checks them against itself in
 //! `tests/it/replay_forecast.rs`).
 
 use crate::policy::iteration;
 
 mod forecast;
 mod replay;
+mod stationary;
 #[cfg(test)]
 mod tests;
 mod trajectory;
@@ -63,6 +71,7 @@ mod trajectory;
 pub(crate) use forecast::forecast_marginal;
 pub use forecast::{forecast, Marginal};
 pub(crate) use replay::repace;
+pub use stationary::{remaining_of, stationary, stationary_resident, Batch};
 pub use trajectory::Trajectory;
 
 /// Microseconds per second.
@@ -338,6 +347,15 @@ pub trait NodeLoads {
 
     /// [`forecast`] of request `id`, which already holds a slot (or waits) on `node`.
     fn forecast_resident(&self, node: usize, id: u64) -> Option<ServiceTime>;
+
+    /// [`stationary`] of a newcomer on `node`: its start as [`NodeLoads::forecast_newcomer`]
+    /// gives it, its decode and the delay it imposes at the node's current load (the
+    /// `stationary` forecast). `None` when the node is down or cannot hold it.
+    fn forecast_newcomer_stationary(&self, node: usize, newcomer: Waiting) -> Option<Marginal>;
+
+    /// [`stationary_resident`] of request `id`, which already holds a slot (or waits) on
+    /// `node`.
+    fn forecast_resident_stationary(&self, node: usize, id: u64) -> Option<ServiceTime>;
 
     /// The node's unloaded decode rate `d` (for lower bounds of a forecast).
     fn unloaded_decode_tok_s(&self, node: usize) -> f64;

@@ -146,6 +146,8 @@ impl LiveLoads<'_> {
                 Ask::Newcomer(w) => Ask::Newcomer(scaled(w, m)),
                 Ask::Marginal(w) => Ask::Marginal(scaled(w, m)),
                 Ask::Resident(id) => Ask::Resident(id),
+                Ask::Stationary(w) => Ask::Stationary(scaled(w, m)),
+                Ask::StationaryResident(id) => Ask::StationaryResident(id),
             };
             let got = self.run_draw(i, k, ask)?;
             start += got.time.start_s;
@@ -172,11 +174,13 @@ impl LiveLoads<'_> {
         let entry = cache.get_mut(i * self.factors.len() + k)?;
         let stale = entry.version != Some(st.version)
             || !entry.trajectory.holds_at(self.now)
-            || (!matches!(ask, Ask::Newcomer(_)) && !entry.trajectory.residents_known());
+            || (!matches!(ask, Ask::Newcomer(_) | Ask::Stationary(_))
+                && !entry.trajectory.residents_known());
         if stale {
             let mut residents = self.residents.borrow_mut();
             let mut waiting = self.waiting.borrow_mut();
             let state = self.state(i, k, &mut residents, &mut waiting)?;
+            entry.batch = service::Batch::of(state.residents, state.queue, PROBE_ID);
             entry.trajectory.compute(state);
             entry.version = Some(st.version);
         }
@@ -195,6 +199,24 @@ impl LiveLoads<'_> {
                     .newcomer_marginal(w, self.now, &mut self.residents.borrow_mut())
             }
             Ask::Resident(id) => entry.trajectory.resident(id, self.now).map(own),
+            Ask::Stationary(w) => {
+                let start = entry.trajectory.newcomer_start(
+                    w,
+                    self.now,
+                    &mut self.residents.borrow_mut(),
+                )?;
+                Some(service::stationary(
+                    &self.serving(i)?,
+                    entry.batch,
+                    &w,
+                    start,
+                ))
+            }
+            Ask::StationaryResident(id) => {
+                let start = entry.trajectory.resident(id, self.now)?;
+                drop(cache);
+                self.stationary_resident(i, k, id, start.start_s).map(own)
+            }
         };
         if let Some(slot) = self.mismatch {
             let mut residents = self.residents.borrow_mut();
@@ -205,6 +227,23 @@ impl LiveLoads<'_> {
                         Ask::Newcomer(w) => service::forecast(state, Some(w), PROBE_ID).map(own),
                         Ask::Marginal(w) => service::forecast_marginal(state, w),
                         Ask::Resident(id) => service::forecast(state, None, id).map(own),
+                        Ask::Stationary(w) => {
+                            let batch = service::Batch::of(state.residents, state.queue, PROBE_ID);
+                            let serving = state.serving;
+                            service::forecast(state, Some(w), PROBE_ID)
+                                .map(|st| service::stationary(&serving, batch, &w, st.start_s))
+                        }
+                        Ask::StationaryResident(id) => {
+                            let batch = service::Batch::of(state.residents, state.queue, id);
+                            let left =
+                                service::remaining_of(state.residents, state.queue, self.now, id);
+                            let serving = state.serving;
+                            service::forecast(state, None, id).and_then(|st| {
+                                Some(own(service::stationary_resident(
+                                    &serving, batch, left?, st.start_s,
+                                )))
+                            })
+                        }
                     });
             if fresh != got {
                 slot.borrow_mut().get_or_insert_with(|| {
@@ -235,6 +274,40 @@ impl LiveLoads<'_> {
             }
             None => expected_target(q, self.sigma),
         }
+    }
+
+    /// Node `i`'s serving constants.
+    fn serving(&self, i: usize) -> Option<NodeServing> {
+        let spec = &self.cluster.nodes.get(i)?.spec;
+        Some(NodeServing {
+            decode_tok_s: spec.decode_tok_s,
+            batch_slowdown: self.batch_slowdown,
+            slots: spec.slots,
+            kv_capacity_tokens: spec.kv_capacity_tokens,
+            step: self.steps.get(i).copied().flatten(),
+        })
+    }
+
+    /// [`service::stationary_resident`] of request `id` (resident or queued) on node `i` in
+    /// draw `k`, starting to decode `start_s` from now; `None` when it is not there.
+    fn stationary_resident(
+        &self,
+        i: usize,
+        k: usize,
+        id: u64,
+        start_s: f64,
+    ) -> Option<ServiceTime> {
+        let mut residents = self.residents.borrow_mut();
+        let mut waiting = self.waiting.borrow_mut();
+        let state = self.state(i, k, &mut residents, &mut waiting)?;
+        let batch = service::Batch::of(state.residents, state.queue, id);
+        let left = service::remaining_of(state.residents, state.queue, self.now, id)?;
+        Some(service::stationary_resident(
+            &state.serving,
+            batch,
+            left,
+            start_s,
+        ))
     }
 
     /// Queued request `r` of node `i` as the forecast reads it in draw `k`.
@@ -276,7 +349,6 @@ impl LiveLoads<'_> {
         waiting: &'b mut Vec<Waiting>,
     ) -> Option<service::NodeState<'b>> {
         let st = self.nodes.get(i)?;
-        let spec = &self.cluster.nodes.get(i)?.spec;
         let step = self.steps.get(i).copied().flatten();
         residents.clear();
         waiting.clear();
@@ -349,13 +421,7 @@ impl LiveLoads<'_> {
             service::repace(residents, c, self.now);
         }
         Some(service::NodeState {
-            serving: NodeServing {
-                decode_tok_s: spec.decode_tok_s,
-                batch_slowdown: self.batch_slowdown,
-                slots: spec.slots,
-                kv_capacity_tokens: spec.kv_capacity_tokens,
-                step,
-            },
+            serving: self.serving(i)?,
             now_us: self.now,
             residents,
             queue: waiting,
@@ -372,6 +438,10 @@ enum Ask {
     Marginal(Waiting),
     /// [`service::forecast`] of a request on the node.
     Resident(u64),
+    /// [`service::stationary`] of a newcomer.
+    Stationary(Waiting),
+    /// [`service::stationary_resident`] of a request on the node.
+    StationaryResident(u64),
 }
 
 impl NodeLoads for LiveLoads<'_> {
@@ -393,6 +463,18 @@ impl NodeLoads for LiveLoads<'_> {
 
     fn forecast_resident(&self, node: NodeIdx, id: u64) -> Option<ServiceTime> {
         self.run(node, Ask::Resident(id)).map(|m| m.time)
+    }
+
+    fn forecast_newcomer_stationary(&self, node: NodeIdx, newcomer: Waiting) -> Option<Marginal> {
+        let got = self.run(node, Ask::Stationary(newcomer));
+        if got.is_none() {
+            self.fallbacks.set(self.fallbacks.get() + 1);
+        }
+        got
+    }
+
+    fn forecast_resident_stationary(&self, node: NodeIdx, id: u64) -> Option<ServiceTime> {
+        self.run(node, Ask::StationaryResident(id)).map(|m| m.time)
     }
 
     fn unloaded_decode_tok_s(&self, node: NodeIdx) -> f64 {
@@ -445,8 +527,10 @@ impl Sim<'_> {
             }
             let w = live_loads!(self).waiting_of(i, r, k);
             let mut cache = self.trajectories.borrow_mut();
-            if cache[i * draws + k].trajectory.append(w, now) {
-                cache[i * draws + k].version = version;
+            let entry = &mut cache[i * draws + k];
+            if entry.trajectory.append(w, now) {
+                entry.version = version;
+                entry.batch = entry.batch.joined(&w);
             }
         }
     }

@@ -81,8 +81,8 @@
 //!   its posterior length `L | L > done`, `ln L ~ N(ln L^, sigma^2)`, `u` a pseudo-random
 //!   uniform per request and draw (fixed, so each draw's node trajectory can be cached), and
 //!   the newcomer's expected remaining output is multiplied by the `k`-th of `n` stratified
-//!   lognormal factors of mean 1 ([`draw_factors`]). `T`, `w` and the `marginal` delay `D` are
-//!   each the mean of the draws'.
+//!   lognormal factors of mean 1 ([`draw_factors`]). `T`, `w` and the delay `D` (`stationary`,
+//!   `marginal`) are each the mean of the draws'.
 //! * **The clairvoyant oracle.** It sees every request's true output length (its `L^_r` is
 //!   `L_r`) and every node's true timeline. It has no periodic tick: whenever one of its
 //!   requests starts prefilling or decoding on a node whose known end comes before the
@@ -390,11 +390,13 @@ struct NodeState {
     version: u64,
 }
 
-/// A node's forecast [`Trajectory`] and the node version it was computed for.
+/// A node's forecast [`Trajectory`] and the node version it was computed for, with the
+/// [`service::Batch`] a newcomer would join in that state (the `stationary` forecast's).
 #[derive(Debug, Default)]
 struct CachedTrajectory {
     version: Option<u64>,
     trajectory: Trajectory,
+    batch: service::Batch,
 }
 
 /// The oracle's view of the future: each node's current session end from the trace.
