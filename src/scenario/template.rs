@@ -88,7 +88,8 @@ overlap = false
 # decodes beside as many requests as the node holds now for its whole stay, as under load a
 # freed slot is refilled; T + D, D the delay it imposes on them), "marginal" (T + D with the
 # node replayed to its end with and without the request: its requests drain, nothing
-# arrives) or "own" (T only, draining); see `hazardserve replay --help`.
+# arrives) or "own" (T only, draining); the README (What estimated output lengths change)
+# says why stationary is the default.
 forecast = "stationary"
 # With estimated output lengths: how many draws of the unknown lengths (every request's,
 # from its estimate's noise) the forecast averages T over; 1 prices every request at its

@@ -92,7 +92,7 @@ impl Policy for Probe {
         from: NodeIdx,
         out: &mut Explanation,
     ) -> Option<NodeIdx> {
-        let mut inner = StandardPolicy::new(PolicyKind::Hazard, replayed(), 1);
+        let mut inner = StandardPolicy::new(PolicyKind::Hazard, *self.inner.params(), 1);
         let _ = inner.check_migration(view, req, from, out);
         if req.id == self.watch && self.source_t.is_none() {
             self.source_t = Some(out.t);
@@ -295,28 +295,43 @@ proptest! {
 /// it as a fifth decoder would give.
 #[test]
 fn migration_source_counts_the_request_once() {
-    let cluster = Cluster::new(vec![
-        always_up("a", 8, 1e6, 20.0),
-        always_up("b", 8, 1e6, 20.0),
-    ]);
-    let requests: Vec<Request> = (0..4).map(|k| req(k, 0.0, 10, 400 + 100 * k)).collect();
-    let mut policy = Probe::new(vec![0], u64::MAX, PolicyKind::Hazard, 0);
-    let cfg = config(1.0, EngineKind::Simple);
-    let spec = RunSpec::new(PolicyKind::Hazard, Window::new(0, us(1e4)), 1, cfg.params);
-    let out = simulate_with(&cluster, &Workload::new(requests), &cfg, &spec, &mut policy)
-        .expect("replay runs");
-    let t_i = policy.source_t.expect("a migration check priced request 0");
-    let check_at = cfg.params.check_interval_s;
-    let finish = out.records[0].completion_s.expect("completes") - 0.0;
-    assert!(
-        (t_i - (finish - check_at)).abs() <= 1e-9 * finish,
-        "T_i {t_i} s against the engine's {} s",
-        finish - check_at
-    );
-    // Counting it twice would add rem * b / d' with d' the rate of five decoders.
-    let rem_at_check = 400.0 - check_at * 20.0 / 4.0;
-    let doubled = rem_at_check / (20.0 / 5.0);
-    assert!(t_i < doubled, "T_i {t_i} s is the double-counted price");
+    // Under `marginal` (the replay) with lengths that differ, and under the default
+    // `stationary` forecast with equal ones (all four leave together: the load it holds is
+    // the load there is).
+    for (forecast, step) in [(ForecastKind::Marginal, 100), (ForecastKind::Stationary, 0)] {
+        let cluster = Cluster::new(vec![
+            always_up("a", 8, 1e6, 20.0),
+            always_up("b", 8, 1e6, 20.0),
+        ]);
+        let requests: Vec<Request> = (0..4).map(|k| req(k, 0.0, 10, 400 + step * k)).collect();
+        let params = Params {
+            forecast,
+            ..replayed()
+        };
+        let mut policy = Probe::with(vec![0], u64::MAX, PolicyKind::Hazard, 0, params);
+        let cfg = ReplayConfig {
+            params,
+            ..config(1.0, EngineKind::Simple)
+        };
+        let spec = RunSpec::new(PolicyKind::Hazard, Window::new(0, us(1e4)), 1, cfg.params);
+        let out = simulate_with(&cluster, &Workload::new(requests), &cfg, &spec, &mut policy)
+            .expect("replay runs");
+        let t_i = policy.source_t.expect("a migration check priced request 0");
+        let check_at = cfg.params.check_interval_s;
+        let finish = out.records[0].completion_s.expect("completes") - 0.0;
+        assert!(
+            (t_i - (finish - check_at)).abs() <= 1e-9 * finish,
+            "{forecast:?}: T_i {t_i} s against the engine's {} s",
+            finish - check_at
+        );
+        // Counting it twice would add rem * b / d' with d' the rate of five decoders.
+        let rem_at_check = 400.0 - check_at * 20.0 / 4.0;
+        let doubled = rem_at_check / (20.0 / 5.0);
+        assert!(
+            t_i < doubled,
+            "{forecast:?}: T_i {t_i} s is the double-counted price"
+        );
+    }
 }
 
 /// On a homogeneous cluster with long prefills, requests arriving while earlier ones are

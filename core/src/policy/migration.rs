@@ -496,8 +496,9 @@ pub(crate) fn move_cost(
 /// A destination's service-time forecast for a move: given the move's cost and the tokens
 /// left after it, when the request starts decoding on the destination and completes, counted
 /// from now (the window `W` and the cost `C` included), and the delay `D_j` the move imposes on
-/// the destination's requests (the `marginal` forecast; 0 under `own`), which the trigger's
-/// time side counts as placement's score does. `None` falls back to the view formula.
+/// the destination's requests (the `stationary` and `marginal` forecasts; 0 under `own`), which
+/// the trigger's time side counts as placement's score does. `None` falls back to the view
+/// formula.
 pub type DestinationForecast<'f> = &'f dyn Fn(&MoveCost, f64) -> Option<(ServiceTime, f64)>;
 
 /// [`assess_move`] for a move whose cost and method are already chosen (`mv`): the oracle

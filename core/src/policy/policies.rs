@@ -22,7 +22,7 @@
 //! | `least-loaded` | lowest slot load (then KV load, queue wait) | none |
 //! | `random` | uniform over feasible nodes (seeded SplitMix64) | none |
 //! | `uptime` | among the nodes that can start the request soonest (smallest queue wait), the one up the longest (the age heuristic, load-aware) | none |
-//! | `oracle` | clairvoyant greedy: a node where the request finishes before the node's known end first (a doomed node only when every node is, [`ORACLE_DOOMED_PENALTY_S`]), then smallest true completion, a doomed node priced by its cheaper of `U(R)` and a planned hop before its end | event-driven, just before each known end |
+//! | `oracle` | clairvoyant greedy: a node where the request finishes before the node's known end first (a doomed node only when every node is, [`ORACLE_DOOMED_PENALTY_S`]), then smallest completion (the configured forecast with the true lengths), a doomed node priced by its cheaper of `U(R)` and a planned hop before its end | event-driven, just before each known end |
 //! | `bound` | not a policy: an analytic lower bound computed by the replay | — |
 //!
 //! What each baseline knows (its information set):
@@ -45,8 +45,10 @@
 //! causes, and the replay drains them for every policy.
 //! | `bound` | fastest rates | none (unloaded) | — | — | yes: when any node is up |
 //!
-//! The `oracle` is a *clairvoyant greedy* heuristic, an upper reference, not a proven optimum
-//! (it can be beaten in a window); `bound` is provably unbeatable (see
+//! The `oracle` is a *clairvoyant greedy* heuristic, an upper reference on interruptions, not
+//! a proven optimum (it can be beaten in a window, and on completion it is no reference: under
+//! the default `stationary` forecast it prices completions with the same held load as the
+//! other policies, only with the true lengths); `bound` is provably unbeatable (see
 //! [`crate::replay::bound`]).
 //!
 //! `T_i` of every cost-based policy (`hazard`, `hazard-nomigrate`, `memoryless`, `fastest`,
@@ -654,6 +656,41 @@ fn unloaded_decode(view: &ClusterView<'_>, idx: NodeIdx, node: &NodeView<'_>) ->
         .map_or(node.decode_tok_s, |l| l.unloaded_decode_tok_s(idx))
 }
 
+/// A lower bound of a placement's score `T_i + D_i` (and so of `E_i + D_i`) for the pruning:
+/// [`placement_lower_bound`], and under the `stationary` forecast the stationary answer with
+/// the request starting at a lower bound of its start, when the node's batch is at hand
+/// without a replay ([`super::service::NodeLoads::stationary_bound`]); the same rounding
+/// margin.
+#[inline]
+fn score_lower_bound(
+    view: &ClusterView<'_>,
+    idx: NodeIdx,
+    node: &NodeView<'_>,
+    req: &RequestView,
+    prefill_tokens: f64,
+    rem: f64,
+    params: &Params,
+) -> f64 {
+    let unloaded = placement_lower_bound(view, idx, node, prefill_tokens, rem);
+    let Some(loads) = view.loads else {
+        return unloaded;
+    };
+    if params.forecast != ForecastKind::Stationary {
+        return unloaded;
+    }
+    let wait = if req.recovering {
+        recovery_wait_s(params.stall_penalty_s, params.recompute_overhead_s)
+    } else {
+        0.0
+    };
+    let start = StartPhase::prefill(prefill_tokens, node.prefill_tok_s, wait);
+    let w = newcomer(req, start, req.done_tokens as f64, rem);
+    let start_lb = wait + secs(prefill_tokens, node.prefill_tok_s);
+    loads
+        .stationary_bound(idx, w, start_lb)
+        .map_or(unloaded, |b| unloaded.max(b * (1.0 - 1e-6)))
+}
+
 /// A lower bound of [`placement_service`]'s `T_i` that costs no forecast: prefill plus decode
 /// at the node's unloaded rate (durations round up to whole microseconds in the forecast, so
 /// it is a bound up to the relative `1e-9` of that rounding, which the margin covers).
@@ -804,7 +841,9 @@ impl StandardPolicy {
             }
             let resident = resident_on(req, i);
             let searching = prune && best.is_some();
-            if searching && !(placement_lower_bound(view, i, node, c - resident, rem) < best_e) {
+            if searching
+                && !(score_lower_bound(view, i, node, req, c - resident, rem, params) < best_e)
+            {
                 continue;
             }
             let (st, rate, d) = placement_service(view, i, node, req, c - resident, rem, params);
@@ -980,7 +1019,7 @@ impl StandardPolicy {
             }
             if prune {
                 if let Some((_, b)) = best {
-                    if !(placement_lower_bound(view, i, node, c, rem) < b) {
+                    if !(score_lower_bound(view, i, node, req, c, rem, &self.params) < b) {
                         continue;
                     }
                 }

@@ -67,15 +67,17 @@ pub fn forecast(
     }
 }
 
-/// A newcomer's [`forecast`] with the delay it imposes on the requests already on the node:
-/// the `marginal` forecast ([`forecast_marginal`]).
+/// A newcomer's forecast with the delay it imposes on the requests already on the node: the
+/// `marginal` forecast ([`forecast_marginal`]) and the `stationary` one
+/// ([`super::stationary`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Marginal {
     /// The newcomer's own `w_i` and `T_i`.
     pub time: ServiceTime,
-    /// `D_i = sum_r (end_r with the newcomer - end_r without)` over every request resident or
-    /// queued on the node, seconds (at least 0; infinite when the newcomer makes a request
-    /// that would finish wait forever).
+    /// `D_i`, seconds (at least 0): under `marginal`, `sum_r (end_r with the newcomer - end_r
+    /// without)` over every request resident or queued on the node (infinite when the
+    /// newcomer makes a request that would finish wait forever); under `stationary`, what its
+    /// neighbours lose while it is there.
     pub imposed_s: f64,
 }
 

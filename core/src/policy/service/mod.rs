@@ -357,6 +357,15 @@ pub trait NodeLoads {
     /// `node`.
     fn forecast_resident_stationary(&self, node: usize, id: u64) -> Option<ServiceTime>;
 
+    /// A lower bound of [`NodeLoads::forecast_newcomer_stationary`]'s `T + D` that replays
+    /// nothing: [`stationary`] with the newcomer starting at `start_lb`, a lower bound of its
+    /// start (its wait and its prefill alone at the node's measured rate), when the node's
+    /// batch is at hand without a replay; `None` otherwise (the placement's pruning then
+    /// uses its unloaded bound).
+    fn stationary_bound(&self, _node: usize, _newcomer: Waiting, _start_lb: f64) -> Option<f64> {
+        None
+    }
+
     /// The node's unloaded decode rate `d` (for lower bounds of a forecast).
     fn unloaded_decode_tok_s(&self, node: usize) -> f64;
 }

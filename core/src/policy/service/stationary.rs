@@ -26,10 +26,13 @@
 //!
 //! `s(k, c)` is the engine's per-token step: [`iteration::StepCoefficients::step_s`]`(0, k,
 //! c, 0)` under the iteration model, `(1 + f (k - 1)) / d` under the simple one
-//! ([`super::decode_rate`]). A resident's stationary completion is `w + r s(K, C)` with itself
-//! among the `K` ([`stationary_resident`]). When nothing leaves the node and nothing arrives
-//! during the newcomer's stay the node's load is stationary in fact, and this forecast and
-//! the marginal one agree (a test holds them together).
+//! ([`super::decode_rate`]). When the slots hold fewer than all the others, `C` is the mean
+//! context's share of those in the batch. A resident's stationary completion is
+//! `w + r s(K, C)` with itself among the `K` ([`stationary_resident`]). When every resident is
+//! already decoding and outlasts the newcomer, nothing queues and nothing arrives, the node's
+//! load is stationary in fact, and this forecast and the marginal one agree (a test holds them
+//! together under both models; a resident still starting, a queue or a full node break the
+//! agreement by design).
 
 use super::*;
 
@@ -64,12 +67,32 @@ impl Batch {
         Batch { others, context }
     }
 
+    /// The context of `n` of them (the mean's share when the slots hold fewer than all).
+    pub fn in_batch(&self, n: u32) -> f64 {
+        if n >= self.others {
+            self.context
+        } else {
+            self.context * f64::from(n) / f64::from(self.others)
+        }
+    }
+
     /// The batch once `w` has joined the queue.
     pub fn joined(self, w: &Waiting) -> Batch {
         Batch {
             others: self.others.saturating_add(1),
             context: self.context + w.kv as f64,
         }
+    }
+}
+
+/// Seconds to decode `tokens` at `per_token` seconds each: 0 with nothing to decode (even at
+/// a rate of 0).
+#[inline]
+fn tokens_s(tokens: f64, per_token: f64) -> f64 {
+    if tokens > 0.0 {
+        tokens * per_token
+    } else {
+        0.0
     }
 }
 
@@ -111,19 +134,19 @@ pub fn stationary(
     let r = (newcomer.target - newcomer.done).max(0.0);
     let k = batch_size(serving, batch.others);
     let neighbours = k - 1;
-    let own_ctx = newcomer.kv as f64;
-    let with = per_token_s(serving, k, batch.context + own_ctx);
-    let total_s = start_s + r * with;
+    let context = batch.in_batch(neighbours);
+    let with = per_token_s(serving, k, context + newcomer.kv as f64);
+    let total_s = start_s + tokens_s(r, with);
     let mut imposed_s = 0.0;
     if neighbours > 0 {
-        let without = per_token_s(serving, neighbours, batch.context);
-        let decode = r * (with - without).max(0.0);
+        let without = per_token_s(serving, neighbours, context);
+        let decode = tokens_s(r, (with - without).max(0.0));
         let prefill = match &serving.step {
             Some(c) if newcomer.prefill && newcomer.tokens > 0.0 => {
                 let x = c.chunk(neighbours).min(newcomer.tokens);
                 let steps = newcomer.tokens / x;
-                let shared = c.step_s(x, neighbours, batch.context, newcomer.tokens);
-                let alone = c.step_s(0.0, neighbours, batch.context, 0.0);
+                let shared = c.step_s(x, neighbours, context, newcomer.tokens);
+                let alone = c.step_s(0.0, neighbours, context, 0.0);
                 steps * (shared - alone).max(0.0)
             }
             _ => 0.0,
@@ -153,11 +176,11 @@ pub fn stationary_resident(
         };
     }
     let start_s = start_s.max(0.0);
-    let r = remaining.max(0.0);
     let k = batch_size(serving, batch.others);
+    let per_token = per_token_s(serving, k, batch.in_batch(k - 1) + context);
     ServiceTime {
         start_s,
-        total_s: start_s + r * per_token_s(serving, k, batch.context + context),
+        total_s: start_s + tokens_s(remaining.max(0.0), per_token),
     }
 }
 
@@ -305,7 +328,10 @@ mod tests {
                     let (m, s) = both(serving, &residents, newcomer(iteration, prompt, r));
                     let close =
                         |a: f64, b: f64| (a - b).abs() <= 1e-6 * a.abs() + 1e-5 * (k + 1) as f64;
-                    let case = format!("iteration {iteration}, {k} decoders, prompt {prompt}, {r} tokens: {m:?} vs {s:?}");
+                    let case = format!(
+                        "iteration {iteration}, {k} decoders, prompt {prompt}, {r} tokens: \
+                         {m:?} vs {s:?}"
+                    );
                     assert!(close(m.time.total_s, s.time.total_s), "T: {case}");
                     assert_eq!(m.time.start_s, s.time.start_s, "{case}");
                     assert!(close(m.imposed_s, s.imposed_s), "D: {case}");
@@ -375,6 +401,17 @@ mod tests {
         let per_token = (1.0 + 2.0 * F) / D;
         assert!((s.time.total_s - (1.0 + 10.0 * per_token)).abs() < 1e-12);
         assert!((s.imposed_s - 2.0 * 10.0 * F / D).abs() < 1e-12);
+        // Three others and two places beside the newcomer: the context of two of them.
+        assert_eq!(b.in_batch(2), 380.0 * 2.0 / 3.0);
+        assert_eq!(b.in_batch(3), 380.0);
+        // Nothing to decode on a node that decodes nothing: its start, not NaN.
+        let stopped = NodeServing {
+            decode_tok_s: 0.0,
+            ..serving
+        };
+        let done = newcomer(false, 0, 0.0);
+        let s0 = stationary(&stopped, b, &done, 1.5);
+        assert_eq!((s0.time.total_s, s0.imposed_s), (1.5, 0.0));
         let never = stationary(&serving, b, &w, f64::INFINITY);
         assert!(never.time.total_s.is_infinite() && never.imposed_s == 0.0);
         let t = stationary_resident(&serving, without_1, (10.0, 0.0), 0.0);

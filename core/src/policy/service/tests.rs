@@ -245,10 +245,6 @@ proptest::proptest! {
         let probes = [0, 1, earliest.saturating_sub(1), earliest, earliest.saturating_add(1)];
         let holds = probes.map(|t| traj.holds_at(t));
         proptest::prop_assert_eq!(traj.newcomer(newcomer, now, &mut scratch), fresh(Some(newcomer), PROBE_ID));
-        proptest::prop_assert_eq!(
-            traj.newcomer_start(newcomer, now, &mut scratch),
-            fresh(Some(newcomer), PROBE_ID).map(|t| t.start_s)
-        );
         // The marginal forecast: the same newcomer time, and the same imposed delay from
         // the cached trajectory as from two fresh replays.
         let marginal = {

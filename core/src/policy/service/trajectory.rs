@@ -317,22 +317,8 @@ impl Trajectory {
         scratch: &mut Vec<Resident>,
     ) -> Option<ServiceTime> {
         let now = now_us.max(self.now_us);
-        self.resume(newcomer, now, scratch, Until::Finished, |_, _| {})
+        self.resume(newcomer, now, scratch, false, |_, _| {})
             .map(|(start, end)| answer(now, start, end))
-    }
-
-    /// When `newcomer` joining the node at `now_us` would start decoding, counted from then:
-    /// [`Trajectory::newcomer`]'s `start_s`, the replay stopped there (the
-    /// [`super::stationary`] forecast needs no more).
-    pub fn newcomer_start(
-        &self,
-        newcomer: Waiting,
-        now_us: i64,
-        scratch: &mut Vec<Resident>,
-    ) -> Option<f64> {
-        let now = now_us.max(self.now_us);
-        self.resume(newcomer, now, scratch, Until::Started, |_, _| {})
-            .map(|(start, end)| answer(now, start, end).start_s)
     }
 
     /// [`forecast_marginal`] of `newcomer` joining the node at `now_us` (not before the time
@@ -357,7 +343,7 @@ impl Trajectory {
         let base = |id: u64| self.index.get(&id).and_then(|&k| self.outcomes[k].end);
         let mut delay: i64 = 0;
         let mut stuck = false;
-        let (start, end) = self.resume(newcomer, now, scratch, Until::Idle, |id, end| {
+        let (start, end) = self.resume(newcomer, now, scratch, true, |id, end| {
             match (base(id), end) {
                 (Some(b), Some(e)) => delay = delay.saturating_add(e - b),
                 (Some(_), None) => stuck = true,
@@ -376,17 +362,17 @@ impl Trajectory {
     }
 
     /// Resumes the replay where the whole queue holds slots, with `newcomer` joining at `now`,
-    /// until `until` (the newcomer starts decoding, finishes, or the node is idle), calling
-    /// `other(id, end)` for every other request that finishes meanwhile (`end` `None`: one
-    /// left waiting forever when a rate is 0). Returns when the newcomer started decoding and
-    /// finished (`None`: never, or not reached when stopped at its start); `None` when the
-    /// queue never drained, the replay gave up or the newcomer never took a slot.
+    /// until the newcomer finishes (or, `to_end`, until the node is idle), calling `other(id,
+    /// end)` for every other request that finishes meanwhile (`end` `None`: one left waiting
+    /// forever when a rate is 0). Returns when the newcomer started decoding and finished
+    /// (`None`: never); `None` when the queue never drained, the replay gave up or the
+    /// newcomer never took a slot.
     fn resume(
         &self,
         newcomer: Waiting,
         now: i64,
         scratch: &mut Vec<Resident>,
-        until: Until,
+        to_end: bool,
         mut other: impl FnMut(u64, Option<i64>),
     ) -> Option<(Option<i64>, Option<i64>)> {
         let serving = self.serving?;
@@ -419,15 +405,10 @@ impl Trajectory {
                     }
                     return Some((start, end));
                 }
-                Step::Started(id) if id == newcomer.id => {
-                    start = Some(run.t);
-                    if until == Until::Started {
-                        return Some((start, None));
-                    }
-                }
+                Step::Started(id) if id == newcomer.id => start = Some(run.t),
                 Step::Finished(id) if id == newcomer.id => {
                     end = Some(run.t);
-                    if until != Until::Idle {
+                    if !to_end {
                         return Some((start, end));
                     }
                 }
@@ -436,15 +417,4 @@ impl Trajectory {
             }
         }
     }
-}
-
-/// Where [`Trajectory::resume`] stops.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Until {
-    /// When the newcomer starts decoding (or finishes, with nothing to decode).
-    Started,
-    /// When the newcomer finishes.
-    Finished,
-    /// When the node is idle (every request's end is reported).
-    Idle,
 }

@@ -134,7 +134,8 @@ pub(super) struct LiveLoads<'s> {
 impl LiveLoads<'_> {
     /// The answer to `ask` on node `i`, from the node's [`Trajectory`] (recomputed only when
     /// the node changed since, or when the question needs the residents' outcomes and a queued
-    /// request was appended since); the delay is 0 unless `ask` is [`Ask::Marginal`].
+    /// request was appended since); the delay is 0 unless `ask` is [`Ask::Marginal`] or
+    /// [`Ask::Stationary`].
     fn run(&self, i: usize, ask: Ask) -> Option<Marginal> {
         let draws = self.factors.len();
         if draws == 1 {
@@ -199,23 +200,19 @@ impl LiveLoads<'_> {
                     .newcomer_marginal(w, self.now, &mut self.residents.borrow_mut())
             }
             Ask::Resident(id) => entry.trajectory.resident(id, self.now).map(own),
-            Ask::Stationary(w) => {
-                let start = entry.trajectory.newcomer_start(
-                    w,
-                    self.now,
-                    &mut self.residents.borrow_mut(),
-                )?;
-                Some(service::stationary(
-                    &self.serving(i)?,
-                    entry.batch,
-                    &w,
-                    start,
-                ))
-            }
+            Ask::Stationary(w) => entry
+                .trajectory
+                .newcomer(w, self.now, &mut self.residents.borrow_mut())
+                .and_then(|st| {
+                    let serving = self.serving(i)?;
+                    Some(service::stationary(&serving, entry.batch, &w, st.start_s))
+                }),
             Ask::StationaryResident(id) => {
-                let start = entry.trajectory.resident(id, self.now)?;
+                let start = entry.trajectory.resident(id, self.now);
                 drop(cache);
-                self.stationary_resident(i, k, id, start.start_s).map(own)
+                start
+                    .and_then(|st| self.stationary_resident(i, k, id, st.start_s))
+                    .map(own)
             }
         };
         if let Some(slot) = self.mismatch {
@@ -475,6 +472,23 @@ impl NodeLoads for LiveLoads<'_> {
 
     fn forecast_resident_stationary(&self, node: NodeIdx, id: u64) -> Option<ServiceTime> {
         self.run(node, Ask::StationaryResident(id)).map(|m| m.time)
+    }
+
+    /// From the batch cached with the node's first draw while it is current (the batch does
+    /// not depend on the draw; over draws the answer is linear in the newcomer's length, or
+    /// convex with a context read, so the mean of the draws' answers is at least this).
+    fn stationary_bound(&self, node: NodeIdx, newcomer: Waiting, start_lb: f64) -> Option<f64> {
+        let st = self.nodes.get(node)?;
+        if !st.up {
+            return None;
+        }
+        let cache = self.trajectories.borrow();
+        let entry = cache.get(node * self.factors.len())?;
+        if entry.version != Some(st.version) {
+            return None;
+        }
+        let m = service::stationary(&self.serving(node)?, entry.batch, &newcomer, start_lb);
+        Some(m.time.total_s + m.imposed_s)
     }
 
     fn unloaded_decode_tok_s(&self, node: NodeIdx) -> f64 {

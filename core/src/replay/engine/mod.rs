@@ -75,7 +75,9 @@
 //!   node's current session (censored ends: never); every other policy's answers only
 //!   announced ends (below).
 //! * **The policies' forecast** ([`NodeLoads`]) replays a node with the service-time model
-//!   ([`crate::policy::service`]), every request at its expected length. With estimated lengths
+//!   ([`crate::policy::service`]), every request at its expected length (the `stationary`
+//!   forecast takes the newcomer's start from that replay and holds the node's batch for the
+//!   rest, [`crate::policy::service::stationary`]). With estimated lengths
 //!   and `length_draws = n > 1` ([`Params::length_draws`]) it is the mean over `n` draws of the
 //!   unknown lengths instead: in draw `k` every request on the node takes the `u` quantile of
 //!   its posterior length `L | L > done`, `ln L ~ N(ln L^, sigma^2)`, `u` a pseudo-random
