@@ -319,9 +319,9 @@ pub struct Explanation {
     pub dt: f64,
     /// Hysteresis `h` applied, seconds.
     pub hysteresis_s: f64,
-    /// Placement under the `stationary` or `marginal` forecast: `D`, the delay the request imposes on the
-    /// chosen node's other requests, seconds (the decision minimised `E + D`, or `T + D` for
-    /// `fastest`); NaN (absent) otherwise.
+    /// Placement under the `stationary` or `marginal` forecast: `D`, the delay the request
+    /// imposes on the chosen node's other requests, seconds (the decision minimised `E + D`,
+    /// or `T + D` for `fastest`); NaN (absent) otherwise.
     #[serde(skip_serializing_if = "is_nan")]
     pub imposed_s: f64,
     /// Placement: the predicted probability that the chosen node fails before the request
