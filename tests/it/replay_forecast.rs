@@ -481,6 +481,63 @@ fn length_draws_keep_the_cached_forecast_exact() {
     }
 }
 
+/// On nodes that gain nothing from batching (`b = 1`: a phone's decoders share one request's
+/// rate; under the iteration model a step with no fixed share), the `stationary` forecast is
+/// the `marginal` one (`service::drains`): every policy's run is the same under both, in
+/// validation mode, under both engines. On nodes that batch they differ. (The mutation that
+/// never drains fails the first half, the one that always does the second.)
+#[test]
+fn on_nodes_that_do_not_batch_the_stationary_forecast_is_the_marginal_one() {
+    let fleet = |fixed_share: f64| {
+        let mut nodes = vec![
+            node("a", 3, 400.0, 20.0, &[(-1e6, Some(60.0)), (70.0, None)]),
+            always_up("b", 2, 300.0, 15.0),
+            always_up("c", 4, 500.0, 25.0),
+        ];
+        for n in &mut nodes {
+            n.spec.step = StepShape {
+                fixed_share,
+                ..n.spec.step
+            };
+        }
+        Cluster::new(nodes)
+    };
+    let requests: Vec<Request> = (0..80)
+        .map(|k| req(k, 0.9 * k as f64, 40 + 53 * (k % 5), 30 + 47 * (k % 7)))
+        .collect();
+    let workload = Workload::new(requests);
+    let run = |cluster: &Cluster, cfg: &ReplayConfig, kind: PolicyKind, forecast: ForecastKind| {
+        let params = Params {
+            forecast,
+            ..cfg.params
+        };
+        let spec = RunSpec::new(kind, Window::new(0, us(200.0)), 1, params);
+        hazardserve::replay::simulate(cluster, &workload, cfg, &spec)
+            .unwrap_or_else(|e| panic!("{kind} {forecast:?}: {e}"))
+            .records
+    };
+    for engine in [EngineKind::Simple, EngineKind::Iteration] {
+        let (phones, batching) = (fleet(0.0), fleet(0.7));
+        let cfg = |batch_slowdown: f64| ReplayConfig {
+            engine,
+            batch_slowdown,
+            validate: true,
+            ..ReplayConfig::default()
+        };
+        let mut differ = false;
+        for kind in [PolicyKind::Fastest, PolicyKind::Hazard] {
+            assert_eq!(
+                run(&phones, &cfg(1.0), kind, ForecastKind::Stationary),
+                run(&phones, &cfg(1.0), kind, ForecastKind::Marginal),
+                "{engine:?} {kind}"
+            );
+            differ |= run(&batching, &cfg(0.3), kind, ForecastKind::Stationary)
+                != run(&batching, &cfg(0.3), kind, ForecastKind::Marginal);
+        }
+        assert!(differ, "{engine:?}: the forecasts differ where nodes batch");
+    }
+}
+
 /// `length_draws` outside 1..=256 is refused with the name of the setting.
 #[test]
 fn length_draws_out_of_range_is_refused() {

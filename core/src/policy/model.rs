@@ -414,9 +414,12 @@ pub enum ForecastKind {
     /// `stationary`: `T_i + D_i` with the node's load held where it is
     /// ([`super::service::stationary`]): the request starts as the node serves it now, then
     /// decodes, and delays its neighbours, beside as many requests as the node holds now for
-    /// its whole stay (a router that balances refills a slot as it frees). The default: the
+    /// its whole stay (a router that balances refills a slot as it frees). A node that gains
+    /// nothing from batching ([`super::service::drains`]: a phone) is not refilled while a
+    /// request decodes there, and is priced as `marginal` prices it. The default: the
     /// draining forecasts sent requests to nodes about to drain and lost to `least-loaded` on
-    /// short requests (the length-noise grid).
+    /// short requests (the length-noise grid), and the stationary one everywhere lost the
+    /// gains on phones with long outputs.
     #[default]
     Stationary,
 }

@@ -587,6 +587,26 @@ impl StartPhase {
     }
 }
 
+/// The newcomer a placement of `req` on `node` forecasts, with `prefill_tokens` to prefill
+/// and `rem` tokens to generate, and the seconds it waits before its prefill: a recovering
+/// request waits out the stall and the recompute overhead first, as the engine serves it.
+#[inline]
+fn placed_newcomer(
+    req: &RequestView,
+    node: &NodeView<'_>,
+    prefill_tokens: f64,
+    rem: f64,
+    params: &Params,
+) -> (Waiting, f64) {
+    let wait = if req.recovering {
+        recovery_wait_s(params.stall_penalty_s, params.recompute_overhead_s)
+    } else {
+        0.0
+    };
+    let start = StartPhase::prefill(prefill_tokens, node.prefill_tok_s, wait);
+    (newcomer(req, start, req.done_tokens as f64, rem), wait)
+}
+
 /// `T_i` and `w_i` of `req` placed on node `idx` with `prefill_tokens` to prefill and `rem`
 /// tokens to generate, the decode rate `U_i` grows at, and `D_i`, the delay the placement
 /// imposes on the node's other requests (with `forecast = stationary` or `marginal`, else 0):
@@ -603,16 +623,8 @@ fn placement_service(
     rem: f64,
     params: &Params,
 ) -> (ServiceTime, f64, f64) {
-    // A recovering request waits out the stall and the recompute overhead first, as the
-    // engine serves it.
-    let wait = if req.recovering {
-        recovery_wait_s(params.stall_penalty_s, params.recompute_overhead_s)
-    } else {
-        0.0
-    };
+    let (w, wait) = placed_newcomer(req, node, prefill_tokens, rem, params);
     if let Some(loads) = view.loads {
-        let start = StartPhase::prefill(prefill_tokens, node.prefill_tok_s, wait);
-        let w = newcomer(req, start, req.done_tokens as f64, rem);
         let got = match params.forecast {
             ForecastKind::Own => loads.forecast_newcomer(idx, w).map(|st| (st, 0.0)),
             ForecastKind::Marginal => loads
@@ -678,13 +690,7 @@ fn score_lower_bound(
     if params.forecast != ForecastKind::Stationary {
         return unloaded;
     }
-    let wait = if req.recovering {
-        recovery_wait_s(params.stall_penalty_s, params.recompute_overhead_s)
-    } else {
-        0.0
-    };
-    let start = StartPhase::prefill(prefill_tokens, node.prefill_tok_s, wait);
-    let w = newcomer(req, start, req.done_tokens as f64, rem);
+    let (w, wait) = placed_newcomer(req, node, prefill_tokens, rem, params);
     let start_lb = wait + secs(prefill_tokens, node.prefill_tok_s);
     loads
         .stationary_bound(idx, w, start_lb)

@@ -36,6 +36,23 @@ pub fn forecast(
     newcomer: Option<Waiting>,
     watch: u64,
 ) -> Option<ServiceTime> {
+    replay_watching(state, newcomer, watch, false)
+}
+
+/// The `start_s` of [`forecast`] of `newcomer` (whose id must be [`PROBE_ID`]) from a replay
+/// that stops once that start is final: the newcomer started and nothing can preempt it any
+/// more (as [`Trajectory::newcomer_start`]). The `stationary` forecast needs no more of it.
+pub fn forecast_start(state: NodeState<'_>, newcomer: Waiting) -> Option<f64> {
+    replay_watching(state, Some(newcomer), PROBE_ID, true).map(|st| st.start_s)
+}
+
+/// [`forecast`], stopping at `watch`'s start once it is final when `at_start`.
+fn replay_watching(
+    state: NodeState<'_>,
+    newcomer: Option<Waiting>,
+    watch: u64,
+    at_start: bool,
+) -> Option<ServiceTime> {
     let NodeState {
         serving,
         now_us,
@@ -60,7 +77,12 @@ pub fn forecast(
         match run.step(&serving, residents) {
             Step::Idle | Step::GaveUp => return None,
             Step::Forever => return Some(answer(now_us, started, None)),
-            Step::Started(id) if id == watch => started = Some(run.t),
+            Step::Started(id) if id == watch => {
+                started = Some(run.t);
+                if at_start && run.settled(&serving, residents) {
+                    return Some(answer(now_us, started, None));
+                }
+            }
             Step::Finished(id) if id == watch => return Some(answer(now_us, started, Some(run.t))),
             _ => {}
         }

@@ -69,9 +69,11 @@ mod tests;
 mod trajectory;
 
 pub(crate) use forecast::forecast_marginal;
-pub use forecast::{forecast, Marginal};
+pub use forecast::{forecast, forecast_start, Marginal};
 pub(crate) use replay::repace;
-pub use stationary::{remaining_of, stationary, stationary_resident, Batch};
+pub use stationary::{
+    drains, forecast_stationary_resident, remaining_of, stationary, stationary_resident, Batch,
+};
 pub use trajectory::Trajectory;
 
 /// Microseconds per second.
@@ -350,18 +352,20 @@ pub trait NodeLoads {
 
     /// [`stationary`] of a newcomer on `node`: its start as [`NodeLoads::forecast_newcomer`]
     /// gives it, its decode and the delay it imposes at the node's current load (the
-    /// `stationary` forecast). `None` when the node is down or cannot hold it.
+    /// `stationary` forecast); on a node that [`drains`], the marginal forecast
+    /// ([`NodeLoads::forecast_newcomer_marginal`]). `None` when the node is down or cannot
+    /// hold it.
     fn forecast_newcomer_stationary(&self, node: usize, newcomer: Waiting) -> Option<Marginal>;
 
     /// [`stationary_resident`] of request `id`, which already holds a slot (or waits) on
-    /// `node`.
+    /// `node`; on a node that [`drains`], [`NodeLoads::forecast_resident`].
     fn forecast_resident_stationary(&self, node: usize, id: u64) -> Option<ServiceTime>;
 
     /// A lower bound of [`NodeLoads::forecast_newcomer_stationary`]'s `T + D` that replays
     /// nothing: [`stationary`] with the newcomer starting at `start_lb`, a lower bound of its
     /// start (its wait and its prefill alone at the node's measured rate), when the node's
-    /// batch is at hand without a replay; `None` otherwise (the placement's pruning then
-    /// uses its unloaded bound).
+    /// batch is at hand without a replay; `None` otherwise, and on a node that [`drains`] (the
+    /// placement's pruning then uses its unloaded bound).
     fn stationary_bound(&self, _node: usize, _newcomer: Waiting, _start_lb: f64) -> Option<f64> {
         None
     }

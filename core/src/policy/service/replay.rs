@@ -70,6 +70,33 @@ impl Run {
         }
     }
 
+    /// Whether no request on the node can be preempted any more, with nothing admitted after
+    /// now: under the simple model always; under the iteration model when nothing waits to be
+    /// readmitted and the KV every resident holds at its target fits the node (the blocks in
+    /// use only grow to that while the residents decode, and shrink as they leave).
+    pub(super) fn settled(&self, serving: &NodeServing, residents: &[Resident]) -> bool {
+        if serving.step.is_none() {
+            return true;
+        }
+        if !self.preempted.is_empty() {
+            return false;
+        }
+        let most = residents
+            .iter()
+            .map(|r| {
+                let done = match r.phase {
+                    ResidentPhase::Decoding { done, .. }
+                    | ResidentPhase::Prefilling { done, .. }
+                    | ResidentPhase::Starting { done, .. }
+                    | ResidentPhase::Stalled { done, .. }
+                    | ResidentPhase::Held { done, .. } => done,
+                };
+                iteration::KvBlocks::decoder_blocks(r.prompt as f64 + r.target.max(done))
+            })
+            .fold(0u64, u64::saturating_add);
+        most <= iteration::KvBlocks::of(serving.kv_capacity_tokens).capacity
+    }
+
     /// Under the iteration model: starts the preempted requests while the front one fits,
     /// when a request completed or released its slot since the last event (the engine drains
     /// a node's queue then); whether none is left waiting.

@@ -33,6 +33,23 @@
 //! load is stationary in fact, and this forecast and the marginal one agree (a test holds them
 //! together under both models; a resident still starting, a queue or a full node break the
 //! agreement by design).
+//!
+//! A node refills only while it stays a good place for the next request. On a node whose
+//! aggregate decode rate grows with the batch (every GPU and laptop preset: `b < 1`), a
+//! newcomer slows each later request there a little, the node stays about as good a place as
+//! before and its freed slots fill again. On a node that gains nothing from batching
+//! ([`drains`]: a phone, `b = 1`, whose decoders share one request's rate), a newcomer
+//! delays the next request there by its whole decode: a router sends no one there while a
+//! better node exists, the node drains as the marginal forecast replays it, and the
+//! `stationary` forecast prices it that way ([`NodeLoads::forecast_newcomer_stationary`]).
+//! Measured on 54 cells (the length-noise grid's three fleets on the H100, M1 Max and phone
+//! tiers, its three workloads, exact and estimated lengths, 10 windows each): priced as
+//! stationary everywhere, `fastest` lost the 1.4 to 9.7 s it gained over `least-loaded` on
+//! phones with long outputs when priced as marginal; priced as marginal everywhere, it lost
+//! to `least-loaded` in 19 cells, on the batching tiers; a blend of the two answers weighted
+//! by `b` (or `b^3`) kept the phones' gains but lost on chat with exact lengths again (even a
+//! weight of 0.002 on the marginal answer reorders an H100's near-ties, which the stationary
+//! answer leaves to the load).
 
 use super::*;
 
@@ -111,6 +128,16 @@ fn batch_size(serving: &NodeServing, others: u32) -> u32 {
     others.saturating_add(1).min(serving.slots.max(1))
 }
 
+/// Whether a node serving as `serving` gains nothing from batching: two decoders' step takes
+/// at least twice one decoder's (reading no context), so its aggregate decode rate does not
+/// grow with the batch (a phone: `b = 1`). Such a node is not refilled while a request
+/// decodes there, and drains (module docs).
+pub fn drains(serving: &NodeServing) -> bool {
+    let one = per_token_s(serving, 1, 0.0);
+    let two = per_token_s(serving, 2, 0.0);
+    two >= 2.0 * one * (1.0 - 1e-9)
+}
+
 /// The stationary forecast of `newcomer` on a node serving as `serving`, beside `batch`,
 /// given `start_s`, when it would start decoding as the engine serves the node now (the
 /// `w` of [`super::forecast`]): its `T` and the delay `D` it imposes (module docs). An
@@ -182,6 +209,17 @@ pub fn stationary_resident(
         start_s,
         total_s: start_s + tokens_s(remaining.max(0.0), per_token),
     }
+}
+
+/// The one-shot stationary forecast of request `id` (resident or queued) on the node of
+/// `state`: [`stationary_resident`] beside the node's other requests, starting when
+/// [`super::forecast`] has it start; `None` when it is not there (or as that forecast).
+pub fn forecast_stationary_resident(state: NodeState<'_>, id: u64) -> Option<ServiceTime> {
+    let batch = Batch::of(state.residents, state.queue, id);
+    let left = remaining_of(state.residents, state.queue, state.now_us, id)?;
+    let serving = state.serving;
+    let start_s = super::forecast(state, None, id)?.start_s;
+    Some(stationary_resident(&serving, batch, left, start_s))
 }
 
 /// Tokens request `id` (resident or queued) still has to decode at `now_us` (its target less
@@ -419,5 +457,111 @@ mod tests {
         assert!(stationary_resident(&serving, b, (1.0, 0.0), f64::NAN)
             .total_s
             .is_infinite());
+    }
+
+    /// Of the hardware presets, only the phone gains nothing from batching, under both models.
+    #[test]
+    fn only_the_phone_drains() {
+        use crate::policy::presets::HARDWARE;
+        for h in HARDWARE {
+            for iteration in [false, true] {
+                let serving = NodeServing {
+                    decode_tok_s: h.decode_tok_s,
+                    batch_slowdown: h.batch_slowdown,
+                    slots: 8,
+                    kv_capacity_tokens: u64::MAX,
+                    step: iteration
+                        .then(|| StepCoefficients::of(h.prefill_tok_s, h.decode_tok_s, h.step))
+                        .flatten(),
+                };
+                assert_eq!(
+                    drains(&serving),
+                    h.name == "phone",
+                    "{} {iteration}",
+                    h.name
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// The start the stationary forecast reads from a replay that stops once it is final
+        /// ([`super::super::forecast_start`], [`Trajectory::newcomer_start`]) is the whole
+        /// replay's, under both models, with the KV tight enough that a decoder's growth
+        /// preempts the newcomer after it started (a replay that stopped at the first start
+        /// would give that one) and a queue ahead of it.
+        #[test]
+        fn the_start_read_where_the_replay_stops_is_the_whole_replays(
+            iteration in proptest::bool::ANY,
+            slots in 1u32..6,
+            cap in 200u64..3_000,
+            res in proptest::collection::vec((1u64..600, 6.0f64..400.0), 0..5),
+            queue in proptest::collection::vec((1u64..400, 1.0f64..300.0), 0..3),
+            new in (1u64..600, 1.0f64..300.0),
+        ) {
+            let step = iteration.then(|| StepCoefficients::of(4000.0, D, GENERIC_SHAPE).unwrap());
+            let serving = NodeServing {
+                decode_tok_s: D,
+                batch_slowdown: F,
+                slots,
+                kv_capacity_tokens: cap,
+                step,
+            };
+            let rate = decode_rate(D, F, (res.len() as u32).max(1));
+            let mut residents: Vec<Resident> = res
+                .iter()
+                .take(slots as usize)
+                .enumerate()
+                .map(|(i, &(prompt, target))| Resident {
+                    id: i as u64 + 1,
+                    kv: prompt + 5,
+                    prompt,
+                    seq: i as u64,
+                    target,
+                    phase: ResidentPhase::Decoding {
+                        done: 5.0,
+                        rate,
+                        since_us: 0,
+                        end_us: decode_end_us(0, 5.0, target, rate),
+                    },
+                })
+                .collect();
+            if let Some(c) = &step {
+                repace(&mut residents, c, 0);
+            }
+            let waiting = |id: u64, (prompt, target): (u64, f64)| Waiting {
+                id,
+                kv: prompt + if iteration { 0 } else { target as u64 },
+                prompt,
+                start_s: if iteration { 0.0 } else { prompt as f64 / 4000.0 },
+                prefill: true,
+                stall_s: 0.0,
+                tokens: if iteration { prompt as f64 } else { 0.0 },
+                done: 0.0,
+                target,
+            };
+            let queue: Vec<Waiting> =
+                queue.iter().enumerate().map(|(k, &q)| waiting(100 + k as u64, q)).collect();
+            let w = waiting(PROBE_ID, new);
+            fn at_0<'s>(
+                serving: NodeServing,
+                res: &'s mut Vec<Resident>,
+                queue: &'s [Waiting],
+            ) -> NodeState<'s> {
+                NodeState {
+                    serving,
+                    now_us: 0,
+                    residents: res,
+                    queue,
+                }
+            }
+            let whole = super::super::forecast(at_0(serving, &mut residents.clone(), &queue), Some(w), PROBE_ID)
+                .map(|st| st.start_s);
+            let stopped = super::super::forecast_start(at_0(serving, &mut residents.clone(), &queue), w);
+            proptest::prop_assert_eq!(stopped, whole);
+            let mut traj = Trajectory::default();
+            traj.compute(at_0(serving, &mut residents.clone(), &queue));
+            proptest::prop_assert_eq!(traj.newcomer_start(w, 0, &mut Vec::new()), whole);
+        }
     }
 }

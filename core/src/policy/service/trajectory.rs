@@ -16,6 +16,17 @@ enum Tail {
     Forever,
 }
 
+/// Where [`Trajectory::resume`] stops.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Until {
+    /// Once the newcomer's start is final (or it finishes).
+    Start,
+    /// When the newcomer finishes.
+    Finish,
+    /// When the node is idle.
+    Idle,
+}
+
 /// Hashes request ids (already unique integers) with one multiplication instead of SipHash:
 /// the index is rebuilt on every replay of a node.
 #[derive(Debug, Clone, Copy, Default)]
@@ -317,8 +328,23 @@ impl Trajectory {
         scratch: &mut Vec<Resident>,
     ) -> Option<ServiceTime> {
         let now = now_us.max(self.now_us);
-        self.resume(newcomer, now, scratch, false, |_, _| {})
+        self.resume(newcomer, now, scratch, Until::Finish, |_, _| {})
             .map(|(start, end)| answer(now, start, end))
+    }
+
+    /// The `start_s` of [`Trajectory::newcomer`] (when `newcomer` would start decoding,
+    /// counted from `now_us`), from a replay that stops once that start is final: the newcomer
+    /// started and nothing can preempt it any more ([`Run::settled`]). The `stationary`
+    /// forecast needs no more of it.
+    pub fn newcomer_start(
+        &self,
+        newcomer: Waiting,
+        now_us: i64,
+        scratch: &mut Vec<Resident>,
+    ) -> Option<f64> {
+        let now = now_us.max(self.now_us);
+        self.resume(newcomer, now, scratch, Until::Start, |_, _| {})
+            .map(|(start, end)| answer(now, start, end).start_s)
     }
 
     /// [`forecast_marginal`] of `newcomer` joining the node at `now_us` (not before the time
@@ -343,7 +369,7 @@ impl Trajectory {
         let base = |id: u64| self.index.get(&id).and_then(|&k| self.outcomes[k].end);
         let mut delay: i64 = 0;
         let mut stuck = false;
-        let (start, end) = self.resume(newcomer, now, scratch, true, |id, end| {
+        let (start, end) = self.resume(newcomer, now, scratch, Until::Idle, |id, end| {
             match (base(id), end) {
                 (Some(b), Some(e)) => delay = delay.saturating_add(e - b),
                 (Some(_), None) => stuck = true,
@@ -362,17 +388,17 @@ impl Trajectory {
     }
 
     /// Resumes the replay where the whole queue holds slots, with `newcomer` joining at `now`,
-    /// until the newcomer finishes (or, `to_end`, until the node is idle), calling `other(id,
-    /// end)` for every other request that finishes meanwhile (`end` `None`: one left waiting
-    /// forever when a rate is 0). Returns when the newcomer started decoding and finished
-    /// (`None`: never); `None` when the queue never drained, the replay gave up or the
-    /// newcomer never took a slot.
+    /// `until` the newcomer's start is final, it finishes or the node is idle, calling
+    /// `other(id, end)` for every other request that finishes meanwhile (`end` `None`: one left
+    /// waiting forever when a rate is 0). Returns when the newcomer started decoding and
+    /// finished (`None`: never, or not replayed when stopped at its start); `None` when the
+    /// queue never drained, the replay gave up or the newcomer never took a slot.
     fn resume(
         &self,
         newcomer: Waiting,
         now: i64,
         scratch: &mut Vec<Resident>,
-        to_end: bool,
+        until: Until,
         mut other: impl FnMut(u64, Option<i64>),
     ) -> Option<(Option<i64>, Option<i64>)> {
         let serving = self.serving?;
@@ -405,10 +431,15 @@ impl Trajectory {
                     }
                     return Some((start, end));
                 }
-                Step::Started(id) if id == newcomer.id => start = Some(run.t),
+                Step::Started(id) if id == newcomer.id => {
+                    start = Some(run.t);
+                    if until == Until::Start && run.settled(&serving, scratch) {
+                        return Some((start, None));
+                    }
+                }
                 Step::Finished(id) if id == newcomer.id => {
                     end = Some(run.t);
-                    if !to_end {
+                    if until != Until::Idle {
                         return Some((start, end));
                     }
                 }

@@ -200,13 +200,17 @@ impl LiveLoads<'_> {
                     .newcomer_marginal(w, self.now, &mut self.residents.borrow_mut())
             }
             Ask::Resident(id) => entry.trajectory.resident(id, self.now).map(own),
-            Ask::Stationary(w) => entry
-                .trajectory
-                .newcomer(w, self.now, &mut self.residents.borrow_mut())
-                .and_then(|st| {
+            Ask::Stationary(w) => {
+                let start =
+                    entry
+                        .trajectory
+                        .newcomer_start(w, self.now, &mut self.residents.borrow_mut());
+                let batch = entry.batch;
+                start.and_then(|start| {
                     let serving = self.serving(i)?;
-                    Some(service::stationary(&serving, entry.batch, &w, st.start_s))
-                }),
+                    Some(service::stationary(&serving, batch, &w, start))
+                })
+            }
             Ask::StationaryResident(id) => {
                 let start = entry.trajectory.resident(id, self.now);
                 drop(cache);
@@ -227,19 +231,11 @@ impl LiveLoads<'_> {
                         Ask::Stationary(w) => {
                             let batch = service::Batch::of(state.residents, state.queue, PROBE_ID);
                             let serving = state.serving;
-                            service::forecast(state, Some(w), PROBE_ID)
-                                .map(|st| service::stationary(&serving, batch, &w, st.start_s))
+                            service::forecast_start(state, w)
+                                .map(|start| service::stationary(&serving, batch, &w, start))
                         }
                         Ask::StationaryResident(id) => {
-                            let batch = service::Batch::of(state.residents, state.queue, id);
-                            let left =
-                                service::remaining_of(state.residents, state.queue, self.now, id);
-                            let serving = state.serving;
-                            service::forecast(state, None, id).and_then(|st| {
-                                Some(own(service::stationary_resident(
-                                    &serving, batch, left?, st.start_s,
-                                )))
-                            })
+                            service::forecast_stationary_resident(state, id).map(own)
                         }
                     });
             if fresh != got {
@@ -283,6 +279,11 @@ impl LiveLoads<'_> {
             kv_capacity_tokens: spec.kv_capacity_tokens,
             step: self.steps.get(i).copied().flatten(),
         })
+    }
+
+    /// Whether node `i` gains nothing from batching ([`service::drains`]).
+    fn drains(&self, i: usize) -> bool {
+        self.serving(i).is_some_and(|s| service::drains(&s))
     }
 
     /// [`service::stationary_resident`] of request `id` (resident or queued) on node `i` in
@@ -463,7 +464,12 @@ impl NodeLoads for LiveLoads<'_> {
     }
 
     fn forecast_newcomer_stationary(&self, node: NodeIdx, newcomer: Waiting) -> Option<Marginal> {
-        let got = self.run(node, Ask::Stationary(newcomer));
+        let ask = if self.drains(node) {
+            Ask::Marginal(newcomer)
+        } else {
+            Ask::Stationary(newcomer)
+        };
+        let got = self.run(node, ask);
         if got.is_none() {
             self.fallbacks.set(self.fallbacks.get() + 1);
         }
@@ -471,7 +477,12 @@ impl NodeLoads for LiveLoads<'_> {
     }
 
     fn forecast_resident_stationary(&self, node: NodeIdx, id: u64) -> Option<ServiceTime> {
-        self.run(node, Ask::StationaryResident(id)).map(|m| m.time)
+        let ask = if self.drains(node) {
+            Ask::Resident(id)
+        } else {
+            Ask::StationaryResident(id)
+        };
+        self.run(node, ask).map(|m| m.time)
     }
 
     /// From the batch cached with the node's first draw while it is current (the batch does
@@ -479,7 +490,7 @@ impl NodeLoads for LiveLoads<'_> {
     /// convex with a context read, so the mean of the draws' answers is at least this).
     fn stationary_bound(&self, node: NodeIdx, newcomer: Waiting, start_lb: f64) -> Option<f64> {
         let st = self.nodes.get(node)?;
-        if !st.up {
+        if !st.up || self.drains(node) {
             return None;
         }
         let cache = self.trajectories.borrow();
