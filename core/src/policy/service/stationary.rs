@@ -282,15 +282,24 @@ mod tests {
             kv_capacity_tokens: u64::MAX,
             step,
         };
-        let k = u32::try_from(targets.len()).unwrap().max(1);
-        let rate = decode_rate(D, F, k);
-        let mut residents: Vec<Resident> = targets
+        let decoders: Vec<(u64, f64)> = (1..=targets.len() as u64)
+            .map(|i| 100 * i)
+            .zip(targets.iter().copied())
+            .collect();
+        (serving, decoding(step.as_ref(), &decoders))
+    }
+
+    /// Decoders with `(prompt, target)` each, 5 tokens done, at the simple model's rate of
+    /// their batch or, with `step`, at the iteration model's.
+    fn decoding(step: Option<&StepCoefficients>, decoders: &[(u64, f64)]) -> Vec<Resident> {
+        let rate = decode_rate(D, F, (decoders.len() as u32).max(1));
+        let mut residents: Vec<Resident> = decoders
             .iter()
             .enumerate()
-            .map(|(i, &target)| Resident {
+            .map(|(i, &(prompt, target))| Resident {
                 id: i as u64 + 1,
-                kv: 100 * (i as u64 + 1) + 5,
-                prompt: 100 * (i as u64 + 1),
+                kv: prompt + 5,
+                prompt,
                 seq: i as u64,
                 target,
                 phase: ResidentPhase::Decoding {
@@ -301,10 +310,10 @@ mod tests {
                 },
             })
             .collect();
-        if let Some(c) = &step {
+        if let Some(c) = step {
             repace(&mut residents, c, 0);
         }
-        (serving, residents)
+        residents
     }
 
     /// [`node_with`] the generic shape.
@@ -507,28 +516,8 @@ mod tests {
                 kv_capacity_tokens: cap,
                 step,
             };
-            let rate = decode_rate(D, F, (res.len() as u32).max(1));
-            let mut residents: Vec<Resident> = res
-                .iter()
-                .take(slots as usize)
-                .enumerate()
-                .map(|(i, &(prompt, target))| Resident {
-                    id: i as u64 + 1,
-                    kv: prompt + 5,
-                    prompt,
-                    seq: i as u64,
-                    target,
-                    phase: ResidentPhase::Decoding {
-                        done: 5.0,
-                        rate,
-                        since_us: 0,
-                        end_us: decode_end_us(0, 5.0, target, rate),
-                    },
-                })
-                .collect();
-            if let Some(c) = &step {
-                repace(&mut residents, c, 0);
-            }
+            let held = &res[..res.len().min(slots as usize)];
+            let residents = decoding(step.as_ref(), held);
             let waiting = |id: u64, (prompt, target): (u64, f64)| Waiting {
                 id,
                 kv: prompt + if iteration { 0 } else { target as u64 },
