@@ -209,8 +209,8 @@ fn earlier(s: &State) -> (Vec<Request>, Vec<usize>) {
 }
 
 /// The replay configuration of the forecast-equals-engine properties, under the `marginal`
-/// forecast ([`replayed`]; the default `stationary` one holds the node's load instead, which
-/// no arrival-free replay reproduces).
+/// forecast ([`replayed`]; the default `stationary` one holds the load of a node that batches
+/// instead, which no arrival-free replay reproduces).
 fn config(f: f64, engine: EngineKind) -> ReplayConfig {
     ReplayConfig {
         batch_slowdown: f,

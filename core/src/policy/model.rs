@@ -415,8 +415,9 @@ pub enum ForecastKind {
     /// ([`super::service::stationary`]): the request starts as the node serves it now, then
     /// decodes, and delays its neighbours, beside as many requests as the node holds now for
     /// its whole stay (a router that balances refills a slot as it frees). A node that gains
-    /// nothing from batching ([`super::service::drains`]: a phone) is not refilled while a
-    /// request decodes there, and is priced as `marginal` prices it. The default: the
+    /// nothing from batching ([`super::service::drains`]: a phone) is priced as `marginal`
+    /// prices it (a rule chosen by measurement: a router refills a phone less, and which of
+    /// its residents leave soon decides where a long request finishes first). The default: the
     /// draining forecasts sent requests to nodes about to drain and lost to `least-loaded` on
     /// short requests (the length-noise grid), and the stationary one everywhere lost the
     /// gains on phones with long outputs.

@@ -54,7 +54,7 @@
 //! The clock, the rates and the node's state are here; `replay` replays one node with the
 //! engine's rules (admission, the next event, KV preemption, both models' rates), `forecast`
 //! asks it one question ([`forecast`], [`forecast_marginal`]), `stationary` holds the load
-//! ([`stationary`]), `trajectory` keeps a node's whole replay for every question
+//! of a node that batches ([`stationary`], [`drains`]), `trajectory` keeps a node's whole replay for every question
 //! ([`Trajectory`]), and `tests` holds the unit and property tests that check the replays
 //! against each other (the engine checks them against itself in
 //! `tests/it/replay_forecast.rs`).

@@ -34,22 +34,27 @@
 //! together under both models; a resident still starting, a queue or a full node break the
 //! agreement by design).
 //!
-//! A node refills only while it stays a good place for the next request. On a node whose
-//! aggregate decode rate grows with the batch (every GPU and laptop preset: `b < 1`), a
-//! newcomer slows each later request there a little, the node stays about as good a place as
-//! before and its freed slots fill again. On a node that gains nothing from batching
-//! ([`drains`]: a phone, `b = 1`, whose decoders share one request's rate), a newcomer
-//! delays the next request there by its whole decode: a router sends no one there while a
-//! better node exists, the node drains as the marginal forecast replays it, and the
-//! `stationary` forecast prices it that way ([`NodeLoads::forecast_newcomer_stationary`]).
-//! Measured on 54 cells (the length-noise grid's three fleets on the H100, M1 Max and phone
-//! tiers, its three workloads, exact and estimated lengths, 10 windows each): priced as
-//! stationary everywhere, `fastest` lost the 1.4 to 9.7 s it gained over `least-loaded` on
-//! phones with long outputs when priced as marginal; priced as marginal everywhere, it lost
-//! to `least-loaded` in 19 cells, on the batching tiers; a blend of the two answers weighted
-//! by `b` (or `b^3`) kept the phones' gains but lost on chat with exact lengths again (even a
-//! weight of 0.002 on the marginal answer reorders an H100's near-ties, which the stationary
-//! answer leaves to the load).
+//! A node that gains nothing from batching ([`drains`]: a phone, `b = 1`, whose decoders
+//! share one request's rate) is priced by the draining replay instead, as the marginal
+//! forecast prices it ([`NodeLoads::forecast_newcomer_stationary`]). This is a rule chosen by
+//! measurement, with a reason, not a model of the refill. The reason: on a node that batches
+//! (every GPU and laptop preset, `b < 1`) a newcomer slows each later request there a
+//! little, the node stays about as good a place as before and its freed slots fill again; on
+//! a phone a newcomer delays the next request there by its whole decode, so a router sends
+//! fewer requests there while it decodes, and which residents leave soon (what the draining
+//! replay knows) decides where a long request finishes first. Phones are still refilled in
+//! part: the draining `T` is short on them (median `T` / served 0.85 to 0.94 on four fleets of
+//! the regime map's slice). The rule is a cliff at `b = 1` (a tier at `b = 0.99` is priced
+//! as stationary); no preset lies near it. Measured on 54 cells (the length-noise grid's
+//! three fleets on the H100, M1 Max and phone tiers, its three workloads, exact and estimated
+//! lengths, 10 windows each), counting the cells where `fastest` is worse than
+//! `least-loaded` (q < 0.05): stationary everywhere 1 (and the 3.6 to 9.7 s that `fastest`
+//! gains on the control's and Parcae's phones with long outputs when they are priced as
+//! draining gone); marginal everywhere 19 (18 on the batching tiers); a refill at each node's
+//! observed arrival rate 13; a blend of the two answers weighted by `b` (or `b^3`) 4, on
+//! chat with exact lengths (even a weight of 0.002 on the marginal answer reorders an H100's
+//! near-ties, which the stationary answer leaves to the load); this rule 1 (chat on Parcae's
+//! phones with estimates, where marginal loses too), with 20 cells better.
 
 use super::*;
 
@@ -130,8 +135,8 @@ fn batch_size(serving: &NodeServing, others: u32) -> u32 {
 
 /// Whether a node serving as `serving` gains nothing from batching: two decoders' step takes
 /// at least twice one decoder's (reading no context), so its aggregate decode rate does not
-/// grow with the batch (a phone: `b = 1`). Such a node is not refilled while a request
-/// decodes there, and drains (module docs).
+/// grow with the batch (a phone: `b = 1`). The `stationary` forecast prices such a node by
+/// the draining replay (module docs: a rule chosen by measurement, a cliff at `b = 1`).
 pub fn drains(serving: &NodeServing) -> bool {
     let one = per_token_s(serving, 1, 0.0);
     let two = per_token_s(serving, 2, 0.0);
@@ -490,6 +495,17 @@ mod tests {
                     h.name
                 );
             }
+        }
+        // The cliff: a tier that gains anything from batching does not drain.
+        for (b, drained) in [(0.99, false), (1.0, true), (1.2, true)] {
+            let serving = NodeServing {
+                decode_tok_s: D,
+                batch_slowdown: b,
+                slots: 8,
+                kv_capacity_tokens: u64::MAX,
+                step: None,
+            };
+            assert_eq!(drains(&serving), drained, "b = {b}");
         }
     }
 

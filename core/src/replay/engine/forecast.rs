@@ -231,8 +231,10 @@ impl LiveLoads<'_> {
                         Ask::Stationary(w) => {
                             let batch = service::Batch::of(state.residents, state.queue, PROBE_ID);
                             let serving = state.serving;
-                            service::forecast_start(state, w)
-                                .map(|start| service::stationary(&serving, batch, &w, start))
+                            // The whole replay's start, so that the check also holds the
+                            // cached replay's early stop (`Run::settled`) to it.
+                            service::forecast(state, Some(w), PROBE_ID)
+                                .map(|st| service::stationary(&serving, batch, &w, st.start_s))
                         }
                         Ask::StationaryResident(id) => {
                             service::forecast_stationary_resident(state, id).map(own)
