@@ -230,7 +230,7 @@ impl StepCoefficients {
         } else {
             (0.0, 0.0)
         };
-        self.alpha.hypot(self.beta * (x + kf)) + self.gamma * kf + self.delta * ctx + attention
+        floor_s(self.alpha, self.beta * (x + kf)) + self.gamma * kf + self.delta * ctx + attention
             - lone
     }
 
@@ -274,6 +274,48 @@ impl StepCoefficients {
     pub fn prefill_work_s(&self, tokens: f64) -> f64 {
         tokens * self.beta + self.zeta * tokens * tokens * 0.5
     }
+}
+
+/// Entries of [`floor_s`]'s memo (a power of two).
+const FLOOR_MEMO: usize = 2048;
+
+/// One remembered `alpha.hypot(beta_n)`: the arguments' bits and the answer.
+#[derive(Clone, Copy)]
+struct FloorMemo {
+    alpha: u64,
+    beta_n: u64,
+    value: f64,
+}
+
+thread_local! {
+    /// [`floor_s`]'s direct-mapped memo. All zeros is a true entry: `hypot(0, 0) = 0`.
+    static FLOORS: [std::cell::Cell<FloorMemo>; FLOOR_MEMO] = const {
+        [const { std::cell::Cell::new(FloorMemo { alpha: 0, beta_n: 0, value: 0.0 }) }; FLOOR_MEMO]
+    };
+}
+
+/// The step's floor `alpha.hypot(beta_n)`, remembered per thread: a node asks for the same
+/// few (its `alpha`, `beta` times a batch's token count) at every event and in every forecast,
+/// and the library's `hypot` was the replay's largest single cost. A pure function of its
+/// arguments' bits, so the answer is the library's, bit for bit.
+#[inline]
+fn floor_s(alpha: f64, beta_n: f64) -> f64 {
+    let (a, b) = (alpha.to_bits(), beta_n.to_bits());
+    let slot = ((a ^ b.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 53) as usize;
+    FLOORS.with(|memo| {
+        let cell = &memo[slot & (FLOOR_MEMO - 1)];
+        let hit = cell.get();
+        if hit.alpha == a && hit.beta_n == b {
+            return hit.value;
+        }
+        let value = alpha.hypot(beta_n);
+        cell.set(FloorMemo {
+            alpha: a,
+            beta_n: b,
+            value,
+        });
+        value
+    })
 }
 
 /// The rates a node's residents get until the next event.
@@ -339,11 +381,18 @@ impl KvBlocks {
         }
     }
 
-    /// Blocks that hold `tokens` tokens (0 for none).
+    /// Blocks that hold `tokens` tokens (0 for none): `ceil(tokens / 16)`, by truncation (the
+    /// baseline x86-64 target calls a software `ceil`; the answer is the same).
     #[inline]
     pub fn blocks(tokens: f64) -> u64 {
         if tokens > 0.0 {
-            (tokens / KV_BLOCK_TOKENS).ceil() as u64
+            let y = tokens / KV_BLOCK_TOKENS;
+            let whole = y as u64;
+            if (whole as f64) < y {
+                whole.saturating_add(1)
+            } else {
+                whole
+            }
         } else {
             0
         }
@@ -354,7 +403,7 @@ impl KvBlocks {
     /// write before the step; a decoder whose last block is full holds the next one).
     #[inline]
     pub fn decoder_blocks(tokens: f64) -> u64 {
-        (tokens.max(0.0) / KV_BLOCK_TOKENS).floor() as u64 + 1
+        (tokens.max(0.0) / KV_BLOCK_TOKENS) as u64 + 1
     }
 
     /// Whether a request of `tokens` context tokens is admitted beside `used` blocks: its
@@ -577,5 +626,48 @@ mod tests {
             assert_eq!(EngineKind::parse(n).unwrap().name(), n);
         }
         assert_eq!(EngineKind::parse("vllm"), None);
+    }
+
+    #[test]
+    fn the_remembered_floor_and_the_block_count_are_the_library_roundings() {
+        // Many more arguments than the memo holds, each asked twice (a hit and, after
+        // collisions, a miss): every answer is `hypot`'s, bit for bit.
+        let mut x = 0x2545_F491_4F6C_DD1Du64;
+        let mut draws = Vec::new();
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let alpha = 1.0 / (1.0 + (x % 97) as f64);
+            let beta_n = (x >> 40) as f64 / 4.0e6;
+            draws.push((alpha, beta_n));
+        }
+        draws.push((0.0, 0.0));
+        draws.push((0.01, 0.0));
+        draws.push((f64::INFINITY, 1.0));
+        for _ in 0..2 {
+            for &(a, b) in &draws {
+                assert_eq!(floor_s(a, b).to_bits(), a.hypot(b).to_bits(), "{a} {b}");
+            }
+        }
+        for tokens in [
+            f64::MIN_POSITIVE,
+            1.0,
+            15.999,
+            16.0,
+            16.0 + 1e-12,
+            1e9 + 0.5,
+            1.5e17,
+            4.0e20,
+            f64::INFINITY,
+        ] {
+            assert_eq!(
+                KvBlocks::blocks(tokens),
+                (tokens / KV_BLOCK_TOKENS).ceil() as u64
+            );
+        }
+        assert_eq!(KvBlocks::blocks(0.0), 0);
+        assert_eq!(KvBlocks::blocks(-3.0), 0);
+        assert_eq!(KvBlocks::blocks(f64::NAN), 0);
     }
 }

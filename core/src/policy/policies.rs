@@ -448,6 +448,9 @@ pub struct StandardPolicy {
     /// rule reads it, and its cost.
     banded: Vec<Scored>,
     banded_costs: Vec<(NodeCost, f64, Option<UnplannedLoss>, Option<f64>)>,
+    /// Reused buffer of [`StandardPolicy::argmin_t`]: each feasible node and the lower bound
+    /// of its score.
+    bounds: Vec<(NodeIdx, f64)>,
 }
 
 /// A boxed policy of kind `kind` (`seed` only matters for `random`).
@@ -607,48 +610,125 @@ fn placed_newcomer(
     (newcomer(req, start, req.done_tokens as f64, rem), wait)
 }
 
-/// `T_i` and `w_i` of `req` placed on node `idx` with `prefill_tokens` to prefill and `rem`
-/// tokens to generate, the decode rate `U_i` grows at, and `D_i`, the delay the placement
-/// imposes on the node's other requests (with `forecast = stationary` or `marginal`, else 0):
-/// the forecast of [`Params::forecast`] when the view has one (its average rate;
-/// [`super::service::stationary`] or [`super::service::forecast_marginal`] for `D_i`), else
-/// [`service_time`] on the view's fields (the view's rate, `D_i = 0`).
-#[inline]
-fn placement_service(
-    view: &ClusterView<'_>,
+/// One placement question: `req` on node `idx` with `prefill_tokens` to prefill and `rem`
+/// tokens to generate, priced under `params`.
+#[derive(Clone, Copy)]
+struct Placing<'v> {
+    view: &'v ClusterView<'v>,
     idx: NodeIdx,
-    node: &NodeView<'_>,
-    req: &RequestView,
+    node: &'v NodeView<'v>,
+    req: &'v RequestView,
     prefill_tokens: f64,
     rem: f64,
-    params: &Params,
-) -> (ServiceTime, f64, f64) {
-    let (w, wait) = placed_newcomer(req, node, prefill_tokens, rem, params);
-    if let Some(loads) = view.loads {
-        let got = match params.forecast {
-            ForecastKind::Own => loads.forecast_newcomer(idx, w).map(|st| (st, 0.0)),
-            ForecastKind::Marginal => loads
-                .forecast_newcomer_marginal(idx, w)
-                .map(|m| (m.time, m.imposed_s)),
-            ForecastKind::Stationary => loads
-                .forecast_newcomer_stationary(idx, w)
-                .map(|m| (m.time, m.imposed_s)),
-        };
-        if let Some((st, d)) = got {
-            return (st, st.decode_rate(rem, node.decode_tok_s), d);
+    params: &'v Params,
+}
+
+impl Placing<'_> {
+    /// `T_i` and `w_i` of the placement, the decode rate `U_i` grows at, and `D_i`, the delay
+    /// the placement imposes on the node's other requests (with `forecast = stationary` or
+    /// `marginal`, else 0): the forecast of [`Params::forecast`] when the view has one (its
+    /// average rate; [`super::service::stationary`] or [`super::service::forecast_marginal`]
+    /// for `D_i`), else [`service_time`] on the view's fields (the view's rate, `D_i = 0`).
+    #[inline]
+    fn service(&self) -> (ServiceTime, f64, f64) {
+        let Placing {
+            view,
+            idx,
+            node,
+            req,
+            prefill_tokens,
+            rem,
+            params,
+        } = *self;
+        let (w, wait) = placed_newcomer(req, node, prefill_tokens, rem, params);
+        if let Some(loads) = view.loads {
+            let got = match params.forecast {
+                ForecastKind::Own => loads.forecast_newcomer(idx, w).map(|st| (st, 0.0)),
+                ForecastKind::Marginal => loads
+                    .forecast_newcomer_marginal(idx, w)
+                    .map(|m| (m.time, m.imposed_s)),
+                ForecastKind::Stationary => loads
+                    .forecast_newcomer_stationary(idx, w)
+                    .map(|m| (m.time, m.imposed_s)),
+            };
+            if let Some((st, d)) = got {
+                return (st, st.decode_rate(rem, node.decode_tok_s), d);
+            }
+        }
+        (
+            service_time(
+                node.queue_wait_s + wait,
+                prefill_tokens,
+                node.prefill_tok_s,
+                rem,
+                node.decode_tok_s,
+            ),
+            node.decode_tok_s,
+            0.0,
+        )
+    }
+
+    /// Whether the placement's score `T_i + D_i` (and so `E_i + D_i`) may be below `best`,
+    /// for the pruning: false once a lower bound of it reaches `best`. The bounds, cheapest
+    /// first: [`Placing::unloaded_bound`] (no forecast), then under the `stationary`
+    /// forecast the stationary answer with the request starting at a lower bound of its
+    /// start, when the node's batch is at hand without a replay
+    /// ([`super::service::NodeLoads::stationary_bound`]), with the same rounding margin. The
+    /// answer is that of the larger bound: the stationary one is not computed when the
+    /// unloaded one already reaches `best`.
+    #[inline]
+    fn may_beat(&self, best: f64) -> bool {
+        let unloaded = self.unloaded_bound();
+        if unloaded >= best {
+            return false;
+        }
+        self.bound_over(unloaded) < best
+    }
+
+    /// A lower bound of the placement's score `T_i + D_i`: the larger of
+    /// [`Placing::may_beat`]'s bounds.
+    #[inline]
+    fn lower_bound(&self) -> f64 {
+        self.bound_over(self.unloaded_bound())
+    }
+
+    /// The stationary bound of [`Placing::may_beat`] over the unloaded one, `unloaded`, where
+    /// the forecast has it; else `unloaded`.
+    #[inline]
+    fn bound_over(&self, unloaded: f64) -> f64 {
+        match self.view.loads {
+            Some(loads) if self.params.forecast == ForecastKind::Stationary => {
+                let (w, wait) = placed_newcomer(
+                    self.req,
+                    self.node,
+                    self.prefill_tokens,
+                    self.rem,
+                    self.params,
+                );
+                let start_lb = wait + secs(self.prefill_tokens, self.node.prefill_tok_s);
+                loads
+                    .stationary_bound(self.idx, w, start_lb)
+                    .map_or(unloaded, |b| unloaded.max(b * (1.0 - 1e-6)))
+            }
+            _ => unloaded,
         }
     }
-    (
-        service_time(
-            node.queue_wait_s + wait,
-            prefill_tokens,
-            node.prefill_tok_s,
-            rem,
-            node.decode_tok_s,
-        ),
-        node.decode_tok_s,
-        0.0,
-    )
+
+    /// A lower bound of [`Placing::service`]'s `T_i` that costs no forecast: prefill plus
+    /// decode at the node's unloaded rate (durations round up to whole microseconds in the
+    /// forecast, so it is a bound up to the relative `1e-9` of that rounding, which the margin
+    /// covers); 0 without a forecast.
+    #[inline]
+    fn unloaded_bound(&self) -> f64 {
+        match self.view.loads {
+            Some(loads) => {
+                let d = loads.unloaded_decode_tok_s(self.idx);
+                (secs(self.prefill_tokens, self.node.prefill_tok_s) + secs(self.rem, d))
+                    * (1.0 - 1e-6)
+            }
+            None => 0.0,
+        }
+    }
 }
 
 /// Tokens of `req`'s context already prefilled on node `idx` (0 elsewhere).
@@ -666,55 +746,6 @@ fn resident_on(req: &RequestView, idx: NodeIdx) -> f64 {
 fn unloaded_decode(view: &ClusterView<'_>, idx: NodeIdx, node: &NodeView<'_>) -> f64 {
     view.loads
         .map_or(node.decode_tok_s, |l| l.unloaded_decode_tok_s(idx))
-}
-
-/// A lower bound of a placement's score `T_i + D_i` (and so of `E_i + D_i`) for the pruning:
-/// [`placement_lower_bound`], and under the `stationary` forecast the stationary answer with
-/// the request starting at a lower bound of its start, when the node's batch is at hand
-/// without a replay ([`super::service::NodeLoads::stationary_bound`]); the same rounding
-/// margin.
-#[inline]
-fn score_lower_bound(
-    view: &ClusterView<'_>,
-    idx: NodeIdx,
-    node: &NodeView<'_>,
-    req: &RequestView,
-    prefill_tokens: f64,
-    rem: f64,
-    params: &Params,
-) -> f64 {
-    let unloaded = placement_lower_bound(view, idx, node, prefill_tokens, rem);
-    let Some(loads) = view.loads else {
-        return unloaded;
-    };
-    if params.forecast != ForecastKind::Stationary {
-        return unloaded;
-    }
-    let (w, wait) = placed_newcomer(req, node, prefill_tokens, rem, params);
-    let start_lb = wait + secs(prefill_tokens, node.prefill_tok_s);
-    loads
-        .stationary_bound(idx, w, start_lb)
-        .map_or(unloaded, |b| unloaded.max(b * (1.0 - 1e-6)))
-}
-
-/// A lower bound of [`placement_service`]'s `T_i` that costs no forecast: prefill plus decode
-/// at the node's unloaded rate (durations round up to whole microseconds in the forecast, so
-/// it is a bound up to the relative `1e-9` of that rounding, which the margin covers).
-#[inline]
-fn placement_lower_bound(
-    view: &ClusterView<'_>,
-    idx: NodeIdx,
-    node: &NodeView<'_>,
-    prefill_tokens: f64,
-    rem: f64,
-) -> f64 {
-    match view.loads {
-        Some(loads) => {
-            let d = loads.unloaded_decode_tok_s(idx);
-            (secs(prefill_tokens, node.prefill_tok_s) + secs(rem, d)) * (1.0 - 1e-6)
-        }
-        None => 0.0,
-    }
 }
 
 /// The destination forecast of a planned move of `req` to `j` (see
@@ -773,6 +804,7 @@ impl StandardPolicy {
             rng: SplitMix64::new(seed),
             banded: Vec::new(),
             banded_costs: Vec::new(),
+            bounds: Vec::new(),
         }
     }
 
@@ -787,21 +819,31 @@ impl StandardPolicy {
     }
 
     /// `E_i` of `req` on node `idx` under `model` (the forecast's `T_i`) and the delay `D_i`
-    /// the placement imposes (0 under the `own` forecast), for explanations.
+    /// the placement imposes (0 under the `own` forecast), for explanations; `known`: the
+    /// placement's [`Placing::service`] when the choice already computed it.
     fn cost_of(
         &self,
-        view: &ClusterView<'_>,
-        req: &RequestView,
-        fb: &Fallbacks,
+        (view, req, fb): (&ClusterView<'_>, &RequestView, &Fallbacks),
         idx: NodeIdx,
-        node: &NodeView<'_>,
         model: RiskModel,
+        known: Option<(ServiceTime, f64, f64)>,
     ) -> (NodeCost, f64) {
+        let node = &view.nodes[idx];
         let c = req.context() as f64;
         let resident = resident_on(req, idx);
         let rem = req.remaining_expected();
-        let (st, rate, d) =
-            placement_service(view, idx, node, req, c - resident, rem, &self.params);
+        let (st, rate, d) = known.unwrap_or_else(|| {
+            Placing {
+                view,
+                idx,
+                node,
+                req,
+                prefill_tokens: c - resident,
+                rem,
+                params: &self.params,
+            }
+            .service()
+        });
         let cost = cost_from_service(
             node,
             st,
@@ -824,7 +866,7 @@ impl StandardPolicy {
     /// delay imposed on the node's other requests); returns the node, its cost and `D_i`.
     /// Unless recording candidates, a node is dropped as soon as a lower bound of its score
     /// reaches the best so far (exact: ties keep the earlier node): first the unloaded `T_i`
-    /// ([`placement_lower_bound`], before any forecast), then the forecast `T_i + D_i`
+    /// ([`Placing::unloaded_bound`], before any forecast), then the forecast `T_i + D_i`
     /// (`L >= 0`), then `T_i + D_i + (1 - S(T_i | a_i)) U_i(0)`.
     fn argmin_e(
         &self,
@@ -847,12 +889,19 @@ impl StandardPolicy {
             }
             let resident = resident_on(req, i);
             let searching = prune && best.is_some();
-            if searching
-                && !(score_lower_bound(view, i, node, req, c - resident, rem, params) < best_e)
-            {
+            let at = Placing {
+                view,
+                idx: i,
+                node,
+                req,
+                prefill_tokens: c - resident,
+                rem,
+                params,
+            };
+            if searching && !at.may_beat(best_e) {
                 continue;
             }
-            let (st, rate, d) = placement_service(view, i, node, req, c - resident, rem, params);
+            let (st, rate, d) = at.service();
             if searching && !(st.total_s + d < best_e) {
                 continue;
             }
@@ -940,8 +989,16 @@ impl StandardPolicy {
             if !node.can_admit(need) {
                 continue;
             }
-            let resident = resident_on(req, i);
-            let (st, rate, d) = placement_service(view, i, node, req, c - resident, rem, params);
+            let at = Placing {
+                view,
+                idx: i,
+                node,
+                req,
+                prefill_tokens: c - resident_on(req, i),
+                rem,
+                params,
+            };
+            let (st, rate, d) = at.service();
             let r = remaining_up(view, i);
             // `fastest` prices no loss: no survival curve is read for it.
             let (cost, u) = if blind {
@@ -976,7 +1033,7 @@ impl StandardPolicy {
             }
             // What no estimate of the others' lengths can change: the unloaded service time
             // and, for a recovery, its wait.
-            let unloaded = placement_lower_bound(view, i, node, c - resident, rem) + wait;
+            let unloaded = at.unloaded_bound() + wait;
             scored.push(Scored {
                 node: i,
                 forecast: st.total_s + d,
@@ -1004,35 +1061,46 @@ impl StandardPolicy {
     }
 
     /// `fastest`: `argmin T_i` (the forecast; `T_i + D_i` under the `stationary` and
-    /// `marginal` forecasts) over
-    /// feasible nodes; ties keep the earlier node.
-    /// Unless recording candidates, a node whose unloaded `T_i` already reaches the best is
-    /// skipped without a forecast.
+    /// `marginal` forecasts) over feasible nodes, the earlier candidate on ties, with the
+    /// chosen placement's [`Placing::service`].
+    ///
+    /// Unless recording candidates, every feasible node's lower bound
+    /// ([`Placing::lower_bound`], no replay) is read first; the node with the least bound is
+    /// forecast first, and then a node is forecast only if its bound is below the best score
+    /// so far (or equal to it, the node being the earlier candidate). The answer is the
+    /// exhaustive one wherever the bounds are bounds (tested with forecasts, both engines); the
+    /// node with the least bound is usually the best, so most nodes cost a bound and no replay.
     fn argmin_t(
-        &self,
+        &mut self,
         view: &ClusterView<'_>,
         req: &RequestView,
         out: &mut Explanation,
-    ) -> Option<NodeIdx> {
+    ) -> Option<(NodeIdx, (ServiceTime, f64, f64))> {
         let need = req.kv_need();
         let c = req.context() as f64;
         let rem = req.remaining_expected();
-        let prune = !out.record_candidates;
-        let mut best: Option<(NodeIdx, f64)> = None;
-        for (i, node) in view.candidates() {
-            if !node.can_admit(need) {
-                continue;
-            }
-            if prune {
-                if let Some((_, b)) = best {
-                    if !(score_lower_bound(view, i, node, req, c, rem, &self.params) < b) {
-                        continue;
-                    }
+        let mut bounds = std::mem::take(&mut self.bounds);
+        bounds.clear();
+        let params = &self.params;
+        let placing = |idx: NodeIdx, node| Placing {
+            view,
+            idx,
+            node,
+            req,
+            prefill_tokens: c,
+            rem,
+            params,
+        };
+        let score = |service: &(ServiceTime, f64, f64)| nan_as_inf(service.0.total_s + service.2);
+        // The best so far: its place among the candidates, its score and service.
+        let mut best: Option<(usize, f64, (ServiceTime, f64, f64))> = None;
+        if out.record_candidates {
+            for (pos, (i, node)) in view.candidates().enumerate() {
+                if !node.can_admit(need) {
+                    continue;
                 }
-            }
-            let (st, _, d) = placement_service(view, i, node, req, c, rem, &self.params);
-            let t = nan_as_inf(st.total_s + d);
-            if out.record_candidates {
+                let service = placing(i, node).service();
+                let t = score(&service);
                 out.candidates.push(CandidateCost {
                     node: i,
                     t,
@@ -1042,12 +1110,44 @@ impl StandardPolicy {
                     risk_gain: f64::NAN,
                     dt: f64::NAN,
                 });
+                if best.is_none_or(|(_, b, _)| t < b) {
+                    best = Some((pos, t, service));
+                }
+                bounds.push((i, f64::NAN));
             }
-            if best.is_none_or(|(_, b)| t < b) {
-                best = Some((i, t));
+        } else {
+            for (i, node) in view.candidates() {
+                if node.can_admit(need) {
+                    // An unknown bound (NaN) bounds nothing: the node is forecast.
+                    let lb = placing(i, node).lower_bound();
+                    bounds.push((i, if lb.is_nan() { f64::NEG_INFINITY } else { lb }));
+                }
+            }
+            // `min_by` keeps the first of equal bounds.
+            let first = bounds
+                .iter()
+                .enumerate()
+                .min_by(|a, b| a.1 .1.total_cmp(&b.1 .1))
+                .map(|(pos, &(i, _))| (pos, i));
+            if let Some((pos, i)) = first {
+                let service = placing(i, &view.nodes[i]).service();
+                best = Some((pos, score(&service), service));
+            }
+            for (pos, &(i, lb)) in bounds.iter().enumerate() {
+                let Some((at, b, _)) = best else { break };
+                if pos == at || !(lb < b || (lb == b && pos < at)) {
+                    continue;
+                }
+                let service = placing(i, &view.nodes[i]).service();
+                let t = score(&service);
+                if t < b || (t == b && pos < at) {
+                    best = Some((pos, t, service));
+                }
             }
         }
-        best.map(|(i, _)| i)
+        let chosen = best.map(|(pos, _, service)| (bounds[pos].0, service));
+        self.bounds = bounds;
+        chosen
     }
 
     /// `argmin score` over feasible nodes for the hazard-blind policies.
@@ -1363,6 +1463,9 @@ impl Policy for StandardPolicy {
         // With estimated lengths every cost-based policy ranks by its forecast with ties
         // within the forecast's error broken by load ([`super::band`]).
         let cv = length_cv(req.est_sigma);
+        // The choice, its cost under `model` and `D_i` when the rule priced them, and the
+        // chosen placement's service when the rule forecast it without pricing it.
+        let mut known = None;
         let (choice, cost) = match self.kind {
             PolicyKind::Hazard
             | PolicyKind::HazardNomigrate
@@ -1387,7 +1490,13 @@ impl Policy for StandardPolicy {
                 Some((i, c, d)) => (Some(i), Some((c, d))),
                 None => (None, None),
             },
-            PolicyKind::Fastest | PolicyKind::Bound => (self.argmin_t(view, req, out), None),
+            PolicyKind::Fastest | PolicyKind::Bound => match self.argmin_t(view, req, out) {
+                Some((i, service)) => {
+                    known = Some(service);
+                    (Some(i), None)
+                }
+                None => (None, None),
+            },
             PolicyKind::LeastLoaded => {
                 let pick =
                     self.argmin_by(view, req, out, |n| (n.load(), n.kv_load(), n.queue_wait_s));
@@ -1418,7 +1527,14 @@ impl Policy for StandardPolicy {
         };
         let (cost, d) = match cost {
             Some(c) => c,
-            None => self.cost_of(view, req, &fb, i, &view.nodes[i], model),
+            // `argmin_t` prices the whole context: its service is the cost's when none of
+            // it is resident on the choice (a placement's request is on no node).
+            None => self.cost_of(
+                (view, req, &fb),
+                i,
+                model,
+                known.filter(|_| resident_on(req, i) == 0.0),
+            ),
         };
         out.set_node_cost(&cost);
         if self.params.forecast != ForecastKind::Own {

@@ -86,7 +86,9 @@ pub const FOREVER_US: i64 = 1 << 60;
 /// takes at least 1 us), except that a value within a relative `1e-9` of a whole microsecond is
 /// rounded to it (so that `1.234 s` is 1,234,000 us despite floating-point noise).
 /// Non-positive and NaN durations give 0; durations beyond about 36,000 years (including
-/// infinity) saturate at [`FOREVER_US`].
+/// infinity) saturate at [`FOREVER_US`]. Computed on the whole and fractional parts (exact
+/// below `FOREVER_US`, the same answer as `round` and `ceil`, which the baseline x86-64
+/// target calls in software).
 #[inline]
 pub fn secs_to_us(s: f64) -> i64 {
     if !(s > 0.0) {
@@ -96,13 +98,35 @@ pub fn secs_to_us(s: f64) -> i64 {
     if x >= FOREVER_US as f64 {
         return FOREVER_US;
     }
-    let r = x.round();
-    let us = if (x - r).abs() <= 1e-9 * r.max(1.0) {
-        r
+    // `0 < x < 2^60`: the truncation is the floor, the fraction exact.
+    let whole = x as i64;
+    let frac = x - whole as f64;
+    let nearest = if frac >= 0.5 { whole + 1 } else { whole };
+    let us = if (x - nearest as f64).abs() <= 1e-9 * (nearest as f64).max(1.0) {
+        nearest
+    } else if frac > 0.0 {
+        whole + 1
     } else {
-        x.ceil()
+        whole
     };
-    (us as i64).max(1)
+    us.max(1)
+}
+
+/// `x.floor()` by truncation (the baseline x86-64 target has no rounding instruction and
+/// calls a software floor, a hot spot of the forecast's replay); the same answer for every
+/// `x`, signed zeros, infinities and NaN included.
+#[inline]
+pub fn floor(x: f64) -> f64 {
+    // From 2^52 on (and for infinities and NaN) `x` is its own floor.
+    if !(x.abs() < 4_503_599_627_370_496.0) {
+        return x;
+    }
+    let t = x as i64 as f64;
+    if t > x {
+        t - 1.0
+    } else {
+        t.copysign(x)
+    }
 }
 
 /// Seconds to process `tokens` at `rate` tokens/s: 0 for no tokens, infinite for a

@@ -284,16 +284,14 @@ impl Run {
                 self.freed = true;
                 Step::Released
             }
-            ResidentPhase::Starting { done, prefill, .. }
-                if prefill && done.floor() >= r.target =>
-            {
+            ResidentPhase::Starting { done, prefill, .. } if prefill && floor(done) >= r.target => {
                 residents.swap_remove(k);
                 self.slots_used -= 1;
                 self.kv_used = self.kv_used.saturating_sub(r.kv);
                 self.freed = true;
                 Step::Finished(r.id)
             }
-            ResidentPhase::Prefilling { done, .. } if done.floor() >= r.target => {
+            ResidentPhase::Prefilling { done, .. } if floor(done) >= r.target => {
                 residents.swap_remove(k);
                 self.slots_used -= 1;
                 self.kv_used = self.kv_used.saturating_sub(r.kv);
@@ -380,9 +378,9 @@ impl Run {
                 end_us,
             } => {
                 self.decoding = self.decoding.saturating_sub(1);
-                progress(done, rate, since_us, end_us, t, r.target).floor()
+                floor(progress(done, rate, since_us, end_us, t, r.target))
             }
-            ResidentPhase::Prefilling { done, .. } => done.floor(),
+            ResidentPhase::Prefilling { done, .. } => floor(done),
             _ => 0.0,
         };
         let p = serving.step.map_or(0.0, |c| c.prefill_tok_s);

@@ -178,8 +178,8 @@ pub fn stationary(
                 let x = c.chunk(neighbours).min(newcomer.tokens);
                 let steps = newcomer.tokens / x;
                 let shared = c.step_s(x, neighbours, context, newcomer.tokens);
-                let alone = c.step_s(0.0, neighbours, context, 0.0);
-                steps * (shared - alone).max(0.0)
+                // `without` is the neighbours' step with no prefill in it.
+                steps * (shared - without).max(0.0)
             }
             _ => 0.0,
         };

@@ -363,3 +363,89 @@ fn append_equals_computing_with_the_longer_queue() {
         assert_eq!(appended.residents_known(), n == queue.len());
     }
 }
+
+/// [`secs_to_us`] as the library's `round` and `ceil` give it: the reference of its exact
+/// integer form.
+fn secs_to_us_by_rounding(s: f64) -> i64 {
+    if !(s > 0.0) {
+        return 0;
+    }
+    let x = s * US_PER_S;
+    if x >= FOREVER_US as f64 {
+        return FOREVER_US;
+    }
+    let r = x.round();
+    let us = if (x - r).abs() <= 1e-9 * r.max(1.0) {
+        r
+    } else {
+        x.ceil()
+    };
+    (us as i64).max(1)
+}
+
+#[test]
+fn whole_microseconds_and_floors_at_the_edges() {
+    for s in [
+        0.0,
+        -0.0,
+        -1.0,
+        f64::NAN,
+        f64::INFINITY,
+        f64::MIN_POSITIVE,
+        5e-324,
+        4e-7,
+        5e-7,
+        1.234,
+        0.0000015,
+        2.5e-6,
+        1.0 - 1e-16,
+        (FOREVER_US as f64) / US_PER_S,
+        (FOREVER_US as f64) / US_PER_S * (1.0 - 1e-15),
+        4_503_599_627.370_496,
+        4_503_599_627.370_497,
+    ] {
+        assert_eq!(secs_to_us(s), secs_to_us_by_rounding(s), "{s:e} s");
+    }
+    for x in [
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        -1.0,
+        1.0 - f64::EPSILON / 2.0,
+        -(1.0 - f64::EPSILON / 2.0),
+        4_503_599_627_370_495.5,
+        -4_503_599_627_370_495.5,
+        4_503_599_627_370_496.0,
+        9.3e18,
+        -9.3e18,
+        1e300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::MIN_POSITIVE,
+        -f64::MIN_POSITIVE,
+    ] {
+        assert_eq!(floor(x).to_bits(), x.floor().to_bits(), "floor({x:e})");
+    }
+    assert!(floor(f64::NAN).is_nan());
+}
+
+proptest::proptest! {
+    /// The exact integer forms answer as `round`, `ceil` and `floor` do, on every finite
+    /// value (drawn from its bits) and on durations of the engine's scale.
+    #[test]
+    fn whole_microseconds_and_floors_are_the_roundings(
+        bits in proptest::num::u64::ANY,
+        s in 0.0f64..1e5,
+        tokens in 0.0f64..1e7,
+    ) {
+        let any = f64::from_bits(bits);
+        proptest::prop_assert_eq!(secs_to_us(any), secs_to_us_by_rounding(any));
+        proptest::prop_assert_eq!(secs_to_us(s), secs_to_us_by_rounding(s));
+        if !any.is_nan() {
+            proptest::prop_assert_eq!(floor(any).to_bits(), any.floor().to_bits());
+        }
+        proptest::prop_assert_eq!(floor(tokens).to_bits(), tokens.floor().to_bits());
+        proptest::prop_assert_eq!(floor(-tokens).to_bits(), (-tokens).floor().to_bits());
+    }
+}

@@ -106,11 +106,29 @@ pub(super) fn posterior_quantile(median: f64, sigma: f64, done: f64, u: f64) -> 
     (mu + sigma * norm_quantile(p)).exp()
 }
 
+/// The serving constants of a node with `spec` under `batch_slowdown` and, under the
+/// iteration model, `step`.
+pub(super) fn node_serving(
+    spec: &crate::replay::NodeSpec,
+    batch_slowdown: f64,
+    step: Option<StepCoefficients>,
+) -> NodeServing {
+    NodeServing {
+        decode_tok_s: spec.decode_tok_s,
+        batch_slowdown,
+        slots: spec.slots,
+        kv_capacity_tokens: spec.kv_capacity_tokens,
+        step,
+    }
+}
+
 /// The engine's live node state as the policies' forecast reads it ([`NodeLoads`]).
 pub(super) struct LiveLoads<'s> {
     pub(super) cluster: &'s Cluster,
     /// Each node's iteration-model coefficients (`None`: the simple model).
     pub(super) steps: &'s [Option<StepCoefficients>],
+    /// Whether each node gains nothing from batching ([`Sim::no_batching`]).
+    pub(super) drains: &'s [bool],
     pub(super) batch_slowdown: f64,
     pub(super) nodes: &'s [NodeState],
     pub(super) reqs: &'s [Req],
@@ -274,18 +292,16 @@ impl LiveLoads<'_> {
     /// Node `i`'s serving constants.
     fn serving(&self, i: usize) -> Option<NodeServing> {
         let spec = &self.cluster.nodes.get(i)?.spec;
-        Some(NodeServing {
-            decode_tok_s: spec.decode_tok_s,
-            batch_slowdown: self.batch_slowdown,
-            slots: spec.slots,
-            kv_capacity_tokens: spec.kv_capacity_tokens,
-            step: self.steps.get(i).copied().flatten(),
-        })
+        Some(node_serving(
+            spec,
+            self.batch_slowdown,
+            self.steps.get(i).copied().flatten(),
+        ))
     }
 
-    /// Whether node `i` gains nothing from batching ([`service::drains`]).
+    /// Whether node `i` gains nothing from batching ([`service::drains`], read once per run).
     fn drains(&self, i: usize) -> bool {
-        self.serving(i).is_some_and(|s| service::drains(&s))
+        self.drains.get(i).copied().unwrap_or(false)
     }
 
     /// [`service::stationary_resident`] of request `id` (resident or queued) on node `i` in
@@ -519,6 +535,7 @@ macro_rules! live_loads {
         LiveLoads {
             cluster: $sim.cluster,
             steps: &$sim.steps,
+            drains: &$sim.no_batching,
             batch_slowdown: $sim.cfg.batch_slowdown,
             nodes: &$sim.nodes,
             reqs: &$sim.reqs,

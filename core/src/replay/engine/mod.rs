@@ -484,6 +484,9 @@ struct Sim<'a> {
     draw_factors: Vec<f64>,
     /// Each node's iteration-model coefficients (all `None` under the simple model).
     steps: Vec<Option<StepCoefficients>>,
+    /// Whether each node gains nothing from batching ([`service::drains`] of its serving
+    /// constants, which a run does not change).
+    no_batching: Vec<bool>,
     /// Nodes whose rates must be set again at the end of the current event (iteration model).
     pace_dirty: Vec<usize>,
     /// The next prefill's admission order (iteration model).
@@ -567,8 +570,10 @@ impl<'a> Sim<'a> {
 
     #[inline]
     fn schedule(&mut self, t: i64, ev: Event) {
-        if t < self.end {
-            self.queue.push(t, ev);
+        if t < self.end && self.queue.push(t, ev) {
+            // The superseded phase end, counted as the stale pop it replaces.
+            self.stats.events += 1;
+            self.stats.stale_events += 1;
         }
     }
 

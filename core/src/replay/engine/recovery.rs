@@ -15,7 +15,7 @@ impl Sim<'_> {
         self.release_primary(r);
         let now = self.now;
         let q = &mut self.reqs[r as usize];
-        q.done = q.done.floor();
+        q.done = service::floor(q.done);
         q.interruptions += 1;
         q.causes.push(Arc::clone(cause));
         q.unrecovered += 1;

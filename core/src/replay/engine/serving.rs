@@ -229,7 +229,7 @@ impl Sim<'_> {
                 + secs((q.est as f64 - q.done).max(0.0), spec.decode_tok_s)
         };
         let q = &mut self.reqs[r as usize];
-        q.done = q.done.floor();
+        q.done = service::floor(q.done);
         q.kv_preemptions += 1;
         q.chk_epoch = q.chk_epoch.wrapping_add(1);
         q.epoch = q.epoch.wrapping_add(1);

@@ -1,7 +1,7 @@
 //! Building a run's state: the requests, the nodes' timelines and views, the forecast's
 //! buffers and the first events.
 
-use super::forecast::draw_factors;
+use super::forecast::{draw_factors, node_serving};
 use super::*;
 
 impl<'a> Sim<'a> {
@@ -78,7 +78,7 @@ impl<'a> Sim<'a> {
             .collect();
         let n = cluster.nodes.len();
         let n_reqs = reqs.len();
-        let mut queue = EventQueue::with_capacity(2 * n + 64 + reqs.len().min(1 << 16));
+        let mut queue = EventQueue::with_capacity(2 * n + 64 + reqs.len().min(1 << 16), reqs.len());
         let mut nodes = Vec::with_capacity(n);
         let mut known_ends = Vec::with_capacity(n);
         let mut views = Vec::with_capacity(n);
@@ -165,6 +165,16 @@ impl<'a> Sim<'a> {
         if tick_us > 0 && start.saturating_add(tick_us) < end {
             queue.push(start + tick_us, Event::Tick);
         }
+        let steps: Vec<Option<StepCoefficients>> = cluster
+            .nodes
+            .iter()
+            .map(|n| match cfg.engine {
+                EngineKind::Simple => None,
+                EngineKind::Iteration => {
+                    StepCoefficients::of(n.spec.prefill_tok_s, n.spec.decode_tok_s, n.spec.step)
+                }
+            })
+            .collect();
         let rooms: Vec<u64> = cluster
             .nodes
             .iter()
@@ -235,16 +245,13 @@ impl<'a> Sim<'a> {
             forecast_mismatch: RefCell::new(None),
             forecast_fallbacks: Cell::new(0),
             draw_factors: factors,
-            steps: cluster
+            no_batching: cluster
                 .nodes
                 .iter()
-                .map(|n| match cfg.engine {
-                    EngineKind::Simple => None,
-                    EngineKind::Iteration => {
-                        StepCoefficients::of(n.spec.prefill_tok_s, n.spec.decode_tok_s, n.spec.step)
-                    }
-                })
+                .zip(&steps)
+                .map(|(n, &step)| service::drains(&node_serving(&n.spec, cfg.batch_slowdown, step)))
                 .collect(),
+            steps,
             pace_dirty: Vec::new(),
             next_pf_seq: 0,
             rooms,
