@@ -301,9 +301,10 @@ thread_local! {
 #[inline]
 fn floor_s(alpha: f64, beta_n: f64) -> f64 {
     let (a, b) = (alpha.to_bits(), beta_n.to_bits());
-    let slot = ((a ^ b.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 53) as usize;
+    let shift = 64 - FLOOR_MEMO.trailing_zeros();
+    let slot = ((a ^ b.rotate_left(29)).wrapping_mul(0x9E37_79B9_7F4A_7C15) >> shift) as usize;
     FLOORS.with(|memo| {
-        let cell = &memo[slot & (FLOOR_MEMO - 1)];
+        let cell = &memo[slot];
         let hit = cell.get();
         if hit.alpha == a && hit.beta_n == b {
             return hit.value;
@@ -382,7 +383,7 @@ impl KvBlocks {
     }
 
     /// Blocks that hold `tokens` tokens (0 for none): `ceil(tokens / 16)`, by truncation (the
-    /// baseline x86-64 target calls a software `ceil`; the answer is the same).
+    /// baseline x86-64 target has no rounding instruction and calls `ceil`; the same answer).
     #[inline]
     pub fn blocks(tokens: f64) -> u64 {
         if tokens > 0.0 {

@@ -448,8 +448,8 @@ pub struct StandardPolicy {
     /// rule reads it, and its cost.
     banded: Vec<Scored>,
     banded_costs: Vec<(NodeCost, f64, Option<UnplannedLoss>, Option<f64>)>,
-    /// Reused buffer of [`StandardPolicy::argmin_t`]: each feasible node and the lower bound
-    /// of its score.
+    /// Reused buffer of [`StandardPolicy::argmin_t`]: each feasible node, in candidate order,
+    /// and the lower bound of its score (NaN when recording candidates, which reads none).
     bounds: Vec<(NodeIdx, f64)>,
 }
 
@@ -1095,10 +1095,12 @@ impl StandardPolicy {
         // The best so far: its place among the candidates, its score and service.
         let mut best: Option<(usize, f64, (ServiceTime, f64, f64))> = None;
         if out.record_candidates {
-            for (pos, (i, node)) in view.candidates().enumerate() {
+            for (i, node) in view.candidates() {
                 if !node.can_admit(need) {
                     continue;
                 }
+                // The place among the feasible candidates, as `bounds` lists them.
+                let pos = bounds.len();
                 let service = placing(i, node).service();
                 let t = score(&service);
                 out.candidates.push(CandidateCost {
@@ -1589,6 +1591,63 @@ impl Policy for StandardPolicy {
         match self.kind {
             PolicyKind::Oracle => self.oracle_migration(view, at, out),
             kind => self.hazard_migration(view, at, kind.risk_model(), out),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::survival::curve::Exponential;
+
+    /// A node that decodes at `decode` and prefills at `prefill` tokens/s.
+    fn node(c: &Exponential, decode: f64, prefill: f64) -> NodeView<'_> {
+        NodeView {
+            decode_tok_s: decode,
+            prefill_tok_s: prefill,
+            bandwidth_bytes_s: 1.25e9,
+            slots: 4,
+            kv_capacity_tokens: 100_000,
+            ..NodeView::new(c)
+        }
+    }
+
+    /// `fastest` and `bound` choose the same node whether or not they record every candidate,
+    /// with infeasible candidates (a down node, a full one) before, between and after the
+    /// feasible ones: the search's places count feasible candidates only.
+    #[test]
+    fn recording_the_candidates_changes_no_placement() {
+        let c = Exponential { mean: 1e9 };
+        let down = NodeView {
+            up: false,
+            ..node(&c, 500.0, 1e5)
+        };
+        let full = NodeView {
+            slots_used: 4,
+            ..node(&c, 400.0, 1e5)
+        };
+        let fast = node(&c, 100.0, 1000.0);
+        let slow = node(&c, 10.0, 100.0);
+        let req = RequestView::new(1, 1000, 500);
+        for nodes in [
+            vec![down, fast, slow],
+            vec![down, fast],
+            vec![full, slow, down, fast],
+            vec![slow, full, fast, down],
+            vec![down, full],
+        ] {
+            for kind in [PolicyKind::Fastest, PolicyKind::Bound] {
+                let view = ClusterView::new(&nodes);
+                let mut quick = Explanation::default();
+                let a = build(kind, Params::default(), 0).place(&view, &req, &mut quick);
+                let mut all = Explanation::recording();
+                let b = build(kind, Params::default(), 0).place(&view, &req, &mut all);
+                assert_eq!(a, b, "{kind:?} over {} nodes", nodes.len());
+                let fastest = nodes
+                    .iter()
+                    .position(|n| n.up && n.slots_used < n.slots && n.decode_tok_s == 100.0);
+                assert_eq!(a, fastest, "{kind:?} over {} nodes", nodes.len());
+            }
         }
     }
 }

@@ -60,9 +60,11 @@ impl RunSpec {
 /// Counters of one run.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
 pub struct RunStats {
-    /// Events popped from the queue (including stale ones).
+    /// Events the queue held before the window's end, stale ones included: those popped, and
+    /// each phase end replaced in the queue by a newer one of its request (counted when
+    /// replaced, as the stale pop it stands for).
     pub events: u64,
-    /// Of which stale (superseded phase ends and cutovers).
+    /// Of which stale (superseded phase ends, cutovers and checks).
     pub stale_events: u64,
     /// Calls to [`Policy::place`].
     pub placements: u64,

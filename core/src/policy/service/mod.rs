@@ -88,7 +88,7 @@ pub const FOREVER_US: i64 = 1 << 60;
 /// Non-positive and NaN durations give 0; durations beyond about 36,000 years (including
 /// infinity) saturate at [`FOREVER_US`]. Computed on the whole and fractional parts (exact
 /// below `FOREVER_US`, the same answer as `round` and `ceil`, which the baseline x86-64
-/// target calls in software).
+/// target has no instruction for and calls).
 #[inline]
 pub fn secs_to_us(s: f64) -> i64 {
     if !(s > 0.0) {
@@ -113,7 +113,7 @@ pub fn secs_to_us(s: f64) -> i64 {
 }
 
 /// `x.floor()` by truncation (the baseline x86-64 target has no rounding instruction and
-/// calls a software floor, a hot spot of the forecast's replay); the same answer for every
+/// calls a function for it, a hot spot of the forecast's replay); the same answer for every
 /// `x`, signed zeros, infinities and NaN included.
 #[inline]
 pub fn floor(x: f64) -> f64 {

@@ -128,7 +128,7 @@ pub(super) struct LiveLoads<'s> {
     /// Each node's iteration-model coefficients (`None`: the simple model).
     pub(super) steps: &'s [Option<StepCoefficients>],
     /// Whether each node gains nothing from batching ([`Sim::no_batching`]).
-    pub(super) drains: &'s [bool],
+    pub(super) no_batching: &'s [bool],
     pub(super) batch_slowdown: f64,
     pub(super) nodes: &'s [NodeState],
     pub(super) reqs: &'s [Req],
@@ -301,7 +301,7 @@ impl LiveLoads<'_> {
 
     /// Whether node `i` gains nothing from batching ([`service::drains`], read once per run).
     fn drains(&self, i: usize) -> bool {
-        self.drains.get(i).copied().unwrap_or(false)
+        self.no_batching.get(i).copied().unwrap_or(false)
     }
 
     /// [`service::stationary_resident`] of request `id` (resident or queued) on node `i` in
@@ -535,7 +535,7 @@ macro_rules! live_loads {
         LiveLoads {
             cluster: $sim.cluster,
             steps: &$sim.steps,
-            drains: &$sim.no_batching,
+            no_batching: &$sim.no_batching,
             batch_slowdown: $sim.cfg.batch_slowdown,
             nodes: &$sim.nodes,
             reqs: &$sim.reqs,
