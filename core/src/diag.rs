@@ -10,7 +10,8 @@
 //! helpers: [`error_chain`] (an error and its causes on one line) and [`similar_names`] /
 //! [`did_you_mean`] (suggestions for a mistyped name).
 
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::Mutex;
 
 /// How chatty the process is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -39,22 +40,57 @@ pub fn verbosity() -> Verbosity {
     }
 }
 
+/// Whether a full-screen interface owns the terminal ([`hold`]).
+static HOLDING: AtomicBool = AtomicBool::new(false);
+
+/// The messages held meanwhile.
+static HELD: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// While a full-screen interface owns the terminal (the TUI), messages are kept instead of
+/// printed over it; [`release`] prints them once it has given the terminal back.
+pub fn hold() {
+    HOLDING.store(true, Ordering::SeqCst);
+}
+
+/// Prints the messages kept since [`hold`], in order, and prints the next ones again.
+pub fn release() {
+    HOLDING.store(false, Ordering::SeqCst);
+    let held = HELD
+        .lock()
+        .map(|mut h| std::mem::take(&mut *h))
+        .unwrap_or_default();
+    for msg in held {
+        eprintln!("{msg}");
+    }
+}
+
+/// Prints `msg` on standard error, or keeps it while [`hold`]ing.
+fn emit(msg: &str) {
+    if HOLDING.load(Ordering::SeqCst) {
+        if let Ok(mut held) = HELD.lock() {
+            held.push(msg.to_string());
+            return;
+        }
+    }
+    eprintln!("{msg}");
+}
+
 /// Prints a warning (always).
 pub fn warn(msg: impl AsRef<str>) {
-    eprintln!("{}", msg.as_ref());
+    emit(msg.as_ref());
 }
 
 /// Prints a summary, note or progress line unless quiet.
 pub fn say(msg: impl AsRef<str>) {
     if verbosity() >= Verbosity::Normal {
-        eprintln!("{}", msg.as_ref());
+        emit(msg.as_ref());
     }
 }
 
 /// Prints a detail line when verbose.
 pub fn detail(msg: impl AsRef<str>) {
     if verbosity() >= Verbosity::Verbose {
-        eprintln!("{}", msg.as_ref());
+        emit(msg.as_ref());
     }
 }
 

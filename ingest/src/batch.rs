@@ -15,8 +15,10 @@ use arrow::record_batch::RecordBatch;
 use crate::model::{Reject, TimeBase, Trace};
 use crate::Result;
 
-/// Version of the canonical tables' schema; bumped on any incompatible change.
-pub const SCHEMA_VERSION: u32 = 1;
+/// Version of the canonical tables' schema; bumped on any change. 2: the `requests` table's
+/// prefix blocks, block size and conversation id (a store reads a version-1 source's requests
+/// with those columns NULL).
+pub const SCHEMA_VERSION: u32 = 2;
 
 fn ts() -> DataType {
     DataType::Timestamp(TimeUnit::Microsecond, Some("UTC".into()))

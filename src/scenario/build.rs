@@ -224,7 +224,7 @@ fn load_requests(store: &Store, cfg: &ScenarioConfig) -> Result<Vec<Request>, Sc
     }
     if requests.is_empty() {
         return Err(ScenarioError::Empty(format!(
-            "workload source {wsrc} has no requests (ingest one with --format azure-llm, mooncake or lengths-csv)"
+            "workload source {wsrc} has no requests (ingest one with --format azure-llm, mooncake, qwen-bailian or lengths-csv)"
         )));
     }
     Ok(requests)

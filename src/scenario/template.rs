@@ -112,7 +112,7 @@ tail = "exponential"
 truth = ""
 
 [workload]
-# Request source in the store (ingested with azure-llm, mooncake or lengths-csv).
+# Request source in the store (ingested with azure-llm, mooncake, qwen-bailian or lengths-csv).
 source = "sample-requests"
 # Output-length estimate the policies see: exact, lognormal:SIGMA, bucket.
 estimator = "lognormal:0.5"

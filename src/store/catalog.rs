@@ -13,7 +13,7 @@ use duckdb::Connection;
 use super::dir::Store;
 use super::error::Result;
 use super::files::{fault_point, replace_file};
-use super::tables::TABLES;
+use super::tables::{added_in, TABLES};
 
 /// A DuckDB connection with the store's views.
 pub struct Catalog {
@@ -37,12 +37,31 @@ fn sql_type(t: &DataType) -> &'static str {
         DataType::Float64 => "DOUBLE",
         DataType::Timestamp(TimeUnit::Microsecond, Some(_)) => "TIMESTAMPTZ",
         DataType::Timestamp(_, _) => "TIMESTAMP",
+        DataType::List(item) if item.data_type() == &DataType::Int64 => "BIGINT[]",
         _ => "VARCHAR",
     }
 }
 
 fn sql_str(s: &str) -> String {
     format!("'{}'", s.replace('\'', "''"))
+}
+
+/// Notes once per process each workload source stored before its requests' prefix columns
+/// existed: its rows read them as NULL.
+fn note_without_prefix(sources: &[String]) {
+    use std::sync::{Mutex, OnceLock};
+    static NOTED: OnceLock<Mutex<std::collections::HashSet<String>>> = OnceLock::new();
+    let noted = NOTED.get_or_init(Default::default);
+    let Ok(mut noted) = noted.lock() else {
+        return;
+    };
+    for source in sources {
+        if noted.insert(source.clone()) {
+            crate::diag::say(format!(
+                "note: workload source {source} was ingested before prefix blocks and conversations were kept (store schema 1): its requests have neither (NULL in `requests`); ingest it again with --replace to add them"
+            ));
+        }
+    }
 }
 
 /// Warns once per process about each source left out of the views.
@@ -72,45 +91,63 @@ fn view_statements(store: &Store) -> Result<(Vec<String>, Vec<String>)> {
     let root = std::fs::canonicalize(store.root()).unwrap_or_else(|_| store.root().to_path_buf());
     let mut out = Vec::new();
     let mut all_files = Vec::new();
+    let mut without_prefix = Vec::new();
     for t in TABLES {
-        let files: Vec<(String, String)> = manifests
+        let files: Vec<(String, String, u32)> = manifests
             .iter()
-            .filter_map(|m| m.file(t.name).map(|f| (m.source.clone(), f)))
-            .map(|(source, f)| (source, root.join(&f.path).to_string_lossy().into_owned()))
+            .filter_map(|m| m.file(t.name).map(|f| (m, f)))
+            .map(|(m, f)| {
+                let path = root.join(&f.path).to_string_lossy().into_owned();
+                (m.source.clone(), path, m.schema_version)
+            })
             .collect();
         let schema = (t.schema)();
-        let body =
-            if files.is_empty() {
-                let cols: Vec<String> =
-                    std::iter::once("NULL::VARCHAR AS source".to_string())
-                        .chain(schema.fields().iter().map(|f| {
-                            format!("NULL::{} AS \"{}\"", sql_type(f.data_type()), f.name())
-                        }))
-                        .collect();
-                format!("SELECT {} WHERE false", cols.join(", "))
-            } else {
-                let cols: Vec<String> = std::iter::once("source".to_string())
-                    .chain(schema.fields().iter().map(|f| format!("\"{}\"", f.name())))
-                    .collect();
-                let parts: Vec<String> = files
+        let body = if files.is_empty() {
+            let cols: Vec<String> = std::iter::once("NULL::VARCHAR AS source".to_string())
+                .chain(
+                    schema
+                        .fields()
+                        .iter()
+                        .map(|f| format!("NULL::{} AS \"{}\"", sql_type(f.data_type()), f.name())),
+                )
+                .collect();
+            format!("SELECT {} WHERE false", cols.join(", "))
+        } else {
+            let cols: Vec<String> = std::iter::once("source".to_string())
+                .chain(schema.fields().iter().map(|f| format!("\"{}\"", f.name())))
+                .collect();
+            let parts: Vec<String> = files
                     .iter()
-                    .map(|(source, file)| {
+                    .map(|(source, file, version)| {
+                        // A file written before a column existed reads it as NULL.
+                        let absent: String = schema
+                            .fields()
+                            .iter()
+                            .filter(|f| added_in(t.name, f.name()) > *version)
+                            .map(|f| {
+                                format!(", NULL::{} AS \"{}\"", sql_type(f.data_type()), f.name())
+                            })
+                            .collect();
+                        if t.name == "requests" && !absent.is_empty() {
+                            without_prefix.push(source.clone());
+                        }
                         format!(
-                        "SELECT {} AS source, * FROM read_parquet({}, hive_partitioning = false)",
-                        sql_str(source),
-                        sql_str(file)
-                    )
+                            "SELECT {} AS source, *{absent} FROM read_parquet({}, hive_partitioning = false)",
+                            sql_str(source),
+                            sql_str(file)
+                        )
                     })
                     .collect();
-                format!(
-                    "SELECT {} FROM ({})",
-                    cols.join(", "),
-                    parts.join(" UNION ALL BY NAME ")
-                )
-            };
-        all_files.extend(files.into_iter().map(|(_, f)| f));
+            format!(
+                "SELECT {} FROM ({})",
+                cols.join(", "),
+                parts.join(" UNION ALL BY NAME ")
+            )
+        };
+        all_files.extend(files.into_iter().map(|(_, f, _)| f));
         out.push(format!("CREATE OR REPLACE VIEW {} AS {}", t.name, body));
     }
+    note_without_prefix(&without_prefix);
     Ok((out, all_files))
 }
 

@@ -16,6 +16,17 @@ pub struct TableDef {
     pub schema: fn() -> SchemaRef,
 }
 
+/// The store schema version that added column `column` of table `table`: 2 for the
+/// `requests` table's prefix columns ([`hazardserve_ingest::workload::PREFIX_COLUMNS`]), else 1.
+/// A committed file of an older version has no such column, and the views read it as NULL.
+pub(crate) fn added_in(table: &str, column: &str) -> u32 {
+    if table == "requests" && hazardserve_ingest::workload::PREFIX_COLUMNS.contains(&column) {
+        2
+    } else {
+        1
+    }
+}
+
 /// Every table the store knows.
 pub const TABLES: &[TableDef] = &[
     TableDef {

@@ -7,7 +7,7 @@ use parquet::file::reader::{FileReader, SerializedFileReader};
 use super::dir::Store;
 use super::error::Result;
 use super::files::sha256_file;
-use super::tables::TABLES;
+use super::tables::{added_in, TABLES};
 
 /// What `verify` found.
 #[derive(Debug, Default, Clone, PartialEq)]
@@ -87,7 +87,15 @@ pub fn verify(store: &Store) -> Result<VerifyReport> {
                 ));
             }
             if let Some(def) = TABLES.iter().find(|t| t.name == f.table) {
+                // The canonical schema as the source's version wrote it.
                 let want = (def.schema)();
+                let want = arrow::datatypes::Schema::new(
+                    want.fields()
+                        .iter()
+                        .filter(|c| added_in(def.name, c.name()) <= m.schema_version)
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                );
                 let got = parquet::arrow::parquet_to_arrow_schema(
                     reader.metadata().file_metadata().schema_descr(),
                     reader.metadata().file_metadata().key_value_metadata(),

@@ -50,6 +50,8 @@ pub(crate) fn setup() -> anyhow::Result<TerminalGuard> {
     signals::install();
     enable_raw_mode().context("enabling raw mode")?;
     ACTIVE.store(true, Ordering::SeqCst);
+    // A note or warning from the store or a loader is printed once the screen is restored.
+    crate::diag::hold();
     let mut stdout = std::io::stdout();
     if let Err(e) = execute!(stdout, EnterAlternateScreen, Hide) {
         restore();
@@ -75,6 +77,7 @@ fn restore() {
         let mut stdout = std::io::stdout();
         let _ = execute!(stdout, LeaveAlternateScreen, Show);
         let _ = stdout.flush();
+        crate::diag::release();
     }
 }
 

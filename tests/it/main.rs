@@ -53,3 +53,4 @@ mod tui_common;
 mod tui_e2e;
 mod tui_snapshots;
 mod tui_update;
+mod workload_prefix;

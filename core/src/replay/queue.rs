@@ -283,6 +283,26 @@ mod tests {
         heap: std::collections::BinaryHeap<std::cmp::Reverse<(i64, u64, u32, u32)>>,
         seq: u64,
         epochs: Vec<u32>,
+        /// Superseded entries skipped so far.
+        stale: u32,
+    }
+
+    impl Lazy {
+        /// The next live entry (`req == u32::MAX`: an arrival of request `x`), skipping
+        /// superseded phase ends.
+        fn pop_live(&mut self) -> Option<(i64, u64, Event)> {
+            while let Some(std::cmp::Reverse((t, seq, r, x))) = self.heap.pop() {
+                if r == u32::MAX {
+                    return Some((t, seq, Event::Arrival(x)));
+                }
+                if self.epochs[r as usize] != x {
+                    self.stale += 1;
+                    continue;
+                }
+                return Some((t, seq, Event::PhaseEnd { req: r, epoch: x }));
+            }
+            None
+        }
     }
 
     proptest::proptest! {
@@ -296,7 +316,7 @@ mod tests {
             let mut q = EventQueue::with_capacity(8, 2);
             let mut lazy = Lazy { epochs: vec![0; 6], ..Lazy::default() };
             let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-            let (mut superseded, mut stale) = (0u32, 0u32);
+            let mut superseded = 0u32;
             let mut now = 0i64;
             for (op, req, dt) in ops {
                 let time = now + dt;
@@ -324,39 +344,16 @@ mod tests {
                             now = e.time;
                             ours.push((e.time, e.seq, e.event));
                         }
-                        while let Some(std::cmp::Reverse((t, seq, r, x))) = lazy.heap.pop() {
-                            if r != u32::MAX && lazy.epochs[r as usize] != x {
-                                stale += 1;
-                                continue;
-                            }
-                            let event = if r == u32::MAX {
-                                Event::Arrival(x)
-                            } else {
-                                Event::PhaseEnd { req: r, epoch: x }
-                            };
-                            theirs.push((t, seq, event));
-                            break;
-                        }
+                        theirs.extend(lazy.pop_live());
                     }
                 }
             }
             while let Some(e) = q.pop() {
                 ours.push((e.time, e.seq, e.event));
             }
-            while let Some(std::cmp::Reverse((t, seq, r, x))) = lazy.heap.pop() {
-                if r != u32::MAX && lazy.epochs[r as usize] != x {
-                    stale += 1;
-                    continue;
-                }
-                let event = if r == u32::MAX {
-                    Event::Arrival(x)
-                } else {
-                    Event::PhaseEnd { req: r, epoch: x }
-                };
-                theirs.push((t, seq, event));
-            }
+            theirs.extend(std::iter::from_fn(|| lazy.pop_live()));
             proptest::prop_assert_eq!(ours, theirs);
-            proptest::prop_assert_eq!(superseded, stale);
+            proptest::prop_assert_eq!(superseded, lazy.stale);
             proptest::prop_assert!(q.is_empty());
         }
     }

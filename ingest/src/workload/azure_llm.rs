@@ -76,12 +76,7 @@ pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload>
     let start = rows.iter().map(|r| r.0).fold(f64::INFINITY, f64::min);
     let requests = rows
         .into_iter()
-        .map(|(t, p, o, file)| Request {
-            arrival_s: t - start,
-            prompt_tokens: p,
-            output_tokens: o,
-            file: file.to_string(),
-        })
+        .map(|(t, p, o, file)| Request::plain(t - start, p, o, file.to_string()))
         .collect();
     Ok(Workload {
         requests,

@@ -305,12 +305,7 @@ fn parse_file(f: &InputFile, options: &WorkloadOptions, acc: &mut Acc) -> Result
                 acc.clock
             }
         };
-        acc.requests.push(Request {
-            arrival_s: t,
-            prompt_tokens: p,
-            output_tokens: o,
-            file: f.rel.clone(),
-        });
+        acc.requests.push(Request::plain(t, p, o, f.rel.clone()));
     }
     Ok(())
 }

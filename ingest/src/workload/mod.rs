@@ -7,11 +7,12 @@
 pub mod azure_llm;
 pub mod lengths_csv;
 pub mod mooncake;
+pub mod qwen_bailian;
 
 use std::sync::Arc;
 
-use arrow::array::{ArrayRef, Float64Array, Int64Array, StringArray};
-use arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use arrow::array::{ArrayRef, Float64Array, Int32Array, Int64Array, ListArray, StringArray};
+use arrow::datatypes::{DataType, Field, Int64Type, Schema, SchemaRef};
 use arrow::record_batch::RecordBatch;
 
 use crate::{IngestError, InputFile, Reject, Rejects, Result};
@@ -27,6 +28,28 @@ pub struct Request {
     pub output_tokens: u32,
     /// The file it came from (its `rel` name), for multi-file workloads.
     pub file: String,
+    /// The prompt's prefix blocks in order, as content ids: equal ids at the same position of
+    /// two prompts are the same tokens (empty when the trace has none).
+    pub prefix_blocks: Vec<i64>,
+    /// Tokens per prefix block (0 when the trace has no prefix blocks).
+    pub block_tokens: u32,
+    /// The conversation the request is a turn of, where the trace says.
+    pub conversation_id: Option<String>,
+}
+
+impl Request {
+    /// A request without prefix data or conversation.
+    pub fn plain(arrival_s: f64, prompt_tokens: u32, output_tokens: u32, file: String) -> Request {
+        Request {
+            arrival_s,
+            prompt_tokens,
+            output_tokens,
+            file,
+            prefix_blocks: Vec::new(),
+            block_tokens: 0,
+            conversation_id: None,
+        }
+    }
 }
 
 /// A parsed workload.
@@ -49,14 +72,19 @@ pub enum WorkloadFormat {
     AzureLlm,
     /// Mooncake JSON lines: `timestamp` (ms), `input_length`, `output_length`, `hash_ids`.
     Mooncake,
+    /// Qwen-Bailian JSON lines: `chat_id`, `parent_chat_id`, `timestamp` (s), `input_length`,
+    /// `output_length`, `type`, `turn`, `hash_ids`.
+    QwenBailian,
     /// Any CSV with arrival times (or a rate), prompt and output token columns.
     LengthsCsv,
 }
 
 impl WorkloadFormat {
-    /// Every workload format, in sniffing order.
-    pub const ALL: [WorkloadFormat; 3] = [
+    /// Every workload format, in sniffing order (Qwen-Bailian lines carry Mooncake's keys
+    /// too, so they are asked first).
+    pub const ALL: [WorkloadFormat; 4] = [
         WorkloadFormat::AzureLlm,
+        WorkloadFormat::QwenBailian,
         WorkloadFormat::Mooncake,
         WorkloadFormat::LengthsCsv,
     ];
@@ -66,6 +94,7 @@ impl WorkloadFormat {
         match self {
             WorkloadFormat::AzureLlm => "azure-llm",
             WorkloadFormat::Mooncake => "mooncake",
+            WorkloadFormat::QwenBailian => "qwen-bailian",
             WorkloadFormat::LengthsCsv => "lengths-csv",
         }
     }
@@ -74,7 +103,10 @@ impl WorkloadFormat {
     pub fn about(self) -> &'static str {
         match self {
             WorkloadFormat::AzureLlm => "Azure LLM inference trace 2023 (requests)",
-            WorkloadFormat::Mooncake => "Mooncake JSON lines (requests)",
+            WorkloadFormat::Mooncake => "Mooncake JSON lines (requests, 512-token prefix blocks)",
+            WorkloadFormat::QwenBailian => {
+                "Qwen-Bailian JSON lines (conversations, 16-token prefix blocks)"
+            }
             WorkloadFormat::LengthsCsv => {
                 "Any CSV of request arrivals and token lengths (requests)"
             }
@@ -86,6 +118,7 @@ impl WorkloadFormat {
         match self {
             WorkloadFormat::AzureLlm => azure_llm::sniff(file),
             WorkloadFormat::Mooncake => mooncake::sniff(file),
+            WorkloadFormat::QwenBailian => qwen_bailian::sniff(file),
             WorkloadFormat::LengthsCsv => lengths_csv::sniff(file),
         }
     }
@@ -133,6 +166,7 @@ pub fn parse(
     let run = |files: &[InputFile]| match format {
         WorkloadFormat::AzureLlm => azure_llm::parse(files, options),
         WorkloadFormat::Mooncake => mooncake::parse(files, options),
+        WorkloadFormat::QwenBailian => qwen_bailian::parse(files, options),
         WorkloadFormat::LengthsCsv => lengths_csv::parse(files, options),
     };
     if let Some(e) = crate::adapters::strict_defect(files, options.strict, |p| run(p).err()) {
@@ -158,8 +192,19 @@ pub fn requests_schema() -> SchemaRef {
         Field::new("prompt_tokens", DataType::Int64, false),
         Field::new("output_tokens", DataType::Int64, false),
         Field::new("file", DataType::Utf8, false),
+        Field::new(
+            "prefix_blocks",
+            DataType::List(Arc::new(Field::new_list_field(DataType::Int64, true))),
+            false,
+        ),
+        Field::new("block_tokens", DataType::Int32, false),
+        Field::new("conversation_id", DataType::Utf8, true),
     ]))
 }
+
+/// The columns of the `requests` table added with schema version 2 (prefix data): a source
+/// ingested before has none of them ([`crate::batch::SCHEMA_VERSION`]).
+pub const PREFIX_COLUMNS: [&str; 3] = ["prefix_blocks", "block_tokens", "conversation_id"];
 
 /// The `requests` batch of a workload.
 pub fn requests_batch(w: &Workload) -> Result<RecordBatch> {
@@ -178,8 +223,77 @@ pub fn requests_batch(w: &Workload) -> Result<RecordBatch> {
         Arc::new(StringArray::from_iter_values(
             r.iter().map(|x| x.file.as_str()),
         )),
+        Arc::new(ListArray::from_iter_primitive::<Int64Type, _, _>(
+            r.iter()
+                .map(|x| Some(x.prefix_blocks.iter().map(|&b| Some(b)))),
+        )),
+        Arc::new(Int32Array::from_iter_values(
+            r.iter()
+                .map(|x| i32::try_from(x.block_tokens).unwrap_or(i32::MAX)),
+        )),
+        Arc::new(StringArray::from_iter(
+            r.iter().map(|x| x.conversation_id.as_deref()),
+        )),
     ];
     Ok(RecordBatch::try_new(requests_schema(), cols)?)
+}
+
+/// Reads JSON lines of `T` from `files` in order: each non-blank line parsed and handed to
+/// `each` with its file and line number; a line that is not valid UTF-8 or not a `T` is
+/// rejected (`"not a {what} request: ..."`), as is one `each` finds wrong (its `Err` reason).
+pub(crate) fn json_lines<T: serde::de::DeserializeOwned>(
+    files: &[InputFile],
+    rejects: &mut Rejects,
+    what: &str,
+    mut each: impl FnMut(&InputFile, &str, u64, T) -> std::result::Result<(), String>,
+) -> Result<()> {
+    for f in files {
+        let name = f.display();
+        for row in f.lines() {
+            let line = match row.text() {
+                Ok(line) => line,
+                Err(reason) => {
+                    rejects.reject(&name, row.number, &row.lossy(), reason)?;
+                    continue;
+                }
+            };
+            if line.trim().is_empty() {
+                continue;
+            }
+            let outcome = serde_json::from_str::<T>(line)
+                .map_err(|e| {
+                    // serde's own position counts lines of this one line: keep its column.
+                    let msg = e.to_string();
+                    let msg = msg
+                        .rsplit_once(" at line ")
+                        .map_or(msg.as_str(), |(m, _)| m);
+                    format!("not a {what} request: {msg} (column {})", e.column())
+                })
+                .and_then(|t| each(f, &name, row.number, t));
+            if let Err(reason) = outcome {
+                rejects.reject(&name, row.number, line, reason)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Whether `blocks` prefix blocks of `block_tokens` tokens fit a prompt of `prompt` tokens:
+/// at most as many as the prompt fills (its last block may be partial).
+pub(crate) fn prefix_fits(
+    blocks: usize,
+    block_tokens: u32,
+    prompt: u32,
+) -> std::result::Result<(), String> {
+    let filled = u64::from(prompt).div_ceil(u64::from(block_tokens.max(1)));
+    if blocks as u64 > filled {
+        Err(format!(
+            "{blocks} prefix blocks of {block_tokens} tokens are longer than the prompt of \
+             {prompt} tokens ({filled} blocks)"
+        ))
+    } else {
+        Ok(())
+    }
 }
 
 /// Parses a non-negative token count field.

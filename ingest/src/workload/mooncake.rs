@@ -1,18 +1,25 @@
 //! Mooncake (FAST '25) JSON lines: `{"timestamp": ms, "input_length": n, "output_length": n,
-//! "hash_ids": [...]}`. `hash_ids` (512-token prefix blocks) are not used by the replay yet.
-//! Arrivals are `timestamp / 1000` seconds (the trace's own offsets). A line that is not valid
-//! UTF-8, not a Mooncake request, or has a negative or non-finite timestamp is rejected.
+//! "hash_ids": [...]}`. `hash_ids` are the prompt's prefix blocks of 512 tokens, kept as
+//! [`Request::prefix_blocks`] (a line without them has none). Arrivals are `timestamp / 1000`
+//! seconds (the trace's own offsets). A line that is not valid UTF-8, not a Mooncake request,
+//! has a negative or non-finite timestamp, or more prefix blocks than its prompt fills is
+//! rejected.
 
 use serde::Deserialize;
 
-use super::{Request, Workload, WorkloadOptions};
+use super::{json_lines, prefix_fits, Request, Workload, WorkloadOptions};
 use crate::{InputFile, Rejects, Result};
+
+/// Tokens per `hash_ids` block.
+pub const BLOCK_TOKENS: u32 = 512;
 
 #[derive(Deserialize)]
 struct Line {
     timestamp: f64,
     input_length: u32,
     output_length: u32,
+    #[serde(default)]
+    hash_ids: Vec<i64>,
 }
 
 /// Whether the first line is a JSON object with the Mooncake keys.
@@ -25,41 +32,26 @@ pub fn sniff(file: &InputFile) -> bool {
 pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload> {
     let mut rejects = Rejects::new(options.strict);
     let mut requests = Vec::new();
-    for f in files {
-        let name = f.display();
-        for row in f.lines() {
-            let line = match row.text() {
-                Ok(line) => line,
-                Err(reason) => {
-                    rejects.reject(&name, row.number, &row.lossy(), reason)?;
-                    continue;
-                }
-            };
-            if line.trim().is_empty() {
-                continue;
-            }
-            match serde_json::from_str::<Line>(line) {
-                Ok(l) if l.timestamp.is_finite() && l.timestamp >= 0.0 => requests.push(Request {
-                    arrival_s: l.timestamp / 1000.0,
-                    prompt_tokens: l.input_length,
-                    output_tokens: l.output_length,
-                    file: f.rel.clone(),
-                }),
-                Ok(l) => rejects.reject(
-                    &name,
-                    row.number,
-                    line,
-                    format!("timestamp {} is negative or not finite", l.timestamp),
-                )?,
-                Err(e) => rejects.reject(
-                    &name,
-                    row.number,
-                    line,
-                    format!("not a Mooncake request: {e}"),
-                )?,
-            }
+    json_lines(files, &mut rejects, "Mooncake", |f, _, _, l: Line| {
+        if !(l.timestamp.is_finite() && l.timestamp >= 0.0) {
+            return Err(format!(
+                "timestamp {} is negative or not finite",
+                l.timestamp
+            ));
         }
-    }
+        prefix_fits(l.hash_ids.len(), BLOCK_TOKENS, l.input_length)?;
+        let has_prefix = !l.hash_ids.is_empty();
+        requests.push(Request {
+            arrival_s: l.timestamp / 1000.0,
+            prompt_tokens: l.input_length,
+            output_tokens: l.output_length,
+            file: f.rel.clone(),
+            prefix_blocks: l.hash_ids,
+            block_tokens: if has_prefix { BLOCK_TOKENS } else { 0 },
+            conversation_id: None,
+        });
+        Ok(())
+    })?;
     Ok(Workload {
         requests,
         rejects: rejects.into_vec(),
@@ -88,5 +80,35 @@ mod tests {
         assert_eq!(w.rejects.len(), 1);
         assert_eq!(w.rejects[0].line, 2);
         assert!(w.rejects[0].reason.contains("output_length"));
+        assert_eq!(w.requests[0].prefix_blocks, vec![0, 1]);
+        assert_eq!(w.requests[0].block_tokens, 512);
+        assert!(w.requests[1].prefix_blocks.is_empty());
+        assert_eq!(w.requests[1].block_tokens, 0);
+    }
+
+    #[test]
+    fn a_prefix_longer_than_the_prompt_is_rejected() {
+        // 1,025 tokens fill three 512-token blocks; four are one too many.
+        let body = "{\"timestamp\": 0, \"input_length\": 1025, \"output_length\": 5, \"hash_ids\": [0, 1, 2]}\n{\"timestamp\": 9, \"input_length\": 1025, \"output_length\": 5, \"hash_ids\": [0, 1, 2, 3]}\n";
+        let f = InputFile::from_bytes(
+            "m.jsonl".into(),
+            "m.jsonl",
+            body.as_bytes().to_vec(),
+            String::new(),
+        );
+        let w = parse(std::slice::from_ref(&f), &WorkloadOptions::default()).unwrap();
+        assert_eq!(w.requests.len(), 1);
+        assert_eq!(w.rejects[0].line, 2);
+        assert!(
+            w.rejects[0].reason.contains("4 prefix blocks"),
+            "{}",
+            w.rejects[0].reason
+        );
+        let strict = WorkloadOptions {
+            strict: true,
+            ..WorkloadOptions::default()
+        };
+        let e = parse(&[f], &strict).unwrap_err().to_string();
+        assert!(e.contains("m.jsonl:2:"), "{e}");
     }
 }
