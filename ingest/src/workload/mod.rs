@@ -50,6 +50,16 @@ impl Request {
             conversation_id: None,
         }
     }
+
+    /// The same request with the prompt's prefix `blocks` of `block_tokens` tokens each (a
+    /// block size of 0 when there are none).
+    pub fn with_prefix(self, blocks: Vec<i64>, block_tokens: u32) -> Request {
+        Request {
+            block_tokens: if blocks.is_empty() { 0 } else { block_tokens },
+            prefix_blocks: blocks,
+            ..self
+        }
+    }
 }
 
 /// A parsed workload.
@@ -238,15 +248,18 @@ pub fn requests_batch(w: &Workload) -> Result<RecordBatch> {
     Ok(RecordBatch::try_new(requests_schema(), cols)?)
 }
 
-/// Reads JSON lines of `T` from `files` in order: each non-blank line parsed and handed to
-/// `each` with its file and line number; a line that is not valid UTF-8 or not a `T` is
-/// rejected (`"not a {what} request: ..."`), as is one `each` finds wrong (its `Err` reason).
+/// The workload of JSON lines of `T` in `files`, read in order: each non-blank line parsed and
+/// handed to `each` with its file, the file's display name and the line number, which answers
+/// the request it makes or why the line is wrong. A line that is not valid UTF-8 or not a `T`
+/// is rejected (`"not a {what} request: ..."`), as is one `each` finds wrong (its reason).
 pub(crate) fn json_lines<T: serde::de::DeserializeOwned>(
     files: &[InputFile],
-    rejects: &mut Rejects,
+    options: &WorkloadOptions,
     what: &str,
-    mut each: impl FnMut(&InputFile, &str, u64, T) -> std::result::Result<(), String>,
-) -> Result<()> {
+    mut each: impl FnMut(&InputFile, &str, u64, T) -> std::result::Result<Request, String>,
+) -> Result<Workload> {
+    let mut rejects = Rejects::new(options.strict);
+    let mut requests = Vec::new();
     for f in files {
         let name = f.display();
         for row in f.lines() {
@@ -270,12 +283,18 @@ pub(crate) fn json_lines<T: serde::de::DeserializeOwned>(
                     format!("not a {what} request: {msg} (column {})", e.column())
                 })
                 .and_then(|t| each(f, &name, row.number, t));
-            if let Err(reason) = outcome {
-                rejects.reject(&name, row.number, line, reason)?;
+            match outcome {
+                Ok(request) => requests.push(request),
+                Err(reason) => rejects.reject(&name, row.number, line, reason)?,
             }
         }
     }
-    Ok(())
+    Ok(Workload {
+        requests,
+        rejects: rejects.into_vec(),
+        notes: Vec::new(),
+        start_utc: None,
+    })
 }
 
 /// Whether `blocks` prefix blocks of `block_tokens` tokens fit a prompt of `prompt` tokens:

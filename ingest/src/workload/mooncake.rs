@@ -8,7 +8,7 @@
 use serde::Deserialize;
 
 use super::{json_lines, prefix_fits, Request, Workload, WorkloadOptions};
-use crate::{InputFile, Rejects, Result};
+use crate::{InputFile, Result};
 
 /// Tokens per `hash_ids` block.
 pub const BLOCK_TOKENS: u32 = 512;
@@ -30,9 +30,7 @@ pub fn sniff(file: &InputFile) -> bool {
 
 /// Parses Mooncake JSON lines.
 pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload> {
-    let mut rejects = Rejects::new(options.strict);
-    let mut requests = Vec::new();
-    json_lines(files, &mut rejects, "Mooncake", |f, _, _, l: Line| {
+    json_lines(files, options, "Mooncake", |f, _, _, l: Line| {
         if !(l.timestamp.is_finite() && l.timestamp >= 0.0) {
             return Err(format!(
                 "timestamp {} is negative or not finite",
@@ -40,23 +38,11 @@ pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload>
             ));
         }
         prefix_fits(l.hash_ids.len(), BLOCK_TOKENS, l.input_length)?;
-        let has_prefix = !l.hash_ids.is_empty();
-        requests.push(Request {
-            arrival_s: l.timestamp / 1000.0,
-            prompt_tokens: l.input_length,
-            output_tokens: l.output_length,
-            file: f.rel.clone(),
-            prefix_blocks: l.hash_ids,
-            block_tokens: if has_prefix { BLOCK_TOKENS } else { 0 },
-            conversation_id: None,
-        });
-        Ok(())
-    })?;
-    Ok(Workload {
-        requests,
-        rejects: rejects.into_vec(),
-        notes: Vec::new(),
-        start_utc: None,
+        let at = l.timestamp / 1000.0;
+        Ok(
+            Request::plain(at, l.input_length, l.output_length, f.rel.clone())
+                .with_prefix(l.hash_ids, BLOCK_TOKENS),
+        )
     })
 }
 

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use serde::Deserialize;
 
 use super::{json_lines, prefix_fits, Request, Workload, WorkloadOptions};
-use crate::{InputFile, Rejects, Result};
+use crate::{InputFile, Result};
 
 /// Tokens per `hash_ids` block.
 pub const BLOCK_TOKENS: u32 = 16;
@@ -127,13 +127,11 @@ fn check(l: &Line, chats: &HashMap<i64, Seen>) -> std::result::Result<(i64, u32,
 
 /// Parses Qwen-Bailian JSON lines, each file one trace.
 pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload> {
-    let mut rejects = Rejects::new(options.strict);
-    let mut requests = Vec::new();
     // The chats of the file being read (cleared at each new file).
     let mut chats: HashMap<i64, Seen> = HashMap::new();
     let mut reading = String::new();
     let several = files.len() > 1;
-    let each = |f: &InputFile, name: &str, line: u64, l: Line| {
+    json_lines(files, options, "Qwen-Bailian", |f, name, line, l: Line| {
         if f.rel != reading {
             chats.clear();
             reading.clone_from(&f.rel);
@@ -149,28 +147,15 @@ pub fn parse(files: &[InputFile], options: &WorkloadOptions) -> Result<Workload>
                 .map(|&(conversation, _, _)| (conversation, l.timestamp)),
         });
         let (conversation, prompt, output) = checked?;
-        let has_prefix = !l.hash_ids.is_empty();
-        requests.push(Request {
-            arrival_s: l.timestamp,
-            prompt_tokens: prompt,
-            output_tokens: output,
-            file: f.rel.clone(),
-            prefix_blocks: l.hash_ids,
-            block_tokens: if has_prefix { BLOCK_TOKENS } else { 0 },
+        let request = Request {
             conversation_id: Some(if several {
                 format!("{}:{conversation}", f.rel)
             } else {
                 conversation.to_string()
             }),
-        });
-        Ok(())
-    };
-    json_lines(files, &mut rejects, "Qwen-Bailian", each)?;
-    Ok(Workload {
-        requests,
-        rejects: rejects.into_vec(),
-        notes: Vec::new(),
-        start_utc: None,
+            ..Request::plain(l.timestamp, prompt, output, f.rel.clone())
+        };
+        Ok(request.with_prefix(l.hash_ids, BLOCK_TOKENS))
     })
 }
 
