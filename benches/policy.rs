@@ -50,6 +50,9 @@ fn nodes<'a>(curves: &'a [Box<dyn ConditionalSurvival>], n: usize) -> Vec<NodeVi
             bandwidth_bytes_s: 1.25e9,
             survival: curves[i % curves.len()].as_ref(),
             exp_rate_per_s: 1.0 / 7200.0,
+            cached_tokens: 0,
+            queued: 0,
+            cache_tokens: 0,
         })
         .collect()
 }
@@ -180,6 +183,7 @@ fn bench_migrate(c: &mut Criterion) {
         planned_hops: 0,
         est_sigma: 0.0,
         recovering: false,
+        conversation: None,
     };
     let mut g = c.benchmark_group("migrate_1000");
     for (name, overlap, record) in [

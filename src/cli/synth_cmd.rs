@@ -54,13 +54,14 @@ pub enum SynthWhat {
 /// `synth workload` arguments.
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Examples:\n  hazardserve synth workload --out w.csv --rate 5 --duration 3600\n  hazardserve synth workload --out w.csv --cv 1\n  hazardserve ingest --format lengths-csv --source w w.csv\n  hazardserve synth workload --class long-output --out long-output.csv\n  hazardserve ingest --format lengths-csv --source long-output long-output.csv\n\nLengths drawn above --max-prompt / --max-output are written at the cap; the number clipped\nis reported."
+    after_help = "Examples:\n  hazardserve synth workload --out w.csv --rate 5 --duration 3600\n  hazardserve synth workload --out w.csv --cv 1\n  hazardserve ingest --format lengths-csv --source w w.csv\n  hazardserve synth workload --class long-output --out long-output.csv\n  hazardserve ingest --format lengths-csv --source long-output long-output.csv\n  # multi-turn conversations with prefix blocks (Qwen-Bailian JSON lines)\n  hazardserve synth workload --class conversation --out conv.jsonl\n  hazardserve ingest --format qwen-bailian --source synth-conv conv.jsonl\n\nLengths drawn above --max-prompt / --max-output are written at the cap; the number clipped\nis reported. With --class conversation, --rate counts conversations, --prompt-mu/-sigma\nset the first user message, --max-prompt is the context window (a conversation ends before\na longer prompt), and the other defaults and their sources are listed in the docs of\nhazardserve::synth::conversation."
 )]
 pub struct WorkloadArgs {
-    /// Output CSV (lengths-csv: arrival_s,prompt_tokens,output_tokens).
+    /// Output file: lengths-csv (arrival_s,prompt_tokens,output_tokens), or with
+    /// `--class conversation` Qwen-Bailian JSON lines.
     #[arg(long)]
     pub out: PathBuf,
-    /// Mean arrival rate, requests/s.
+    /// Mean arrival rate, requests/s (`--class conversation`: conversations/s).
     #[arg(long, default_value_t = 0.5)]
     pub rate: f64,
     /// Coefficient of variation of inter-arrival times (1 = Poisson; Gamma otherwise).
@@ -74,6 +75,18 @@ pub struct WorkloadArgs {
     /// DeepSeek-R1's measured mean; capped at 32,768).
     #[arg(long, value_enum, default_value_t = RequestClass::Chat)]
     pub class: RequestClass,
+    /// `--class conversation`: mean turns per conversation (geometric; default 2.0, as
+    /// LMSYS-Chat-1M).
+    #[arg(long)]
+    pub turns: Option<f64>,
+    /// `--class conversation`: median seconds between a turn's arrival and the next's
+    /// (log-normal; default 131, as measured on the Mooncake conversation trace).
+    #[arg(long)]
+    pub think: Option<f64>,
+    /// `--class conversation`: tokens of the system prompt every conversation shares
+    /// (default 512, as the Mooncake conversation trace's shared first block).
+    #[arg(long)]
+    pub system_prompt: Option<u32>,
     /// Mean of ln(prompt tokens) (default: the class's).
     #[arg(long)]
     pub prompt_mu: Option<f64>,
@@ -114,6 +127,56 @@ pub enum RequestClass {
     Chat,
     /// Reasoning / agentic requests with long outputs.
     LongOutput,
+    /// Multi-turn conversations with a shared system prompt and prefix blocks, written as
+    /// Qwen-Bailian JSON lines.
+    Conversation,
+}
+
+/// `synth workload --class conversation`.
+fn conversation(globals: &Globals, a: &WorkloadArgs) -> anyhow::Result<()> {
+    let d = synth::ConversationParams::default();
+    let p = synth::ConversationParams {
+        rate: a.rate,
+        cv: a.cv,
+        duration_s: a.duration,
+        mean_turns: a.turns.unwrap_or(d.mean_turns),
+        think_mu: a.think.map_or(d.think_mu, f64::ln),
+        system_tokens: a.system_prompt.unwrap_or(d.system_tokens),
+        first_mu: a.prompt_mu.unwrap_or(d.first_mu),
+        first_sigma: a.prompt_sigma.unwrap_or(d.first_sigma),
+        output_mu: a.output_mu.unwrap_or(d.output_mu),
+        output_sigma: a.output_sigma.unwrap_or(d.output_sigma),
+        max_output: a.max_output.unwrap_or(d.max_output),
+        max_prompt: a.max_prompt.unwrap_or(d.max_prompt),
+        ..d
+    };
+    if !(p.mean_turns.is_finite() && p.mean_turns >= 1.0) {
+        anyhow::bail!("--turns must be at least 1, got {}", p.mean_turns);
+    }
+    if let Some(t) = a.think.filter(|t| !(t.is_finite() && *t > 0.0)) {
+        anyhow::bail!("--think must be positive, got {t}");
+    }
+    if p.max_output == 0 || u64::from(p.max_prompt) <= u64::from(p.system_tokens) {
+        anyhow::bail!(
+            "--max-output must be at least 1 and --max-prompt above the system prompt ({} tokens)",
+            p.system_tokens
+        );
+    }
+    let (text, counts) = synth::conversations_jsonl(&p, a.seed);
+    crate::store::write_atomic(&a.out, text.as_bytes())?;
+    globals.say(format!(
+        "wrote {} ({} requests in {} conversations)",
+        a.out.display(),
+        counts.requests,
+        counts.conversations
+    ));
+    if counts.context_full > 0 {
+        globals.say(format!(
+            "note: {} conversations ended early because the next prompt would exceed --max-prompt ({} tokens)",
+            counts.context_full, p.max_prompt
+        ));
+    }
+    Ok(())
 }
 
 /// Runs `synth`.
@@ -170,7 +233,11 @@ pub fn run(globals: &Globals, args: SynthArgs) -> anyhow::Result<()> {
             let base = match a.class {
                 RequestClass::Chat => synth::WorkloadParams::default(),
                 RequestClass::LongOutput => synth::LONG_OUTPUT,
+                RequestClass::Conversation => return conversation(globals, &a),
             };
+            if a.turns.is_some() || a.think.is_some() || a.system_prompt.is_some() {
+                anyhow::bail!("--turns, --think and --system-prompt need --class conversation");
+            }
             let p = synth::WorkloadParams {
                 rate: a.rate,
                 cv: a.cv,

@@ -29,7 +29,7 @@ pub use migration::TRIGGER_HEADER;
 pub use survival::{
     CAUSES_HEADER, GROUPS_HEADER, SHAPE_HEADER, TICKS_HEADER, VALIDATION_HEADER, VALIDATION_SPLIT,
 };
-pub use sweep_map::{CELLS_HEADER, MAP_CALIBRATION_HEADER};
+pub use sweep_map::{CELLS_HEADER, MAP_CALIBRATION_HEADER, STATE_HEADER};
 
 use crate::queries::Reader;
 use crate::store::Store;

@@ -77,6 +77,21 @@ fn cost_row(s: &PolicySummary) -> Vec<String> {
     ]
 }
 
+/// One bar per policy with a value of `m`, with its interval.
+fn bars_of(summary: &[PolicySummary], m: Metric) -> Vec<Bar> {
+    summary
+        .iter()
+        .filter_map(|s| {
+            let e = s.get(m);
+            Some(Bar {
+                label: s.label.to_string(),
+                value: e.value?,
+                ci: e.ci.map(|c| (c[0], c[1])),
+            })
+        })
+        .collect()
+}
+
 /// The cost section of a priced run: the cost table, the dollars per pool and the
 /// goodput-per-dollar bars. Nothing when no pool has a price.
 fn cost_section(run: &str, summary: &[PolicySummary], r: &mut Report) -> Result<(), ReportError> {
@@ -114,17 +129,7 @@ fn cost_section(run: &str, summary: &[PolicySummary], r: &mut Report) -> Result<
             pools.join(", ")
         )));
     }
-    let bars: Vec<Bar> = summary
-        .iter()
-        .filter_map(|s| {
-            let e = s.get(Metric::GoodputPerDollar);
-            Some(Bar {
-                label: s.label.to_string(),
-                value: e.value?,
-                ci: e.ci.map(|c| (c[0], c[1])),
-            })
-        })
-        .collect();
+    let bars = bars_of(summary, Metric::GoodputPerDollar);
     if !bars.is_empty() {
         r.blocks.push(Block::Plot(
             "goodput-per-dollar.svg".into(),
@@ -135,6 +140,78 @@ fn cost_section(run: &str, summary: &[PolicySummary], r: &mut Report) -> Result<
             )?,
             "Goodput per dollar by policy".into(),
         ));
+    }
+    Ok(())
+}
+
+/// The header of the prefix-cache table of a run whose nodes cached prefixes.
+pub const CACHE_HEADER: [&str; 7] = [
+    "policy",
+    "prefix hit rate",
+    "prefill tokens / window",
+    "destroyed tokens / window",
+    "state moves / window",
+    "TTFT p50 (s)",
+    "TTFT p99 (s)",
+];
+
+/// The prefix-cache section of a run whose nodes cached prefixes: the table and the bars of
+/// the hit rate and of the cached tokens destroyed, by policy. Nothing otherwise.
+fn cache_section(run: &str, summary: &[PolicySummary], r: &mut Report) -> Result<(), ReportError> {
+    if summary
+        .iter()
+        .all(|s| s.get(Metric::PrefixHitRate).value.is_none())
+    {
+        return Ok(());
+    }
+    r.blocks.push(Block::Heading("Prefix caches".to_string()));
+    r.blocks.push(Block::Text(
+        "Every node caches prompt blocks as vLLM's automatic prefix caching does, and a node's \
+         end destroys its cache. The hit rate is the share of prompt tokens a request's first \
+         prefill read from cache; the prefill tokens are those computed (prompts less their \
+         hits, and every re-prefill); destroyed tokens are the cached prompt tokens nodes' ends \
+         destroyed; state moves copy an idle conversation's blocks off a risky node. Means over \
+         windows with 95 % intervals."
+            .to_string(),
+    ));
+    let rows = summary
+        .iter()
+        .map(|s| {
+            vec![
+                s.label.to_string(),
+                cell(s, Metric::PrefixHitRate),
+                cell(s, Metric::PrefillTokens),
+                cell(s, Metric::CacheDestroyedTokens),
+                cell(s, Metric::StateMigrations),
+                cell(s, Metric::TtftP50),
+                cell(s, Metric::TtftP99),
+            ]
+        })
+        .collect();
+    r.blocks
+        .push(Block::Table(CACHE_HEADER.map(String::from).to_vec(), rows));
+    for (file, metric, title, axis) in [
+        (
+            "prefix-hit-rate.svg",
+            Metric::PrefixHitRate,
+            "Prefix hit rate by policy",
+            "share of prompt tokens read from cache, 95% CI over windows",
+        ),
+        (
+            "cache-destroyed.svg",
+            Metric::CacheDestroyedTokens,
+            "Cached state destroyed by nodes' ends, by policy",
+            "cached prompt tokens destroyed per window, 95% CI over windows",
+        ),
+    ] {
+        let bars = bars_of(summary, metric);
+        if !bars.is_empty() {
+            r.blocks.push(Block::Plot(
+                file.into(),
+                plots::comparison(&format!("{title}, run {run}"), axis, &bars)?,
+                title.into(),
+            ));
+        }
     }
     Ok(())
 }
@@ -216,6 +293,7 @@ pub(super) fn run_section(
         ));
     }
     cost_section(run, &summary, r)?;
+    cache_section(run, &summary, r)?;
     if let Some(f) = summary
         .iter()
         .find(|s| s.label.kind == PolicyKind::Fastest && s.label.param.is_none())

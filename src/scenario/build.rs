@@ -22,7 +22,8 @@ use crate::fit::{load_sessions, parse_time, SourceSessions};
 use crate::policy::iteration::{EngineKind, StepCoefficients};
 use crate::policy::PolicyKind;
 use crate::replay::{
-    self, Cluster, Grid, Node, NodeSpec, ParamPoint, ReplayConfig, Request, Window, Workload,
+    self, Cluster, Grid, Node, NodeSpec, ParamPoint, Prefix, ReplayConfig, Request, Window,
+    Workload,
 };
 use crate::rng::Rng;
 use crate::store::Store;
@@ -193,8 +194,9 @@ fn us(t: f64) -> i64 {
     replay::input::secs_to_us(t)
 }
 
-/// Step 2: the workload's requests, in arrival order.
-fn load_requests(store: &Store, cfg: &ScenarioConfig) -> Result<Vec<Request>, ScenarioError> {
+/// Step 2: the workload's requests, in arrival order, with their prefix blocks when the
+/// source has any.
+fn load_requests(store: &Store, cfg: &ScenarioConfig) -> Result<Workload, ScenarioError> {
     let wsrc = &cfg.workload.source;
     store.manifest(wsrc)?;
     let cat = store.query()?;
@@ -205,29 +207,61 @@ fn load_requests(store: &Store, cfg: &ScenarioConfig) -> Result<Vec<Request>, Sc
     let rows = stmt
         .query_map([wsrc.as_str()], |r| {
             Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, f64>(1)?,
-                r.get::<_, i64>(2)?,
-                r.get::<_, i64>(3)?,
+                (
+                    r.get::<_, i64>(0)?,
+                    r.get::<_, f64>(1)?,
+                    r.get::<_, i64>(2)?,
+                    r.get::<_, i64>(3)?,
+                ),
+                r.get::<_, Option<i32>>(4)?,
+                r.get::<_, Option<String>>(5)?,
+                r.get::<_, Option<String>>(6)?,
             ))
         })
         .map_err(crate::store::StoreError::from)?;
     let mut requests = Vec::new();
+    let mut prefixes = Vec::new();
+    let mut conversation_ids = Vec::new();
     for row in rows {
-        let (id, t, p, o) = row.map_err(crate::store::StoreError::from)?;
+        let ((id, t, p, o), block_tokens, blocks, conversation) =
+            row.map_err(crate::store::StoreError::from)?;
+        conversation_ids.push(conversation);
         requests.push(Request {
             id: id as u64,
             arrival_us: us(t),
             prompt_tokens: p.max(0) as u64,
             output_tokens: o.max(1) as u64,
         });
+        let blocks = parse_blocks(blocks.as_deref()).ok_or_else(|| {
+            ScenarioError::Empty(format!(
+                "workload source {wsrc}: request {id} has unreadable prefix blocks"
+            ))
+        })?;
+        prefixes.push(Prefix::new(block_tokens.unwrap_or(0).max(0) as u32, blocks));
     }
     if requests.is_empty() {
         return Err(ScenarioError::Empty(format!(
             "workload source {wsrc} has no requests (ingest one with --format azure-llm, mooncake, qwen-bailian or lengths-csv)"
         )));
     }
-    Ok(requests)
+    let arrivals: Vec<i64> = requests.iter().map(|r| r.arrival_us).collect();
+    let conversations =
+        super::conversations::conversation_keys(&conversation_ids, &arrivals, &prefixes);
+    let w = Workload::new(requests).with_conversations(conversations);
+    Ok(if prefixes.iter().any(|p| !p.is_empty()) {
+        w.with_prefixes(prefixes)
+    } else {
+        w
+    })
+}
+
+/// Block ids written `1,2,3` (none: empty or NULL); `None` when one is not a non-negative
+/// integer.
+fn parse_blocks(text: Option<&str>) -> Option<Vec<u64>> {
+    match text {
+        None | Some("") => Some(Vec::new()),
+        Some(t) => t.split(',').map(|x| x.trim().parse::<u64>().ok()).collect(),
+    }
 }
 
 /// Step 3: where the windows fall on each source's clock. Windows are `window_length_s` long
@@ -556,13 +590,28 @@ fn truth_laws(
 }
 
 /// The policies to run: the scenario's list, or all. `hazard-truth` needs the fleet's
-/// generating laws (`has_truth`); without them it is left out with a note.
+/// generating laws (`has_truth`); without them it is left out with a note. The routers
+/// (`cache-aware`, `session-affinity`) need prefix caching (`cached`): without it they are
+/// left out of the default list, and a list naming them is an error.
 fn policies(
     cfg: &ScenarioConfig,
-    has_truth: bool,
+    (has_truth, cached): (bool, bool),
     notes: &mut Vec<String>,
 ) -> Result<Vec<PolicyKind>, ScenarioError> {
     let mut out = listed_policies(cfg)?;
+    if !cached {
+        if let Some(k) = out.iter().find(|k| k.routes_all()) {
+            if !cfg.replay.policies.is_empty() {
+                return Err(ScenarioError::invalid(
+                    "replay.policies",
+                    format!(
+                        "{k} routes by prefix cache and needs a workload with prefix blocks (mooncake, qwen-bailian) and [hardware] prefix_cache = true"
+                    ),
+                ));
+            }
+        }
+        out.retain(|k| !k.routes_all());
+    }
     if !has_truth && out.contains(&PolicyKind::HazardTruth) {
         out.retain(|&k| k != PolicyKind::HazardTruth);
         if !cfg.replay.policies.is_empty() {
@@ -801,7 +850,7 @@ fn steady_state_margins(
 #[derive(Default)]
 pub struct BuildCache {
     nodes: Mutex<HashMap<String, Arc<SelectedNodes>>>,
-    requests: Mutex<HashMap<String, Arc<Vec<Request>>>>,
+    requests: Mutex<HashMap<String, Arc<Workload>>>,
     priors: Mutex<HashMap<(String, u64), Arc<FittedPriors>>>,
 }
 
@@ -842,11 +891,49 @@ pub(crate) fn build_with(
     let mut notes = Vec::new();
     let pools = cfg.pool_list();
     let selections = select_pools(store, cfg, &pools, cache)?;
-    let requests: Vec<Request> = cached(&cache.requests, cfg.workload.source.clone(), || {
+    let mut workload: Workload = cached(&cache.requests, cfg.workload.source.clone(), || {
         load_requests(store, cfg)
     })?
     .as_ref()
     .clone();
+    if !cfg.hardware.prefix_cache {
+        // Stateless on purpose: every request's blocks ignored.
+        workload.prefixes.clear();
+        workload.conversations.clear();
+    } else if workload.has_prefixes() && cfg.engine()? == EngineKind::Simple {
+        return Err(ScenarioError::invalid(
+            "hardware.prefix_cache",
+            format!(
+                "workload source {} has prefix blocks but the simple engine has no prefix cache: use engine = \"iteration\", or set prefix_cache = false to replay every request statelessly",
+                cfg.workload.source
+            ),
+        ));
+    }
+    if workload.has_prefixes() {
+        // The gap between turns, fitted on the workload's first `train_fraction` (its
+        // training history; windows replay the whole workload).
+        let arrivals: Vec<f64> = workload
+            .requests
+            .iter()
+            .map(|r| r.arrival_us as f64 / 1e6)
+            .collect();
+        let span = arrivals.iter().copied().fold(0.0, f64::max);
+        let cut = cfg.replay.train_fraction * span;
+        let reuse = super::conversations::fit_reuse_gap(&arrivals, &workload.conversations, cut);
+        match &reuse {
+            Some(g) => notes.push(format!(
+                "workload: {:.0} % of turns have a next turn, median gap {:.0} s (the retained-state term's, fitted on the workload's first {:.0} s)",
+                100.0 * g.mass,
+                g.cells[crate::policy::retained::GAP_CELLS / 2],
+                cut
+            )),
+            None => notes.push(
+                "workload: no conversation shows a next turn in its training history: the retained-state term is 0".into(),
+            ),
+        }
+        workload.reuse = reuse;
+    }
+    let requests = std::mem::take(&mut workload.requests);
     let frame = frame_windows(cfg, &pools, &selections, &requests, &mut notes)?;
     let fleet = assemble_fleet(
         cfg,
@@ -877,7 +964,14 @@ pub(crate) fn build_with(
         (rates.rate_scale, batch_slowdown),
         &mut notes,
     )?;
-    let grid = policy_grid(cfg, config.params, fleet.has_truth, rates, &mut notes)?;
+    let cached = workload.has_prefixes();
+    let grid = policy_grid(
+        cfg,
+        config.params,
+        (fleet.has_truth, cached),
+        rates,
+        &mut notes,
+    )?;
     let pool_info: Vec<replay::Pool> = pools
         .iter()
         .map(|p| replay::Pool {
@@ -887,7 +981,10 @@ pub(crate) fn build_with(
         .collect();
     Ok(Scenario {
         cluster: Cluster::new(fleet.nodes).with_pools(pool_info, fleet.pool_of),
-        workload: Workload::new(requests),
+        workload: Workload {
+            requests,
+            ..workload
+        },
         config,
         grid,
         cutoff_s: frame.first_ref,
@@ -1322,6 +1419,7 @@ fn replay_config(
         loop_workload: cfg.workload.loop_workload,
         warmup_s,
         drain_s,
+        prefix_cache: cfg.hardware.prefix_cache,
         ..ReplayConfig::default()
     })
 }
@@ -1331,25 +1429,35 @@ fn replay_config(
 fn policy_grid(
     cfg: &ScenarioConfig,
     params: crate::policy::Params,
-    has_truth: bool,
+    has: (bool, bool),
     rates: Rates,
     notes: &mut Vec<String>,
 ) -> Result<Grid, ScenarioError> {
     let r = &cfg.replay;
     let seeds: Vec<u64> = (0..r.seeds.max(1)).map(|k| r.seed + k).collect();
-    let grid = Grid::new(policies(cfg, has_truth, notes)?, rates.windows, seeds)
+    let grid = Grid::new(policies(cfg, has, notes)?, rates.windows, seeds)
         .with_rate_scales(rates.window_scales);
-    if !r.include_overlap || params.overlap {
+    let overlap = r.include_overlap && !params.overlap;
+    // The stateful ablations: `hazard` without the retained-state term, and without the
+    // idle-state migration (only with prefix caching, where they change anything).
+    let ablations = r.include_ablations && has.1;
+    if r.include_ablations && !has.1 {
+        notes.push(
+            "replay.include_ablations: no prefix caching in this scenario, so no ablation runs"
+                .into(),
+        );
+    }
+    if !overlap && !ablations {
         return Ok(grid);
     }
-    Ok(grid.with_params(vec![
-        ParamPoint {
-            label: "default".into(),
-            params,
-            policies: None,
-        },
+    let mut points = vec![ParamPoint {
+        label: "default".into(),
+        params,
+        policies: None,
+    }];
+    if overlap {
         // Overlap changes only planned moves: the other policies are not run again.
-        ParamPoint {
+        points.push(ParamPoint {
             label: "overlap".into(),
             params: crate::policy::Params {
                 overlap: true,
@@ -1362,6 +1470,31 @@ fn policy_grid(
                     .filter(|k| k.migrates() && *k != PolicyKind::HazardPooled)
                     .collect(),
             ),
-        },
-    ]))
+        });
+    }
+    if ablations {
+        for (label, p) in [
+            (
+                "no-retained",
+                crate::policy::Params {
+                    retained_state: false,
+                    ..params
+                },
+            ),
+            (
+                "no-idle",
+                crate::policy::Params {
+                    idle_migration: false,
+                    ..params
+                },
+            ),
+        ] {
+            points.push(ParamPoint {
+                label: label.into(),
+                params: p,
+                policies: Some(vec![PolicyKind::Hazard]),
+            });
+        }
+    }
+    Ok(grid.with_params(points))
 }

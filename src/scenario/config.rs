@@ -121,6 +121,10 @@ pub struct HardwareConfig {
     /// The service-time model: `iteration` (the default: continuous batching with chunked
     /// prefill, [`crate::policy::iteration`]) or `simple` (per-request service, the ablation).
     pub engine: String,
+    /// Whether nodes keep a prefix cache for a workload with prefix blocks (default true; the
+    /// iteration engine only, [`crate::replay::prefix`]). `false` replays every request
+    /// statelessly, its blocks ignored; a prefix workload under the simple engine needs it.
+    pub prefix_cache: bool,
 }
 
 impl Default for HardwareConfig {
@@ -133,6 +137,7 @@ impl Default for HardwareConfig {
             overrides: HardwareOverrides::default(),
             groups: Vec::new(),
             engine: "iteration".into(),
+            prefix_cache: true,
         }
     }
 }
@@ -178,6 +183,12 @@ pub struct PolicyConfig {
     pub forecast: ForecastKind,
     /// Draws of the unknown lengths the forecast averages over ([`Params::length_draws`]).
     pub length_draws: u32,
+    /// Price the retained-state term ([`Params::retained_state`]; default true, false is
+    /// the ablation).
+    pub retained_state: bool,
+    /// Move idle conversations' prefix state off risky nodes ([`Params::idle_migration`];
+    /// default true, false is the ablation).
+    pub idle_migration: bool,
     /// How policies read the fitted curves ([`CurveReading`]).
     pub survival_curve: CurveReading,
     /// The tail model past the last knot ([`TailModel`]). The default (`linear` reading,
@@ -205,6 +216,8 @@ impl Default for PolicyConfig {
             overlap: p.overlap,
             forecast: p.forecast,
             length_draws: p.length_draws,
+            retained_state: p.retained_state,
+            idle_migration: p.idle_migration,
             survival_curve: CurveReading::Linear,
             tail: TailModel::Exponential,
             truth: String::new(),
@@ -227,6 +240,8 @@ impl PolicyConfig {
             overlap: self.overlap,
             forecast: self.forecast,
             length_draws: self.length_draws,
+            retained_state: self.retained_state,
+            idle_migration: self.idle_migration,
         }
     }
 }
@@ -271,6 +286,10 @@ pub struct ReplaySection {
     pub policies: Vec<String>,
     /// Add `hazard --overlap` to the comparison.
     pub include_overlap: bool,
+    /// With prefix caching, add the stateful ablations to the comparison: `hazard
+    /// --no-retained` (without the retained-state term) and `hazard --no-idle` (without the
+    /// idle-state migration).
+    pub include_ablations: bool,
     /// Number of windows.
     pub windows: usize,
     /// Window length, seconds (0 = the workload's length).
@@ -342,6 +361,7 @@ impl Default for ReplaySection {
         ReplaySection {
             policies: Vec::new(),
             include_overlap: true,
+            include_ablations: false,
             windows: 10,
             window_length_s: 0.0,
             window_start: None,

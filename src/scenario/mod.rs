@@ -2,6 +2,7 @@
 //! workload, under which policy parameters and windows. [`config`] is the TOML file
 //! (`hazardserve replay --config`) and its validation ([`template`] the commented default),
 //! [`pools`] a fleet's `[[pools]]`,
+//! [`conversations`] a workload's conversations and the gap between their turns,
 //! [`hardware`] the explicit figures and node attributes they and `[hardware]` use, [`build`] turns it into the replay
 //! engine's inputs using the store (survival priors fitted only on what was observed before the
 //! first window), [`run`] replays and compares, [`results`] stores a run's per-request records
@@ -10,6 +11,7 @@
 pub mod build;
 pub mod choices;
 pub mod config;
+pub mod conversations;
 pub mod error;
 pub mod explain;
 pub mod hardware;

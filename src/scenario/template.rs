@@ -54,6 +54,10 @@ link = "10gbe"
 # `hazardserve presets --fidelity` shows its calibration) or "simple" (the ablation:
 # per-request prefill at the preset's rate, decode slowed by batch_slowdown).
 engine = "iteration"
+# Prefix caching (the iteration engine): with a workload that has prefix blocks (mooncake,
+# qwen-bailian), every node keeps vLLM-style cached prompt blocks, which its end destroys;
+# false replays every request statelessly (the simple engine needs it with such a workload).
+prefix_cache = true
 # Explicit figures override the preset: prefill_tok_s, decode_tok_s, bandwidth_bytes_s.
 # prefill_tok_s = 7741.0
 # decode_tok_s = 54.8
@@ -95,6 +99,11 @@ forecast = "stationary"
 # from its estimate's noise) the forecast averages T over; 1 prices every request at its
 # expected length.
 length_draws = 1
+# With conversations and prefix caching: price the retained-state term (a node's end after a
+# turn completes costs the conversation's next turn a re-prefill), and copy idle
+# conversations' cached blocks off risky nodes (the policies that migrate). false: ablations.
+retained_state = true
+idle_migration = true
 # How policies read the fitted survival curves: "linear" (each Kaplan-Meier drop spread over
 # the interval before it, so short horizons see the hazard) or "step" (the steps as they are).
 survival_curve = "linear"
@@ -131,6 +140,9 @@ loop_workload = true
 # knows the fleet's laws). `hazard --overlap` is added when include_overlap is true.
 policies = []
 include_overlap = true
+# With prefix caching: also run `hazard --no-retained` (without the retained-state term) and
+# `hazard --no-idle` (without the idle-state migration), the stateful ablations.
+include_ablations = false
 # Windows of the availability trace: count, length (0 = the workload's length), placement.
 windows = 10
 window_length_s = 0

@@ -512,6 +512,7 @@ mod tests {
                 good_tokens: 0.0,
                 kv_preemptions: 0.0,
                 forecast_fallbacks: 0.0,
+                prefix: [None; 2],
             },
         }
     }

@@ -31,6 +31,7 @@ mod replay_grid;
 mod replay_iteration;
 mod replay_leakage;
 mod replay_oracle;
+mod replay_prefix;
 mod replay_props;
 mod replay_scale;
 mod replay_support;

@@ -191,6 +191,7 @@ fn on_source(hops: u32) -> RequestView {
         planned_hops: hops,
         est_sigma: 0.0,
         recovering: false,
+        conversation: None,
     }
 }
 
@@ -336,6 +337,7 @@ fn a_faster_but_equally_risky_node_does_not_attract_the_request() {
         planned_hops: 0,
         est_sigma: 0.0,
         recovering: false,
+        conversation: None,
     };
     let mut pol = StandardPolicy::new(PolicyKind::Hazard, base(), 0);
     let mut out = Explanation::recording();

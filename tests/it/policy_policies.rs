@@ -65,6 +65,16 @@ fn infeasible_nodes_are_never_chosen() {
     };
     let ok = node(&c, 10.0, 100.0);
     for k in PolicyKind::ALL {
+        if k.routes_all() {
+            // A router sends to any up node (a full one queues it), never to a down one.
+            let (d, out) = place(k, &[down, full, no_kv, ok], &req);
+            assert!(matches!(d, Some(1..=3)), "{k}: {d:?}");
+            assert_eq!(out.feasible, 3, "{k}");
+            let (d, out) = place(k, &[down], &req);
+            assert_eq!(d, None, "{k}");
+            assert_eq!(out.outcome, Outcome::NoFeasibleNode);
+            continue;
+        }
         let (d, out) = place(k, &[down, full, no_kv, ok], &req);
         assert_eq!(d, Some(3), "{k}");
         assert_eq!(out.feasible, 1);
@@ -365,6 +375,7 @@ fn pruned_migration_equals_exhaustive_migration() {
         planned_hops: 0,
         est_sigma: 0.0,
         recovering: false,
+        conversation: None,
     };
     let mut fired = 0;
     for overlap in [false, true] {

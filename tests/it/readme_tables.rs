@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use hazardserve::report::{
     CALIBRATION_HEADER, CAUSES_HEADER, CELLS_HEADER, COMPARISON_HEADER, COST_HEADER, GROUPS_HEADER,
-    MAP_CALIBRATION_HEADER, SHAPE_HEADER, TICKS_HEADER, VALIDATION_HEADER,
+    MAP_CALIBRATION_HEADER, SHAPE_HEADER, STATE_HEADER, TICKS_HEADER, VALIDATION_HEADER,
 };
 
 use crate::common::{hs, ok, shared};
@@ -76,7 +76,13 @@ fn report(store: &Path, dir: &Path, sources: &[String]) -> String {
 
 /// The cells table and the forecast calibration table of `reports/sweeps/<id>.toml` run as
 /// sweep `id` and reported with `report --source SOURCE --sweep ID` into `dir`.
-fn sweep_cells(store: &Path, root: &Path, dir: &Path, id: &str, source: &str) -> (String, String) {
+fn sweep_cells(
+    store: &Path,
+    root: &Path,
+    dir: &Path,
+    id: &str,
+    source: &str,
+) -> (String, String, Option<String>) {
     let mut c = hs(store);
     c.current_dir(root)
         .args(["-q", "sweep", "--grid"])
@@ -95,7 +101,8 @@ fn sweep_cells(store: &Path, root: &Path, dir: &Path, id: &str, source: &str) ->
         l.starts_with('|') && l.contains(MAP_CALIBRATION_HEADER[0])
     })
     .unwrap_or_else(|| panic!("no calibration table:\n{md}"));
-    (cells, calibration)
+    let state = table_where(&md, |l| l.starts_with('|') && l.contains(STATE_HEADER[0]));
+    (cells, calibration, state)
 }
 
 #[test]
@@ -169,9 +176,13 @@ fn readme_result_tables_are_what_report_prints_now() {
     // reported with `report --sweep fleets`) and the engine slice of the regime map
     // (`engine-slice`: `reports/sweeps/engine-slice.toml`): both read the Mooncake conversation
     // workload.
+    // The stateful slice (`stateful-slice`: `reports/sweeps/stateful-slice.toml`) also reads
+    // the synthetic conversations its comment's command writes, and has the prefix-cache
+    // table (`stateful-slice-cache`).
     let sweeps = [
         ("fleets-sweep", "fleets", "skynomad-h100"),
         ("engine-slice", "engine-slice", "gce-preemptible"),
+        ("stateful-slice", "stateful-slice", "gce-preemptible"),
     ];
     if sweeps.iter().any(|s| keys.iter().any(|(k, _)| k == s.0)) {
         crate::common::ingest(
@@ -181,11 +192,32 @@ fn readme_result_tables_are_what_report_prints_now() {
             &workloads.join("mooncake-fast25/conversation_trace.jsonl"),
         );
     }
+    if keys.iter().any(|(k, _)| k == "stateful-slice") {
+        let conv = tmp.path().join("synth-conversation.jsonl");
+        let mut c = hs(&store);
+        c.args([
+            "-q",
+            "synth",
+            "workload",
+            "--class",
+            "conversation",
+            "--rate",
+            "1",
+        ])
+        .args(["--duration", "3600", "--out"])
+        .arg(&conv);
+        ok(c);
+        crate::common::ingest(&store, "qwen-bailian", "synth-conversation", &conv);
+    }
     for (key, id, source) in sweeps {
         if keys.iter().any(|(k, _)| k == key) {
-            let (cells, calibration) = sweep_cells(&store, root, &tmp.path().join(id), id, source);
+            let (cells, calibration, state) =
+                sweep_cells(&store, root, &tmp.path().join(id), id, source);
             fresh.insert(key.into(), cells);
             fresh.insert(format!("{key}-calibration"), calibration);
+            if let Some(t) = state {
+                fresh.insert(format!("{key}-cache"), t);
+            }
         }
     }
     // The iteration engine's fidelity table (`hazardserve presets --fidelity`).

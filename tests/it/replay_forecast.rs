@@ -287,6 +287,55 @@ proptest! {
             "forecast {t} s, engine {done} s"
         );
     }
+
+    /// The same property with prefix caches (the iteration engine): every request carries
+    /// conversations' prefix blocks of 16 tokens ([`conversations`]), so the probe and the
+    /// requests before it hit, pin and insert blocks on the nodes they are scripted to, and
+    /// finite KV evicts; the forecast prices the probe's prefill less the prompt tokens its
+    /// node's cache holds, and is still the engine's completion. Every cached forecast is
+    /// checked against a fresh one on the way (`validate`).
+    #[test]
+    fn forecast_equals_the_engine_with_prefix_caches(s in state()) {
+        let s = State { engine: EngineKind::Iteration, ..s };
+        let cluster = cluster_of(&s);
+        let (mut requests, script) = earlier(&s);
+        let probe_id = requests.len() as u64;
+        requests.push(req(probe_id, s.probe_at, s.probe.0.min(s.cap / 4), s.probe.1.min(s.cap / 2)));
+        let workload = conversations(Workload::new(requests), 16);
+        let mut policy = Probe::new(script, probe_id, s.policy, u64::MAX);
+        let cfg = config(s.f, s.engine);
+        let spec = RunSpec::new(s.policy, Window::new(0, us(1e7)), 1, cfg.params);
+        let out = simulate_with(&cluster, &workload, &cfg, &spec, &mut policy)
+            .expect("replay runs");
+        let (_, t, _) = policy.placed.expect("the probe was placed");
+        let rec = &out.records[probe_id as usize];
+        let done = rec.completion_s.expect("the probe completes");
+        prop_assert!(
+            (t - done).abs() <= 1e-9 * done.max(1e-6),
+            "forecast {t} s, engine {done} s (hit {} tokens)", rec.prefix_hit_tokens
+        );
+    }
+}
+
+/// Some probe in the cached property hits: the property is not vacuous.
+#[test]
+fn a_probe_after_its_conversation_hits_and_the_forecast_prices_it() {
+    let cluster = Cluster::new(vec![always_up("a", 4, 2000.0, 20.0)]);
+    let requests = vec![req(0, 0.0, 800, 10), req(1, 30.0, 1600, 10)];
+    let workload = conversations(Workload::new(requests), 16);
+    let mut policy = Probe::new(vec![0], 1, PolicyKind::Fastest, u64::MAX);
+    let cfg = config(0.0, EngineKind::Iteration);
+    let spec = RunSpec::new(PolicyKind::Fastest, Window::new(0, us(1e4)), 1, cfg.params);
+    let out = simulate_with(&cluster, &workload, &cfg, &spec, &mut policy).expect("replay runs");
+    let rec = &out.records[1];
+    // Another conversation: only the shared first block (the system prompt) hits.
+    assert_eq!(rec.prefix_hit_tokens, 16);
+    let (_, t, _) = policy.placed.expect("placed");
+    let done = rec.completion_s.expect("completes");
+    assert!(
+        (t - done).abs() <= 1e-9 * done,
+        "forecast {t} s, engine {done} s"
+    );
 }
 
 /// Migration's source price counts the request once: four requests decode together on one

@@ -176,7 +176,9 @@ proptest! {
     /// No policy finishes a request, or gives its first token, before `bound` says it can,
     /// under either engine, on generated clusters with long prompts (chunked past the token
     /// budget) and short ones, exact or estimated lengths: the bound is computed with the
-    /// fastest service the engine allows.
+    /// fastest service the engine allows. Under the iteration engine, half the cases give the
+    /// requests conversations' prefix blocks ([`conversations`]) with prefix caches on the
+    /// nodes: the bound credits every block an earlier arrival brought.
     #[test]
     fn no_request_finishes_before_its_bound_under_either_engine(
         seed in 1u64..10_000,
@@ -185,8 +187,10 @@ proptest! {
         prompt_median in prop_oneof![Just(300.0), Just(6000.0), 20.0f64..12_000.0],
         iteration in any::<bool>(),
         noisy in any::<bool>(),
+        prefixed in any::<bool>(),
     ) {
         let (mut cluster, workload) = synthetic_prompts(seed, nodes, up_scale, prompt_median);
+        let workload = if iteration && prefixed { conversations(workload, 64) } else { workload };
         // Mixed tiers: every other node prefills 4x faster and decodes 2x faster.
         for (k, n) in cluster.nodes.iter_mut().enumerate() {
             n.spec.kv_capacity_tokens = 1 << 40;

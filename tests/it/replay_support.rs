@@ -260,3 +260,24 @@ impl Policy for Chaos {
 pub fn params() -> Params {
     Params::default()
 }
+
+/// `w` with prefix blocks of `block` tokens: request `k` belongs to conversation `k % 8`; its
+/// prompt's blocks are one shared first block (a system prompt) and then its conversation's
+/// blocks, as many as its prompt holds, so that requests of one conversation share their
+/// leading blocks up to the shorter prompt.
+pub fn conversations(w: Workload, block: u32) -> Workload {
+    let prefixes = w
+        .requests
+        .iter()
+        .enumerate()
+        .map(|(k, r)| {
+            let n = r.prompt_tokens / u64::from(block);
+            let conv = (k % 8) as u64;
+            let blocks = (0..n)
+                .map(|b| if b == 0 { 7 } else { 1000 * (conv + 1) + b })
+                .collect();
+            hazardserve::replay::Prefix::new(block, blocks)
+        })
+        .collect();
+    w.with_prefixes(prefixes)
+}

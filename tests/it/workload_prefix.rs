@@ -251,3 +251,129 @@ fn drop_prefix_columns(path: &Path) -> u64 {
     std::fs::rename(&tmp, path).unwrap();
     std::fs::metadata(path).unwrap().len()
 }
+
+/// The demo's store, with `synth workload --class conversation` ingested as `conv`.
+fn conversations_store(dir: &Path) -> std::path::PathBuf {
+    let store = dir.join("store");
+    let mut c = hs(&store);
+    c.arg("-q")
+        .arg("demo")
+        .arg("--samples")
+        .arg(crate::common::samples());
+    ok(c);
+    let trace = dir.join("conv.jsonl");
+    let mut c = hs(&store);
+    c.args([
+        "synth",
+        "workload",
+        "--class",
+        "conversation",
+        "--rate",
+        "0.3",
+    ])
+    .args(["--duration", "1800", "--seed", "3", "--out"])
+    .arg(&trace);
+    ok(c);
+    let lines = std::fs::read_to_string(&trace)
+        .expect("written")
+        .lines()
+        .count();
+    assert!(lines > 100, "{lines} turns");
+    let mut c = hs(&store);
+    c.args([
+        "-q",
+        "ingest",
+        "--format",
+        "qwen-bailian",
+        "--source",
+        "conv",
+    ])
+    .arg(&trace);
+    ok(c);
+    store
+}
+
+#[test]
+fn synthetic_conversations_replay_with_prefix_caches_and_the_routers() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = conversations_store(tmp.path());
+    let cfg = tmp.path().join("conv.toml");
+    let scenario = |extra: &str, policies: &str| {
+        format!(
+            "[workload]\nsource = \"conv\"\n{extra}\n[replay]\nwindows = 2\npolicies = [{policies}]\ninclude_overlap = false\n"
+        )
+    };
+    // `replay --config` of `body`: its JSON rows, or (`fails`) its error.
+    let replay = |body: &str| -> Value {
+        std::fs::write(&cfg, body).unwrap();
+        let mut c = hs(&store);
+        c.args(["replay", "--no-save", "--format", "json", "--config"])
+            .arg(&cfg);
+        serde_json::from_str(&ok(c)).expect("JSON")
+    };
+    let refused = |body: &str| -> String {
+        std::fs::write(&cfg, body).unwrap();
+        let mut c = hs(&store);
+        c.args(["replay", "--no-save", "--config"]).arg(&cfg);
+        String::from_utf8_lossy(&fails(c).stderr).into_owned()
+    };
+    let v = replay(&scenario(
+        "",
+        "\"hazard\", \"fastest\", \"cache-aware\", \"session-affinity\", \"bound\"",
+    ));
+    let rows = v.as_array().expect("rows");
+    assert_eq!(rows.len(), 5);
+    for r in rows {
+        let hit = r["prefix_hit_rate"]
+            .as_f64()
+            .unwrap_or_else(|| panic!("{r}"));
+        // Every conversation shares the 512-token system prompt: every policy hits.
+        assert!(hit > 0.05 && hit < 1.0, "{}: hit rate {hit}", r["policy"]);
+        assert!(r["prefill_tokens"].as_f64().is_some_and(|x| x > 0.0), "{r}");
+    }
+    // The simple engine has no cache: a clear error naming the way out.
+    let err = refused(&scenario("[hardware]\nengine = \"simple\"", "\"fastest\""));
+    assert!(
+        err.contains("prefix_cache") && err.contains("simple"),
+        "{err}"
+    );
+    // Stateless on purpose: no prefix metrics.
+    let v = replay(&scenario(
+        "[hardware]\nengine = \"simple\"\nprefix_cache = false",
+        "\"fastest\"",
+    ));
+    assert!(v[0]["prefix_hit_rate"].is_null(), "{}", v[0]);
+    // A router on a workload without prefix blocks is refused.
+    let err = refused(
+        "[workload]\nsource = \"sample-requests\"\n[replay]\nwindows = 2\npolicies = [\"cache-aware\"]\n",
+    );
+    assert!(
+        err.contains("cache-aware") && err.contains("prefix"),
+        "{err}"
+    );
+}
+
+#[test]
+fn synth_conversation_checks_its_flags() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let out = tmp.path().join("x.jsonl");
+    for (args, says) in [
+        (vec!["--turns", "0.5"], "--turns"),
+        (vec!["--think=0"], "--think"),
+        (vec!["--max-prompt", "100"], "--max-prompt"),
+    ] {
+        let mut c = hs(&store);
+        c.args(["synth", "workload", "--class", "conversation", "--out"])
+            .arg(&out)
+            .args(&args);
+        let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+        assert!(err.contains(says), "{args:?}: {err}");
+    }
+    let mut c = hs(&store);
+    c.args(["synth", "workload", "--turns", "3", "--out"])
+        .arg(&out);
+    let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
+    assert!(err.contains("--class conversation"), "{err}");
+    assert!(!out.exists(), "nothing written on a bad flag");
+}

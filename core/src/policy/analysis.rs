@@ -85,6 +85,7 @@ impl TriggerScenario {
                 planned_hops: 0,
                 est_sigma: 0.0,
                 recovering: false,
+                conversation: None,
             },
         }
     }

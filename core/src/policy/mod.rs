@@ -20,6 +20,10 @@
 //!   and those measurements row by row;
 //! * [`model`]: the per-decision views (allocation-free for a simulator);
 //! * [`presets`]: model KV sizes, hardware rates and link tiers, with sources;
+//! * [`retained`]: the retained-state term `R_i` (a node's end after a turn completes costs
+//!   its conversation's next turn a re-prefill);
+//! * [`routers`]: the prefix-cache routers `cache-aware` (SGLang) and `session-affinity`
+//!   (vLLM production-stack);
 //! * [`analysis`]: the `trigger` and `crossover` tables.
 //!
 //! No input panics and nothing on the hot paths allocates. Comparisons are written as
@@ -37,6 +41,8 @@ pub mod migration;
 pub mod model;
 pub mod policies;
 pub mod presets;
+pub mod retained;
+pub mod routers;
 pub mod service;
 
 pub use cost::{NodeCost, RiskModel};

@@ -41,6 +41,16 @@ pub struct NodeView<'a> {
     /// node's *completed* sessions only (the exposure of a session still live at the cutoff is
     /// an age signal, not a memoryless one). Only the `memoryless` policy reads it.
     pub exp_rate_per_s: f64,
+    /// Prompt tokens of the request being placed that this node's prefix cache holds (its
+    /// leading cached blocks, [`crate::replay::prefix`]), as a router that tracks its own
+    /// routing knows them: a placement here prefills only the rest. 0 outside a placement
+    /// and without prefix caching.
+    pub cached_tokens: u64,
+    /// Requests waiting in the node's queue (with `slots_used`, what a router counts as in
+    /// flight there).
+    pub queued: u32,
+    /// Tokens the node's prefix cache holds in all (0 without prefix caching).
+    pub cache_tokens: u64,
 }
 
 impl<'a> NodeView<'a> {
@@ -60,6 +70,9 @@ impl<'a> NodeView<'a> {
             bandwidth_bytes_s: 1.0,
             survival,
             exp_rate_per_s: 0.0,
+            cached_tokens: 0,
+            queued: 0,
+            cache_tokens: 0,
         }
     }
 
@@ -106,6 +119,9 @@ impl std::fmt::Debug for NodeView<'_> {
             .field("prefill_tok_s", &self.prefill_tok_s)
             .field("bandwidth_bytes_s", &self.bandwidth_bytes_s)
             .field("exp_rate_per_s", &self.exp_rate_per_s)
+            .field("cached_tokens", &self.cached_tokens)
+            .field("queued", &self.queued)
+            .field("cache_tokens", &self.cache_tokens)
             .finish_non_exhaustive()
     }
 }
@@ -138,6 +154,10 @@ pub struct ClusterView<'a> {
     /// pass and a migration check (plus the request's source node), every up node for the
     /// queueing pass.
     pub active: Option<&'a [NodeIdx]>,
+    /// The gap from a conversation's turn to its next ([`super::retained::ReuseGap`]), when
+    /// the workload has conversations and nodes cache prefixes: the `E`-based policies then
+    /// price the retained-state term.
+    pub reuse: Option<&'a super::retained::ReuseGap>,
 }
 
 impl<'a> ClusterView<'a> {
@@ -148,7 +168,13 @@ impl<'a> ClusterView<'a> {
             foresight: None,
             loads: None,
             active: None,
+            reuse: None,
         }
+    }
+
+    /// The same view with the workload's reuse gap (see [`ClusterView::reuse`]).
+    pub fn with_reuse(self, reuse: Option<&'a super::retained::ReuseGap>) -> ClusterView<'a> {
+        ClusterView { reuse, ..self }
     }
 
     /// The same view visiting only the nodes `active` (ascending, holding every node that
@@ -219,6 +245,10 @@ pub struct RequestView {
     /// forecasts price that wait.
     #[serde(default)]
     pub recovering: bool,
+    /// The conversation the request is a turn of, as a key (`None`: unknown), which the
+    /// `session-affinity` router hashes.
+    #[serde(default)]
+    pub conversation: Option<u64>,
 }
 
 impl RequestView {
@@ -234,6 +264,7 @@ impl RequestView {
             planned_hops: 0,
             est_sigma: 0.0,
             recovering: false,
+            conversation: None,
         }
     }
 
@@ -479,6 +510,14 @@ pub struct Params {
     /// when lengths are estimated (1: every request at its expected length; see
     /// [`crate::replay`]'s engine docs). Between 1 and [`MAX_LENGTH_DRAWS`].
     pub length_draws: u32,
+    /// Price the retained-state term `R_i` ([`super::retained`]) in the `E`-based policies'
+    /// placement, where the workload has conversations and prefix caching (default true;
+    /// false is the ablation).
+    pub retained_state: bool,
+    /// Move idle conversations' prefix state off risky nodes
+    /// ([`crate::replay::engine`]'s idle-state migration; the policies that migrate, default
+    /// true; false is the ablation).
+    pub idle_migration: bool,
 }
 
 /// The largest [`Params::length_draws`].
@@ -488,7 +527,7 @@ impl Default for Params {
     /// Llama-2-7B KV size (512 KiB/token); `O_t = 0.2 s`, `O_r = 0.1 s` (assumed, pending the
     /// hardware measurement); `sigma = 2 s` (a heartbeat-timeout-sized stall); `h = 1 s`;
     /// 2 hops; 5 s minimum remaining; 5 s check interval; no overlap; the `stationary`
-    /// forecast; one length draw.
+    /// forecast; one length draw; the retained-state term priced.
     fn default() -> Params {
         Params {
             kv_bytes_per_token: super::presets::LLAMA2_7B.kv_bytes_per_token,
@@ -502,6 +541,8 @@ impl Default for Params {
             overlap: false,
             forecast: ForecastKind::Stationary,
             length_draws: 1,
+            retained_state: true,
+            idle_migration: true,
         }
     }
 }

@@ -1,5 +1,9 @@
 //! The [`Policy`] trait and the policies behind it, all on one code path ([`StandardPolicy`]).
 //!
+//! With prefix caching, `T_i` prefills only what node `i`'s cache does not hold
+//! ([`NodeView::cached_tokens`]) and `L_i` includes the retained-state term `R_i`
+//! ([`super::retained`]) for a request of a conversation.
+//!
 //! Formulas (design note "The algorithm"): expected completion cost `E_i = T_i + L_i`, `L_i`
 //! a 16-cell Riemann sum of the unplanned loss `U_i` over the conditional survival curve
 //! `S_i(t | a_i)`; placement `argmin_i E_i`; pre-emptive migration only on risk removal
@@ -22,6 +26,8 @@
 //! | `least-loaded` | lowest slot load (then KV load, queue wait) | none |
 //! | `random` | uniform over feasible nodes (seeded SplitMix64) | none |
 //! | `uptime` | among the nodes that can start the request soonest (smallest queue wait), the one up the longest (the age heuristic, load-aware) | none |
+//! | `cache-aware` | the SGLang router: the best prefix match above a 0.3 match rate, else the smallest cache; the fewest in flight when loads are imbalanced ([`super::routers`]; prefix caching only) | none |
+//! | `session-affinity` | production-stack's session router: the conversation's node by rendezvous hashing over the up nodes, else the fewest in flight ([`super::routers`]; prefix caching only) | none |
 //! | `oracle` | clairvoyant greedy: a node where the request finishes before the node's known end first (a doomed node only when every node is, [`ORACLE_DOOMED_PENALTY_S`]), then smallest completion (the configured forecast with the true lengths), a doomed node priced by its cheaper of `U(R)` and a planned hop before its end | event-driven, just before each known end |
 //! | `bound` | not a policy: an analytic lower bound computed by the replay | — |
 //!
@@ -37,6 +43,7 @@
 //! | `least-loaded` | no | yes | no | no | no |
 //! | `random` | no | no | no | no | no |
 //! | `uptime` | no | yes (queue wait only) | yes | no | no |
+//! | `cache-aware`, `session-affinity` | no | yes (requests in flight) | no | no | no |
 //! | `oracle` | yes | yes | — | — | yes: true output lengths, every node's true timeline |
 //!
 //! Announced ends (the scenario's `nodes.announced_causes`, e.g. a lifetime cap) are not
@@ -92,8 +99,10 @@ use super::migration::{
     DestinationForecast, MoveAssessment, MoveCost, MoveMethod, MoveQuery, SourceState,
 };
 use super::model::{ClusterView, ForecastKind, NodeIdx, NodeView, Params, RequestView};
+use super::routers;
 use super::service::{Waiting, PROBE_ID};
 use crate::rng::SplitMix64;
+use crate::survival::curve::{ConditionalSurvival, Exponential};
 
 /// The policies, by name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -121,6 +130,11 @@ pub enum PolicyKind {
     Random,
     /// `uptime`: the node up the longest.
     Uptime,
+    /// `cache-aware`: the SGLang router's rule ([`super::routers::cache_aware`]).
+    CacheAware,
+    /// `session-affinity`: vLLM production-stack's session router
+    /// ([`super::routers::session_affinity`]).
+    SessionAffinity,
     /// `oracle`: the clairvoyant greedy (true output lengths, true node timelines).
     Oracle,
     /// `bound`: not a policy; the replay computes the analytic lower bound
@@ -131,7 +145,7 @@ pub enum PolicyKind {
 
 impl PolicyKind {
     /// Every policy, in a stable order.
-    pub const ALL: [PolicyKind; 11] = [
+    pub const ALL: [PolicyKind; 13] = [
         PolicyKind::Hazard,
         PolicyKind::HazardNomigrate,
         PolicyKind::Memoryless,
@@ -141,6 +155,8 @@ impl PolicyKind {
         PolicyKind::LeastLoaded,
         PolicyKind::Random,
         PolicyKind::Uptime,
+        PolicyKind::CacheAware,
+        PolicyKind::SessionAffinity,
         PolicyKind::Oracle,
         PolicyKind::Bound,
     ];
@@ -157,9 +173,18 @@ impl PolicyKind {
             PolicyKind::LeastLoaded => "least-loaded",
             PolicyKind::Random => "random",
             PolicyKind::Uptime => "uptime",
+            PolicyKind::CacheAware => "cache-aware",
+            PolicyKind::SessionAffinity => "session-affinity",
             PolicyKind::Oracle => "oracle",
             PolicyKind::Bound => "bound",
         }
+    }
+
+    /// True for the routers ([`super::routers`]): they send a request to any up node that
+    /// could ever hold it (a full one queues it), so the replay places them in one pass over
+    /// every up node; and they are compared only on workloads with prefix caching.
+    pub fn routes_all(&self) -> bool {
+        matches!(self, PolicyKind::CacheAware | PolicyKind::SessionAffinity)
     }
 
     /// True for the policies that make planned (pre-emptive) moves.
@@ -553,6 +578,7 @@ fn newcomer(req: &RequestView, start: StartPhase, done: f64, remaining: f64) -> 
         tokens: start.tokens,
         done,
         target: done + remaining,
+        cached: 0,
     }
 }
 
@@ -607,7 +633,12 @@ fn placed_newcomer(
         0.0
     };
     let start = StartPhase::prefill(prefill_tokens, node.prefill_tok_s, wait);
-    (newcomer(req, start, req.done_tokens as f64, rem), wait)
+    let w = Waiting {
+        // The prompt tokens it does not prefill there (its cached prefix).
+        cached: ((req.context() as f64 - prefill_tokens).max(0.0) as u64).min(req.prompt_tokens),
+        ..newcomer(req, start, req.done_tokens as f64, rem)
+    };
+    (w, wait)
 }
 
 /// One placement question: `req` on node `idx` with `prefill_tokens` to prefill and `rem`
@@ -731,14 +762,76 @@ impl Placing<'_> {
     }
 }
 
-/// Tokens of `req`'s context already prefilled on node `idx` (0 elsewhere).
+/// The prompt tokens node `idx`'s prefix cache holds of `req` when the request is not on it
+/// (0 on its own node).
 #[inline]
-fn resident_on(req: &RequestView, idx: NodeIdx) -> f64 {
+fn cached_elsewhere(req: &RequestView, idx: NodeIdx, node: &NodeView<'_>) -> f64 {
+    if req.node == Some(idx) {
+        0.0
+    } else {
+        node.cached_tokens as f64
+    }
+}
+
+/// Tokens of `req`'s context that node `idx` need not prefill: those already prefilled
+/// there when the request is on it, else the prefix tokens its cache holds
+/// ([`NodeView::cached_tokens`]).
+#[inline]
+fn resident_on(req: &RequestView, idx: NodeIdx, node: &NodeView<'_>) -> f64 {
     if req.node == Some(idx) {
         req.resident_tokens as f64
     } else {
-        0.0
+        node.cached_tokens as f64
     }
+}
+
+/// The retained-state term `R_i` of placing `req` on node `idx` ([`super::retained`]) under
+/// `model`, for a turn that completes after `t` seconds, with fallback prefill rate `p_fb`:
+/// 0 unless the view has the workload's reuse gap, the request a conversation and `params`
+/// the term.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn retained(
+    view: &ClusterView<'_>,
+    req: &RequestView,
+    idx: NodeIdx,
+    node: &NodeView<'_>,
+    model: RiskModel,
+    params: &Params,
+    t: f64,
+    p_fb: f64,
+) -> f64 {
+    let (Some(gap), Some(_)) = (view.reuse, req.conversation) else {
+        return 0.0;
+    };
+    if !params.retained_state {
+        return 0.0;
+    }
+    let announced = remaining_up(view, idx);
+    let memoryless = Exponential::from_rate(node.exp_rate_per_s);
+    // `S(a_i)` once: `S_i(s | a_i) = S(a_i + s) / S(a_i)` (the curve's own conditional where
+    // `S(a_i) = 0`).
+    let at_age = match model {
+        RiskModel::Hazard => node.survival.survival(node.age_s.max(0.0)),
+        _ => 0.0,
+    };
+    // `S_i(s | a_i)` under `model`; an announced end is certain.
+    let survive = |s: f64| -> f64 {
+        match (model, announced) {
+            (_, Some(r)) if s >= r => 0.0,
+            (RiskModel::Oracle, _) => 1.0,
+            (RiskModel::Memoryless, _) => memoryless.conditional(node.age_s, s),
+            (RiskModel::Hazard, _) if at_age > 0.0 && s > 0.0 => {
+                (node.survival.survival(node.age_s.max(0.0) + s) / at_age).clamp(0.0, 1.0)
+            }
+            (RiskModel::Hazard, _) => node.survival.conditional(node.age_s, s),
+        }
+    };
+    gap.loss(
+        t,
+        super::retained::reprefill_s(req.prompt_tokens, p_fb),
+        survive,
+    )
 }
 
 /// Node `idx`'s decode rate with nothing else on it (the forecast's, else the view's).
@@ -830,7 +923,7 @@ impl StandardPolicy {
     ) -> (NodeCost, f64) {
         let node = &view.nodes[idx];
         let c = req.context() as f64;
-        let resident = resident_on(req, idx);
+        let resident = resident_on(req, idx, node);
         let rem = req.remaining_expected();
         let (st, rate, d) = known.unwrap_or_else(|| {
             Placing {
@@ -844,20 +937,24 @@ impl StandardPolicy {
             }
             .service()
         });
-        let cost = cost_from_service(
+        let p_fb = fb.for_node(idx, node.prefill_tok_s);
+        let mut cost = cost_from_service(
             node,
             st,
             rate,
             c,
             rem,
             &LossPricing {
-                fallback_prefill_tok_s: fb.for_node(idx, node.prefill_tok_s),
+                fallback_prefill_tok_s: p_fb,
                 params: &self.params,
                 model,
                 remaining_up: remaining_up(view, idx),
             },
         )
         .0;
+        let r_i = retained(view, req, idx, node, model, &self.params, cost.t, p_fb);
+        cost.l += r_i;
+        cost.e += r_i;
         (cost, d)
     }
 
@@ -887,7 +984,7 @@ impl StandardPolicy {
             if !node.can_admit(need) {
                 continue;
             }
-            let resident = resident_on(req, i);
+            let resident = resident_on(req, i, node);
             let searching = prune && best.is_some();
             let at = Placing {
                 view,
@@ -926,7 +1023,14 @@ impl StandardPolicy {
             {
                 continue;
             }
+            let p_fb = fb.for_node(i, node.prefill_tok_s);
             let l = node_loss(node, model, r, 0.0, st.total_s, &u);
+            // `R_i >= 0`: a node already past the best needs no retained-state term (the
+            // score summed in the order below, so that a score is the same bits either way).
+            if searching && !(nan_as_inf(st.total_s + l + d) < best_e) {
+                continue;
+            }
+            let l = l + retained(view, req, i, node, model, params, st.total_s, p_fb);
             let cost = NodeCost {
                 t: st.total_s,
                 w: st.start_s,
@@ -994,7 +1098,7 @@ impl StandardPolicy {
                 idx: i,
                 node,
                 req,
-                prefill_tokens: c - resident_on(req, i),
+                prefill_tokens: c - resident_on(req, i, node),
                 rem,
                 params,
             };
@@ -1016,7 +1120,19 @@ impl StandardPolicy {
                     model,
                     remaining_up: r,
                 };
-                let (cost, u) = cost_from_service(node, st, rate, c, rem, &pricing);
+                let (mut cost, u) = cost_from_service(node, st, rate, c, rem, &pricing);
+                let r_i = retained(
+                    view,
+                    req,
+                    i,
+                    node,
+                    model,
+                    params,
+                    st.total_s,
+                    pricing.fallback_prefill_tok_s,
+                );
+                cost.l += r_i;
+                cost.e += r_i;
                 (cost, Some(u))
             };
             let l = cost.l;
@@ -1082,12 +1198,14 @@ impl StandardPolicy {
         let mut bounds = std::mem::take(&mut self.bounds);
         bounds.clear();
         let params = &self.params;
+        // The whole context on every node (a request's own node included), less what a
+        // node's prefix cache holds of it elsewhere.
         let placing = |idx: NodeIdx, node| Placing {
             view,
             idx,
             node,
             req,
-            prefill_tokens: c,
+            prefill_tokens: c - cached_elsewhere(req, idx, node),
             rem,
             params,
         };
@@ -1449,8 +1567,9 @@ impl Policy for StandardPolicy {
         let need = req.kv_need();
         let mut fb = Fallbacks::default();
         let mut feasible: u32 = 0;
+        let routes = self.kind.routes_all();
         for (i, n) in view.candidates() {
-            if n.can_admit(need) {
+            if n.can_admit(need) || (routes && routers::routable(n, need)) {
                 fb.push(i, n.prefill_tok_s);
                 feasible += 1;
             }
@@ -1508,6 +1627,8 @@ impl Policy for StandardPolicy {
                 let pick = self.argmin_by(view, req, out, |n| (n.queue_wait_s, -n.age_s, 0.0));
                 (pick, None)
             }
+            PolicyKind::CacheAware => (routers::cache_aware(view, req), None),
+            PolicyKind::SessionAffinity => (routers::session_affinity(view, req), None),
             PolicyKind::Random => {
                 let k = self.rng.below(u64::from(feasible));
                 let pick = view
@@ -1529,13 +1650,13 @@ impl Policy for StandardPolicy {
         };
         let (cost, d) = match cost {
             Some(c) => c,
-            // `argmin_t` prices the whole context: its service is the cost's when none of
-            // it is resident on the choice (a placement's request is on no node).
+            // `argmin_t` prices the context less what the choice caches, as the cost does,
+            // unless the request's KV is resident on it (the cost then prefills the rest).
             None => self.cost_of(
                 (view, req, &fb),
                 i,
                 model,
-                known.filter(|_| resident_on(req, i) == 0.0),
+                known.filter(|_| req.node != Some(i) || req.resident_tokens == 0),
             ),
         };
         out.set_node_cost(&cost);
@@ -1610,6 +1731,63 @@ mod tests {
             kv_capacity_tokens: 100_000,
             ..NodeView::new(c)
         }
+    }
+
+    /// The retained-state term under each risk model, against the hand computation: a gap of
+    /// 100 s or 300 s (half the turns each), a 2,000-token prompt re-prefilled at 4,000
+    /// tokens/s (`C_re` = 0.5 s), a turn that completes after 10 s.
+    #[test]
+    fn the_retained_state_term_reads_the_risk_model() {
+        let gap = super::super::retained::ReuseGap::from_steps(&[100.0, 300.0], &[0.5, 0.0])
+            .expect("events");
+        let c = Exponential { mean: 1000.0 };
+        let n = NodeView {
+            age_s: 20.0,
+            exp_rate_per_s: 1.0 / 250.0,
+            ..node(&c, 10.0, 100.0)
+        };
+        let nodes = [n];
+        let view = ClusterView::new(&nodes).with_reuse(Some(&gap));
+        let req = RequestView {
+            conversation: Some(9),
+            ..RequestView::new(1, 2000, 100)
+        };
+        let params = Params::default();
+        let r = |model, view: &ClusterView<'_>, req: &RequestView, params: &Params| {
+            retained(view, req, 0, &nodes[0], model, params, 10.0, 4000.0)
+        };
+        let hand = |mean: f64| {
+            let s = |t: f64| (-t / mean).exp();
+            0.5 * (0.5 * (s(10.0) - s(100.0)) + 0.5 * (s(10.0) - s(300.0)))
+        };
+        let got = r(RiskModel::Hazard, &view, &req, &params);
+        assert!((got - hand(1000.0)).abs() < 1e-12, "{got}");
+        let got = r(RiskModel::Memoryless, &view, &req, &params);
+        assert!((got - hand(250.0)).abs() < 1e-12, "{got}");
+        // The oracle with no known end: nothing; an end known at 200 s: the 300 s half.
+        assert_eq!(r(RiskModel::Oracle, &view, &req, &params), 0.0);
+        struct EndsAt(f64);
+        impl super::super::model::Foresight for EndsAt {
+            fn remaining_up(&self, _: NodeIdx) -> Option<f64> {
+                Some(self.0)
+            }
+        }
+        let ends = EndsAt(200.0);
+        let known = view.with_foresight(&ends);
+        let got = r(RiskModel::Oracle, &known, &req, &params);
+        assert!((got - 0.25).abs() < 1e-12, "{got}");
+        // No conversation, no gap, or the ablation: 0.
+        let alone = RequestView::new(1, 2000, 100);
+        assert_eq!(r(RiskModel::Hazard, &view, &alone, &params), 0.0);
+        let off = Params {
+            retained_state: false,
+            ..params
+        };
+        assert_eq!(r(RiskModel::Hazard, &view, &req, &off), 0.0);
+        assert_eq!(
+            r(RiskModel::Hazard, &ClusterView::new(&nodes), &req, &params),
+            0.0
+        );
     }
 
     /// `fastest` and `bound` choose the same node whether or not they record every candidate,

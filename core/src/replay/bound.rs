@@ -25,10 +25,19 @@
 //! least `service_r` plus the time after its arrival during which no node was up. The same
 //! argument with the prompt alone bounds the TTFT.
 //!
+//! **Prefix caching.** A request prefills at least its prompt less the prefix tokens cached on
+//! the node it runs on, and a node's cache holds only blocks an earlier arrival brought (a
+//! block is cached when a request's prefill computed it). So the bound credits each request
+//! with its leading blocks that any earlier arrival's prefix contained (an unbounded cache
+//! on every node that never dies): `P_r` becomes `P_r - hit` ([`hit_tokens`]), and the
+//! argument above holds for the rest.
+//!
 //! A request whose bound reaches the window end is dropped (`window-end`), like in the engine.
 //! Every other field of its [`RequestRecord`] describes an unloaded, uninterrupted run.
 //!
 //! [`Node::up_intervals`]: super::input::Node::up_intervals
+
+use std::collections::HashSet;
 
 use crate::policy::cost::secs;
 use crate::policy::iteration::{EngineKind, StepCoefficients};
@@ -39,6 +48,7 @@ use super::input::{
 };
 use super::metrics::{DropReason, RequestRecord};
 use super::output::{RunOutput, RunSpec, RunStats};
+use super::prefix::hit_tokens;
 
 /// The union of every node's up intervals within `[start_us, end_us)` under `cfg`'s censoring
 /// rule, sorted and merged: the times when at least one node is up.
@@ -133,7 +143,10 @@ pub fn run(
     let end = spec.window.end_us()?;
     let start = spec.window.start_us;
     let stream = run_stream_seed(spec.seed, spec.window_index as u64);
-    let jobs = prepare_jobs(workload, spec.window.length_us, cfg, stream)?.jobs;
+    let prepared = prepare_jobs(workload, spec.window.length_us, cfg, stream)?;
+    let (jobs, keys) = (prepared.jobs, prepared.keys);
+    // Every prefix block an earlier arrival brought: all any node's cache can hold.
+    let mut seen: HashSet<u64> = HashSet::new();
     let up = any_up_intervals(cluster, start, end, cfg);
     let floor = PrefillFloor::of(cluster, cfg.engine);
     let d_max = cluster.max_decode();
@@ -142,12 +155,19 @@ pub fn run(
     for (r, j) in jobs.iter().enumerate() {
         let arrival = start + j.arrival_us;
         let arrival_s = j.arrival_us as f64 / US_PER_S;
-        let prefill_s = floor.seconds(j.prompt_tokens as f64);
+        let (start, len) = j.prefix_keys;
+        let mine = &keys[start as usize..(start + len) as usize];
+        let hits = mine.iter().take_while(|k| seen.contains(k)).count();
+        let credit = hit_tokens(hits, j.block_tokens, j.prompt_tokens);
+        seen.extend(mine.iter().copied());
+        let prefill_s = floor.seconds((j.prompt_tokens - credit) as f64);
         let service_s = prefill_s + secs(j.output_tokens as f64, d_max);
         let within = |x: Option<f64>| x.filter(|&c| arrival_s + c < window_s);
         let completion_s = within(time_to_accumulate(&up, arrival, service_s));
         let ttft_s = within(time_to_accumulate(&up, arrival, prefill_s));
-        let deadline_s = cfg.slo_factor * service_s;
+        // The deadline of the whole prompt (a cache credit shortens the bound, not the SLO).
+        let deadline_s = cfg.slo_factor
+            * (floor.seconds(j.prompt_tokens as f64) + secs(j.output_tokens as f64, d_max));
         records.push(RequestRecord {
             request: r as u64,
             id: j.id,
@@ -181,6 +201,7 @@ pub fn run(
             forecast_p_interrupt: None,
             served_s: None,
             first_placement_lost: None,
+            prefix_hit_tokens: credit,
         });
     }
     Ok(RunOutput {
@@ -192,7 +213,10 @@ pub fn run(
         window_length_s: window_s,
         scored_s: cfg.scored_span(window_s),
         records,
-        stats: RunStats::default(),
+        stats: RunStats {
+            prefix_requests: jobs.iter().filter(|j| j.prefix_keys.1 > 0).count() as u64,
+            ..RunStats::default()
+        },
         decisions: Vec::new(),
         cost: super::input::RunCost::default(),
     })

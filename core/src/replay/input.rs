@@ -17,6 +17,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 
 use super::estimate::{Estimates, LengthEstimator};
+use super::prefix::Prefix;
 use crate::policy::model::MAX_LENGTH_DRAWS;
 use crate::policy::{Params, PolicyKind};
 use crate::rng::Rng;
@@ -64,6 +65,13 @@ pub enum ReplayError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// A workload with prefix blocks under an engine without a prefix cache.
+    #[error(
+        "the workload has prefix blocks but the simple engine has no prefix cache: replay it \
+         under the iteration engine, or turn the prefix cache off (scenario: [hardware] \
+         prefix_cache = false) to replay every request statelessly"
+    )]
+    NoPrefixCache,
     /// The window is empty or overflows the clock.
     #[error("window [{start_us}, +{length_us}) us is empty or overflows")]
     BadWindow {
@@ -634,22 +642,88 @@ pub struct Request {
 pub struct Workload {
     /// Requests.
     pub requests: Vec<Request>,
+    /// Each request's prompt prefix ([`Prefix`], parallel to `requests`), or empty for a
+    /// workload without prefix structure (every request stateless).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prefixes: Vec<Prefix>,
+    /// Each request's conversation key (parallel to `requests`; `None`: unknown), or empty
+    /// when the workload has none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub conversations: Vec<Option<u64>>,
+    /// The gap from a conversation's turn to its next, fitted on the workload's training
+    /// history ([`crate::policy::retained::ReuseGap`]); the `E`-based policies price the
+    /// retained-state term with it when nodes cache prefixes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reuse: Option<crate::policy::retained::ReuseGap>,
 }
 
 impl Workload {
-    /// A workload of `requests`.
+    /// A workload of `requests` without prefix structure.
     pub fn new(requests: Vec<Request>) -> Workload {
-        Workload { requests }
+        Workload {
+            requests,
+            prefixes: Vec::new(),
+            conversations: Vec::new(),
+            reuse: None,
+        }
     }
 
-    /// Checks every request: non-negative arrival offset.
+    /// The same workload with the gap from a turn to its conversation's next.
+    pub fn with_reuse(self, reuse: Option<crate::policy::retained::ReuseGap>) -> Workload {
+        Workload { reuse, ..self }
+    }
+
+    /// The same workload with each request's conversation key (`conversations[k]` of
+    /// `requests[k]`).
+    pub fn with_conversations(self, conversations: Vec<Option<u64>>) -> Workload {
+        Workload {
+            conversations,
+            ..self
+        }
+    }
+
+    /// The same workload with each request's prefix (`prefixes[k]` of `requests[k]`).
+    pub fn with_prefixes(self, prefixes: Vec<Prefix>) -> Workload {
+        Workload { prefixes, ..self }
+    }
+
+    /// Whether any request has prefix blocks (the replay then needs an engine with a prefix
+    /// cache, or [`ReplayConfig::prefix_cache`] off).
+    pub fn has_prefixes(&self) -> bool {
+        self.prefixes.iter().any(|p| !p.is_empty())
+    }
+
+    /// Checks every request: non-negative arrival offset; prefixes, when given, one per
+    /// request and fitting its prompt ([`Prefix::fits`]).
     pub fn validate(&self) -> Result<(), ReplayError> {
+        for (what, n) in [
+            ("prefixes", self.prefixes.len()),
+            ("conversations", self.conversations.len()),
+        ] {
+            if n != 0 && n != self.requests.len() {
+                return Err(ReplayError::BadConfig(format!(
+                    "the workload has {} requests but {n} {what}",
+                    self.requests.len(),
+                )));
+            }
+        }
         for (index, r) in self.requests.iter().enumerate() {
             if r.arrival_us < 0 {
                 return Err(ReplayError::BadRequest {
                     index,
                     id: r.id,
                     reason: "arrival offset must be non-negative",
+                });
+            }
+            if self
+                .prefixes
+                .get(index)
+                .is_some_and(|p| !p.fits(r.prompt_tokens))
+            {
+                return Err(ReplayError::BadRequest {
+                    index,
+                    id: r.id,
+                    reason: "its prefix blocks do not fit its prompt (more blocks than the prompt has tokens, or no block size)",
                 });
             }
         }
@@ -729,6 +803,11 @@ pub struct ReplayConfig {
     /// Drain margin, seconds: requests arriving in the last `drain_s` of a window are served
     /// but not scored, since most of them could not finish before it ends (default 0).
     pub drain_s: f64,
+    /// Whether nodes keep a prefix cache ([`super::prefix`]) for a workload with prefix
+    /// blocks (default true). Only the iteration engine has one: a prefix workload under the
+    /// simple engine is an error ([`ReplayError::NoPrefixCache`]) unless this is false, which
+    /// replays every request statelessly (its blocks ignored, on purpose).
+    pub prefix_cache: bool,
 }
 
 impl Default for ReplayConfig {
@@ -749,6 +828,7 @@ impl Default for ReplayConfig {
             censored_ends: CensoredEnds::StayUp,
             warmup_s: 0.0,
             drain_s: 0.0,
+            prefix_cache: true,
         }
     }
 }
@@ -847,6 +927,13 @@ pub struct ReplayJob {
     /// The estimate the policies see: the posterior median `m_r` of the request's length
     /// given the estimator's observation ([`super::estimate`]), tokens.
     pub est_output_tokens: u64,
+    /// Its prefix's chained block keys ([`super::prefix::chain_keys`]): the range
+    /// `[start, start + len)` of [`PreparedJobs::keys`] (empty without a prefix cache).
+    pub prefix_keys: (u32, u32),
+    /// Tokens per prefix block.
+    pub block_tokens: u32,
+    /// Its conversation's key for this loop copy (`None`: unknown).
+    pub conversation: Option<u64>,
 }
 
 /// A run's jobs and the posterior log-sd of their estimates
@@ -857,6 +944,10 @@ pub(crate) struct PreparedJobs {
     pub(crate) jobs: Vec<ReplayJob>,
     /// The log-sd `s` the policies price the estimates with.
     pub(crate) est_sigma: f64,
+    /// Every job's prefix keys, back to back ([`ReplayJob::prefix_keys`]).
+    pub(crate) keys: Vec<u64>,
+    /// The workload's reuse gap when nodes cache prefixes.
+    pub(crate) reuse: Option<crate::policy::retained::ReuseGap>,
 }
 
 /// The seed of a run's streams: `splitmix(seed) ^ splitmix(window + salt)`, so that different
@@ -936,9 +1027,24 @@ pub(crate) fn prepare_jobs(
             .map(|r| (r.prompt_tokens, r.output_tokens)),
     );
     let mut jobs = Vec::with_capacity(order.len());
+    let cached = cfg.prefix_cache && workload.has_prefixes();
+    if cached && cfg.engine == crate::policy::iteration::EngineKind::Simple {
+        return Err(ReplayError::NoPrefixCache);
+    }
+    let mut keys = Vec::new();
     for (index, &(arrival_us, copy, pos)) in order.iter().enumerate() {
         let r = &workload.requests[pos as usize];
         let est = estimates.estimate(r.prompt_tokens, r.output_tokens, index as u64, stream_seed);
+        let (prefix_keys, block_tokens) = match workload.prefixes.get(pos as usize) {
+            Some(p) if cached && !p.is_empty() => {
+                let start = u32::try_from(keys.len()).map_err(|_| {
+                    ReplayError::BadConfig("more than 2^32 prefix blocks in one run".into())
+                })?;
+                super::prefix::chain_keys(p, copy, &mut keys);
+                ((start, p.blocks.len() as u32), p.block_tokens)
+            }
+            _ => ((0, 0), 0),
+        };
         jobs.push(ReplayJob {
             index: index as u32,
             id: r.id,
@@ -947,10 +1053,21 @@ pub(crate) fn prepare_jobs(
             prompt_tokens: r.prompt_tokens,
             output_tokens: r.output_tokens,
             est_output_tokens: est,
+            prefix_keys,
+            block_tokens,
+            // Each loop copy's conversations are new ones.
+            conversation: workload
+                .conversations
+                .get(pos as usize)
+                .copied()
+                .flatten()
+                .map(|c| c ^ u64::from(copy).wrapping_mul(0x9E37_79B9_7F4A_7C15)),
         });
     }
     Ok(PreparedJobs {
         jobs,
         est_sigma: estimates.sigma(),
+        reuse: workload.reuse.filter(|_| !keys.is_empty()),
+        keys,
     })
 }

@@ -106,6 +106,10 @@ pub struct RequestRecord {
     /// observed (moved by plan, never placed, or still there at the window end: censored).
     #[serde(default)]
     pub first_placement_lost: Option<bool>,
+    /// Prefix caching: prompt tokens the prefill that gave its first token read from its
+    /// node's cache instead of computing them (0 without a prefix cache or a hit).
+    #[serde(default)]
+    pub prefix_hit_tokens: u64,
 }
 
 /// Percentile `q` in [0, 1] of sorted values by linear interpolation between closest ranks
@@ -193,10 +197,18 @@ pub enum Metric {
     Dollars,
     /// Output tokens of SLO-met requests per dollar.
     GoodputPerDollar,
+    /// Share of prompt tokens read from a prefix cache.
+    PrefixHitRate,
+    /// Prefill tokens computed.
+    PrefillTokens,
+    /// Cached prompt tokens destroyed by nodes' ends.
+    CacheDestroyedTokens,
+    /// Idle conversations' prefix state copied to a safer node.
+    StateMigrations,
 }
 
 /// Number of metrics in [`METRICS`].
-pub const N_METRICS: usize = 16;
+pub const N_METRICS: usize = 20;
 
 /// Every metric, in the order of [`Metric`].
 pub const METRICS: [MetricDef; N_METRICS] = [
@@ -312,6 +324,34 @@ pub const METRICS: [MetricDef; N_METRICS] = [
         better: Better::Higher,
         description: "output tokens of SLO-met requests per dollar, per window (the scored requests' SLO-met tokens over the scored span's dollars); undefined when no pool has a price",
     },
+    MetricDef {
+        key: "prefix_hit_rate",
+        title: "hit_rate",
+        unit: "1",
+        better: Better::Higher,
+        description: "share of the prompt tokens of the requests that got a first token that its prefill read from the node's prefix cache; undefined without prefix caching",
+    },
+    MetricDef {
+        key: "prefill_tokens",
+        title: "prefill_tok",
+        unit: "tokens",
+        better: Better::Lower,
+        description: "prefill tokens computed per window: the prompts less their cache hits, and every token prefilled again after a loss or a recompute move; undefined without prefix caching",
+    },
+    MetricDef {
+        key: "cache_destroyed_tokens",
+        title: "destroyed_tok",
+        unit: "tokens",
+        better: Better::Lower,
+        description: "prompt tokens of cached prefix blocks that nodes' ends destroyed, per window (every run's whole window); undefined without prefix caching",
+    },
+    MetricDef {
+        key: "state_migrations",
+        title: "state_moves",
+        unit: "count",
+        better: Better::Neither,
+        description: "idle conversations' prefix state copied off a risky node, per window (every run's whole window); undefined without prefix caching",
+    },
 ];
 
 impl Metric {
@@ -333,6 +373,10 @@ impl Metric {
         Metric::InterruptionsPerStarted,
         Metric::Dollars,
         Metric::GoodputPerDollar,
+        Metric::PrefixHitRate,
+        Metric::PrefillTokens,
+        Metric::CacheDestroyedTokens,
+        Metric::StateMigrations,
     ];
 
     /// Its definition.
@@ -484,6 +528,11 @@ pub struct RunSummary {
     /// ([`super::output::RunStats::forecast_fallbacks`]).
     #[serde(default)]
     pub forecast_fallbacks: f64,
+    /// The prefix-cache metrics' values from the records (`prefix_hit_rate`,
+    /// `prefill_tokens`), which [`RunSummary::with_prefix_cache`] reports when the run cached
+    /// prefixes.
+    #[serde(default)]
+    pub prefix: [Option<f64>; 2],
 }
 
 impl RunSummary {
@@ -551,8 +600,18 @@ impl RunSummary {
             [Metric::UnplannedInterruptions as usize]
             .filter(|_| started > 0)
             .map(|n| n / started as f64);
+        let prefilled = || records.iter().filter(|r| r.ttft_s.is_some());
+        let prompt: u64 = prefilled().map(|r| r.prompt_tokens).sum();
+        let hit: u64 = prefilled().map(|r| r.prefix_hit_tokens).sum();
         RunSummary {
             requests: records.len() as u64,
+            prefix: [
+                (prompt > 0).then(|| hit as f64 / prompt as f64),
+                Some(
+                    (prompt - hit) as f64
+                        + values[Metric::RecomputedTokens as usize].unwrap_or(0.0),
+                ),
+            ],
             values,
             interruptions_by_cause: by_cause,
             calibration: Calibration::from_records(records.iter().copied()),
@@ -574,6 +633,25 @@ impl RunSummary {
         self.values[Metric::GoodputPerDollar as usize] =
             (cost.dollars > 0.0).then(|| self.good_tokens / cost.dollars);
         self.dollars_by_pool = cost.per_pool.iter().cloned().collect();
+        self
+    }
+
+    /// The summary with the prefix-cache metrics (`prefix_hit_rate`, `prefill_tokens`, and the
+    /// run's `cache_destroyed_tokens` and `state_migrations`, counted over its whole window)
+    /// when the run cached prefixes (`cached`); they stay undefined otherwise.
+    pub fn with_prefix_cache(
+        mut self,
+        cached: bool,
+        destroyed_tokens: u64,
+        state_migrations: u64,
+    ) -> RunSummary {
+        if !cached {
+            return self;
+        }
+        self.values[Metric::PrefixHitRate as usize] = self.prefix[0];
+        self.values[Metric::PrefillTokens as usize] = self.prefix[1];
+        self.values[Metric::CacheDestroyedTokens as usize] = Some(destroyed_tokens as f64);
+        self.values[Metric::StateMigrations as usize] = Some(state_migrations as f64);
         self
     }
 

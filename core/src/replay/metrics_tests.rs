@@ -70,6 +70,7 @@ fn record(arrival: f64, completion: Option<f64>) -> RequestRecord {
         forecast_p_interrupt: None,
         served_s: None,
         first_placement_lost: None,
+        prefix_hit_tokens: 0,
     }
 }
 

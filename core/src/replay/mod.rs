@@ -5,6 +5,7 @@
 //! * [`input`]: the plain-struct inputs (node timelines and specs with their survival curves,
 //!   requests, window, [`ReplayConfig`]) and the expansion of a workload into a run's jobs;
 //! * [`estimate`]: the output-length estimators and the posterior the policies price with;
+//! * [`prefix`]: prompt prefixes as content-addressed blocks and a node's prefix cache;
 //! * [`queue`]: the `(time, seq)`-ordered event queue (integer microseconds);
 //! * [`bound`]: the analytic lower bound reported as the `bound` row;
 //! * [`output`]: what one run is ([`RunSpec`]) and produces ([`RunOutput`]);
@@ -32,6 +33,7 @@ pub mod estimate;
 pub mod input;
 pub mod metrics;
 pub mod output;
+pub mod prefix;
 pub mod queue;
 pub mod run;
 pub mod stats;
@@ -52,5 +54,6 @@ pub use metrics::{
     RunMetrics, RunSummary, DEFAULT_GAP_METRIC, METRICS, RELIABILITY_BINS,
 };
 pub use output::{LoggedDecision, RunOutput, RunSpec, RunStats};
+pub use prefix::{infer_conversations, Prefix, PrefixCache};
 pub use run::{run_grid, run_grid_metrics, run_grid_streamed, summarize, Grid, ParamPoint};
 pub use synthetic::{PoissonWorkload, SyntheticCluster};

@@ -94,6 +94,18 @@ pub struct RunStats {
     /// destination) that had no answer, so that the policy priced that node with the view's
     /// formula and no delay imposed; 0 on every committed scenario (tested).
     pub forecast_fallbacks: u64,
+    /// Prefix caching: the requests with prefix blocks the run cached (0: no prefix caching).
+    pub prefix_requests: u64,
+    /// Prefix caching: prompt tokens of the cached blocks nodes' ends destroyed.
+    pub cache_destroyed_tokens: u64,
+    /// Prefix caching: the blocks nodes' ends destroyed.
+    pub cache_destroyed_blocks: u64,
+    /// Prefix caching: prompt tokens of the cached blocks evicted for KV room.
+    pub cache_evicted_tokens: u64,
+    /// Idle conversations' prefix state copied to a safer node.
+    pub state_migrations: u64,
+    /// Copies of idle state that failed (a node lost, or the blocks evicted, meanwhile).
+    pub state_migrations_failed: u64,
 }
 
 /// One logged policy decision ([`ReplayConfig::decision_log`]).
@@ -141,7 +153,12 @@ impl RunOutput {
     /// span, over a window of `window_length_s`.
     pub fn summary(&self) -> RunSummary {
         let mut s = RunSummary::scored(&self.records, self.window_length_s, self.scored_s)
-            .with_cost(&self.cost);
+            .with_cost(&self.cost)
+            .with_prefix_cache(
+                self.stats.prefix_requests > 0,
+                self.stats.cache_destroyed_tokens,
+                self.stats.state_migrations,
+            );
         s.forecast_fallbacks = self.stats.forecast_fallbacks as f64;
         s
     }

@@ -54,6 +54,13 @@ pub enum Event {
         /// The node's KV epoch when scheduled.
         epoch: u32,
     },
+    /// A copy of a conversation's idle prefix state reaches its destination.
+    StateCopy {
+        /// The conversation's key.
+        conversation: u64,
+        /// The copy's number ([`Event::StateCopy`] of an older copy is stale).
+        copy: u32,
+    },
 }
 
 /// Added to the insertion counter of [`Event::KvFull`] so that it sorts after every other

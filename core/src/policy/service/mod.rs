@@ -296,6 +296,9 @@ pub struct Resident {
     pub target: f64,
     /// What it is doing.
     pub phase: ResidentPhase,
+    /// Prompt tokens it reads from the node's prefix cache: a prefill again after a KV
+    /// preemption computes its context less them (0 without prefix caching).
+    pub cached: u64,
 }
 
 /// A request waiting in the node's FIFO queue, or the newcomer being forecast.
@@ -325,6 +328,9 @@ pub struct Waiting {
     pub done: f64,
     /// Total tokens it is expected to generate.
     pub target: f64,
+    /// Prompt tokens it reads from the node's prefix cache (`tokens` already excludes them;
+    /// kept for a prefill again after a KV preemption).
+    pub cached: u64,
 }
 
 /// The id [`forecast`] gives the newcomer.

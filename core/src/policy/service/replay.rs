@@ -186,6 +186,7 @@ impl Run {
                 seq,
                 target: w.target,
                 phase,
+                cached: w.cached,
             });
         }
         fits
@@ -388,12 +389,13 @@ impl Run {
             id: r.id,
             kv: r.kv,
             prompt: r.prompt,
-            start_s: secs(r.prompt as f64 + done, p),
+            start_s: secs((r.prompt - r.cached) as f64 + done, p),
             prefill: true,
             stall_s: 0.0,
-            tokens: r.prompt as f64 + done,
+            tokens: (r.prompt - r.cached) as f64 + done,
             done,
             target: r.target,
+            cached: r.cached,
         });
         self.dirty = true;
         Step::Preempted(r.id)

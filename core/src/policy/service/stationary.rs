@@ -302,6 +302,7 @@ mod tests {
             .iter()
             .enumerate()
             .map(|(i, &(prompt, target))| Resident {
+                cached: 0,
                 id: i as u64 + 1,
                 kv: prompt + 5,
                 prompt,
@@ -328,6 +329,7 @@ mod tests {
 
     fn newcomer(iteration: bool, prompt: u64, target: f64) -> Waiting {
         Waiting {
+            cached: 0,
             id: PROBE_ID,
             kv: prompt + target as u64,
             prompt,
@@ -419,6 +421,7 @@ mod tests {
     fn the_batch_and_its_limits() {
         let (serving, mut residents) = node(false, 3, &[50.0, 60.0]);
         residents.push(Resident {
+            cached: 0,
             id: 9,
             kv: 1,
             prompt: 1000,
@@ -534,7 +537,7 @@ mod tests {
             };
             let held = &res[..res.len().min(slots as usize)];
             let residents = decoding(step.as_ref(), held);
-            let waiting = |id: u64, (prompt, target): (u64, f64)| Waiting {
+            let waiting = |id: u64, (prompt, target): (u64, f64)| Waiting { cached: 0,
                 id,
                 kv: prompt + if iteration { 0 } else { target as u64 },
                 prompt,

@@ -15,6 +15,7 @@ fn serving(slots: u32, f: f64) -> NodeServing {
 
 fn newcomer(start_s: f64, target: f64) -> Waiting {
     Waiting {
+        cached: 0,
         id: PROBE_ID,
         kv: 1,
         prompt: 0,
@@ -46,6 +47,7 @@ fn a_prefilling_resident_slows_the_newcomer() {
     // A resident finishes its prefill at 1 s and then decodes 20 tokens beside the
     // newcomer: both at 10 / 2 = 5 tok/s.
     let mut res = vec![Resident {
+        cached: 0,
         id: 1,
         kv: 1,
         prompt: 0,
@@ -73,6 +75,7 @@ fn a_prefilling_resident_slows_the_newcomer() {
 fn a_resident_is_counted_once() {
     // One decoder alone: 50 tokens at 10 tok/s; a second decoder would halve that.
     let mut res = vec![Resident {
+        cached: 0,
         id: 9,
         kv: 1,
         prompt: 0,
@@ -101,6 +104,7 @@ fn queued_work_runs_at_the_loaded_rate() {
     // One slot: the resident decodes 10 tokens (1 s), the queued request prefills 1 s and
     // decodes 10 tokens (1 s), then the newcomer: 1 s + 1 s.
     let mut res = vec![Resident {
+        cached: 0,
         id: 1,
         kv: 1,
         prompt: 0,
@@ -197,7 +201,7 @@ proptest::proptest! {
             .iter()
             .take(slots as usize)
             .enumerate()
-            .map(|(k, &(kind, a, b, kv, target))| Resident {
+            .map(|(k, &(kind, a, b, kv, target))| Resident { cached: 0,
                 id: k as u64,
                 kv, prompt: 0, seq: 0,
                 target,
@@ -207,7 +211,7 @@ proptest::proptest! {
         let queue: Vec<Waiting> = queue
             .iter()
             .enumerate()
-            .map(|(k, &(kv, start_s, prefill, done, target))| Waiting {
+            .map(|(k, &(kv, start_s, prefill, done, target))| Waiting { cached: 0,
                 id: 100 + k as u64,
                 kv, prompt: 0,
                 start_s,
@@ -218,7 +222,7 @@ proptest::proptest! {
                 target,
             })
             .collect();
-        let newcomer = Waiting { id: PROBE_ID, kv: new.0, prompt: 0, start_s: new.1, prefill: new.2, stall_s: 0.0, tokens: 0.0, done: 0.0, target: new.3 };
+        let newcomer = Waiting { cached: 0, id: PROBE_ID, kv: new.0, prompt: 0, start_s: new.1, prefill: new.2, stall_s: 0.0, tokens: 0.0, done: 0.0, target: new.3 };
         let mut traj = Trajectory::default();
         let mut buf = residents.clone();
         traj.compute(NodeState { serving, now_us: 0, residents: &mut buf, queue: &queue });
@@ -283,6 +287,7 @@ fn the_marginal_forecast_prices_the_slowdown_of_a_co_decoder() {
         forecast_marginal(st, newcomer(1.0, 10.0)).unwrap()
     };
     let m = marginal(vec![Resident {
+        cached: 0,
         id: 1,
         kv: 1,
         prompt: 0,
@@ -307,6 +312,7 @@ fn append_equals_computing_with_the_longer_queue() {
         step: None,
     };
     let resident = |id: u64, end: i64| Resident {
+        cached: 0,
         id,
         kv: 100,
         prompt: 0,
@@ -319,6 +325,7 @@ fn append_equals_computing_with_the_longer_queue() {
         },
     };
     let w = |id: u64, kv: u64| Waiting {
+        cached: 0,
         id,
         kv,
         prompt: 0,

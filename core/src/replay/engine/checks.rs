@@ -171,6 +171,7 @@ impl Sim<'_> {
                     Fate::Completed => Some(false),
                     Fate::Open | Fate::Censored => None,
                 },
+                prefix_hit_tokens: q.first_hit,
             });
         }
         out

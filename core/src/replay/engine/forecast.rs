@@ -66,6 +66,15 @@ pub(super) fn draw_factors(sigma: f64, draws: u32) -> Vec<f64> {
     raw.into_iter().map(|x| x / mean).collect()
 }
 
+/// The prompt tokens request `q` reads from node `i`'s prefix cache (what it pinned there,
+/// while that cache lives; else 0).
+pub(super) fn cached_here(q: &Req, i: usize, nodes: &[NodeState]) -> u64 {
+    match nodes.get(i) {
+        Some(st) if q.cache_node == i as u32 && q.cache_epoch == st.cache_epoch => q.hit,
+        _ => 0,
+    }
+}
+
 /// The waiting part of a recovery under the iteration model: the stall penalty and the
 /// recompute overhead (as [`unplanned_recovery_s`] counts them, without the prefill).
 pub(super) fn recovery_stall_s(p: &Params) -> f64 {
@@ -331,7 +340,8 @@ impl LiveLoads<'_> {
         let spec = &self.cluster.nodes[i].spec;
         let p = &self.params;
         let q = &self.reqs[r as usize];
-        let ctx = q.prompt.saturating_add(q.done_tokens()) as f64;
+        let cached = cached_here(q, i, self.nodes);
+        let ctx = (q.prompt - cached).saturating_add(q.done_tokens()) as f64;
         let (start_s, stall_s) = if q.recovering {
             let dur = unplanned_recovery_s(
                 ctx,
@@ -353,6 +363,7 @@ impl LiveLoads<'_> {
             tokens: ctx,
             done: q.done,
             target: self.target(q, k, r),
+            cached,
         }
     }
 
@@ -426,6 +437,7 @@ impl LiveLoads<'_> {
                 seq: q.adm_seq,
                 target,
                 phase,
+                cached: cached_here(q, i, self.nodes),
             });
         }
         for &r in &st.fifo {

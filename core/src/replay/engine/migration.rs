@@ -28,6 +28,9 @@ impl Sim<'_> {
             }
         }
         self.checks = checks;
+        if self.moves_idle_state() {
+            self.check_idle_states();
+        }
         Ok(())
     }
 
@@ -293,6 +296,7 @@ impl Sim<'_> {
                     planned_hops: q.planned,
                     est_sigma: self.est_sigma,
                     recovering: false,
+                    conversation: q.conversation,
                 },
                 q.node as usize,
             )
@@ -436,6 +440,9 @@ impl Sim<'_> {
                 self.release_primary(r);
             }
         }
+        // A move reads nothing from the destination's cache: the source's blocks are released
+        // (after a recompute has released its slot there).
+        self.cache_leave(r);
         let now = self.now;
         let q = &mut self.reqs[r as usize];
         q.node = j as u32;

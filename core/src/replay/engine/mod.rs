@@ -124,6 +124,7 @@
 //! state; it names none of them (data flows one way).
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -152,9 +153,13 @@ mod checks;
 mod forecast;
 mod migration;
 mod placement;
+mod prefix;
+#[cfg(test)]
+mod prefix_tests;
 mod recovery;
 mod serving;
 mod setup;
+mod state;
 
 /// No node.
 const NONE: u32 = u32::MAX;
@@ -344,6 +349,21 @@ struct Req {
     forecast_p: f64,
     placements: u32,
     first_fate: Fate,
+    /// Its prefix's chained keys in [`Sim::keys`] (`[start, start + len)`) and their block
+    /// size (no prefix cache: empty).
+    keys: (u32, u32),
+    block_tokens: u32,
+    /// The node whose prefix cache it holds references on ([`NONE`]: none), that cache's
+    /// epoch when it took them, the leading blocks it holds and the prompt tokens they save
+    /// (fixed for its stay on the node: every prefill there computes the context less them).
+    cache_node: u32,
+    cache_epoch: u32,
+    held: u32,
+    hit: u64,
+    /// The prompt tokens read from cache by the prefill that gave its first token.
+    first_hit: u64,
+    /// Its conversation's key (`None`: unknown).
+    conversation: Option<u64>,
 }
 
 /// How a request's first placement ended, for the forecast calibration.
@@ -358,6 +378,29 @@ enum Fate {
     /// Left by plan (a move): no longer observed.
     Censored,
 }
+
+/// One conversation's idle state.
+#[derive(Debug, Clone, Copy)]
+struct Idle {
+    /// The node whose cache holds it and that cache's epoch.
+    node: u32,
+    epoch: u32,
+    /// The completed turn whose prompt blocks it is.
+    req: u32,
+    /// The turn's arrival, us.
+    arrival: i64,
+    /// Its leading prompt blocks cached when the turn completed.
+    blocks: u32,
+    /// Moves so far.
+    hops: u32,
+    /// A copy in flight (its destination), or [`NONE`].
+    moving_to: u32,
+    /// Copies started (the in-flight one's number, so that a stale copy event is ignored).
+    copies: u32,
+}
+
+/// The conversations' idle states, by conversation key.
+type IdleStates = HashMap<u64, Idle>;
 
 /// `placed_at` of a request never placed.
 const NEVER: i64 = i64::MIN;
@@ -390,6 +433,10 @@ struct NodeState {
     kv_epoch: u32,
     /// Changes whenever anything the forecast reads of the node changes ([`Sim::touch`]).
     version: u64,
+    /// The node's prefix cache (iteration engine, a workload with prefixes) and its epoch,
+    /// bumped when a node's end destroys it.
+    cache: crate::replay::prefix::PrefixCache,
+    cache_epoch: u32,
 }
 
 /// A node's forecast [`Trajectory`] and the node version it was computed for, with the
@@ -497,6 +544,18 @@ struct Sim<'a> {
     /// Scratch of the KV overflow computation.
     kv_decoders: Vec<(i64, f64, f64)>,
     kv_order: Vec<(i64, usize, u64)>,
+    /// Every request's prefix keys, back to back ([`Req::keys`]); empty without caching.
+    keys: Vec<u64>,
+    /// The workload's reuse gap when nodes cache prefixes ([`ClusterView::reuse`]).
+    reuse: Option<crate::policy::retained::ReuseGap>,
+    /// Conversations' idle prefix state ([`state`]) and whether the run moves it, under the
+    /// risk model of the policy.
+    idle: IdleStates,
+    idle_migration: bool,
+    risk: crate::policy::cost::RiskModel,
+    /// The policy is a router ([`PolicyKind::routes_all`]): one placement pass over every up
+    /// node.
+    routes_all: bool,
 }
 
 /// Known age of a session at its start, seconds (non-finite or negative as 0).
@@ -604,6 +663,7 @@ impl<'a> Sim<'a> {
                         self.stats.stale_events += 1;
                     }
                 }
+                Event::StateCopy { conversation, copy } => self.on_state_copy(conversation, copy),
                 Event::KvFull { node, epoch } => {
                     let st = &self.nodes[node as usize];
                     if st.up && st.kv_epoch == epoch && st.kv_at == self.now {

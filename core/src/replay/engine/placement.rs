@@ -117,6 +117,8 @@ impl Sim<'_> {
             0.0
         };
         v.slots_used = st.slots_used;
+        v.queued = st.fifo.len() as u32;
+        v.cache_tokens = st.cache.tokens();
         v.kv_used_tokens = st.kv_sched;
         v.decode_tok_s = rate;
         v.queue_wait_s = wait;
@@ -152,6 +154,9 @@ impl Sim<'_> {
             return Err(invariant(self.now, format!("request {r} arrived twice")));
         }
         q.phase = Phase::Pending;
+        if !self.idle.is_empty() {
+            self.state_in_use(r);
+        }
         self.place(policy, r);
         Ok(())
     }
@@ -214,6 +219,7 @@ impl Sim<'_> {
             planned_hops: q.planned,
             est_sigma: self.est_sigma,
             recovering: q.recovering,
+            conversation: q.conversation,
         }
     }
 
@@ -221,6 +227,10 @@ impl Sim<'_> {
         let rv = self.place_view_request(r);
         let need = self.reqs[r as usize].need;
         self.stats.placements += 1;
+        if self.routes_all {
+            self.route(policy, r, &rv);
+            return;
+        }
         // Pass 1: the true view over the nodes with a free slot (a full node cannot admit),
         // those too small for the request's true need left out.
         self.refresh_free_views();
@@ -237,6 +247,9 @@ impl Sim<'_> {
                     .filter(|&i| views[i].kv_capacity_tokens >= need && rooms[i] >= need),
             );
         }
+        let free = std::mem::take(&mut self.free_list);
+        let cached = self.set_cached_views(r, if mask { &active } else { &free }, false);
+        self.free_list = free;
         let choice = {
             let fs = TraceForesight {
                 ends: &self.known_ends,
@@ -244,6 +257,7 @@ impl Sim<'_> {
             };
             let loads = live_loads!(self);
             let mut view = ClusterView::new(&self.views)
+                .with_reuse(self.reuse.as_ref())
                 .with_loads(&loads)
                 .with_active(if mask { &active } else { &self.free_list });
             if self.drains {
@@ -251,6 +265,11 @@ impl Sim<'_> {
             }
             policy.place(&view, &rv, &mut self.expl)
         };
+        if cached {
+            let free = std::mem::take(&mut self.free_list);
+            self.clear_cached_views(if mask { &active } else { &free });
+            self.free_list = free;
+        }
         self.scratch_active = active;
         self.log_decision(false);
         if let Some(i) = choice.filter(|&i| self.can_ever_hold(i, r)) {
@@ -278,6 +297,9 @@ impl Sim<'_> {
                 v.kv_capacity_tokens = 0;
             }
         }
+        let up = std::mem::take(&mut self.up_list);
+        self.set_cached_views(r, &up, true);
+        self.up_list = up;
         let choice = {
             let fs = TraceForesight {
                 ends: &self.known_ends,
@@ -285,6 +307,7 @@ impl Sim<'_> {
             };
             let loads = live_loads!(self);
             let mut view = ClusterView::new(&self.scratch_views)
+                .with_reuse(self.reuse.as_ref())
                 .with_loads(&loads)
                 .with_active(&self.up_list);
             if self.drains {
@@ -293,6 +316,47 @@ impl Sim<'_> {
             policy.place(&view, &rv, &mut self.expl)
         };
         self.log_decision(true);
+        match choice.filter(|&i| self.can_ever_hold(i, r)) {
+            Some(i) => {
+                self.note_placement(r);
+                self.admit_or_enqueue(r, i);
+            }
+            None => self.make_pending(r),
+        }
+    }
+
+    /// A router's placement ([`PolicyKind::routes_all`]): one pass over the true views of
+    /// every up node that could ever hold the request, each with the prompt tokens its cache
+    /// holds; the request starts on the node chosen if it can, else joins its queue; with no
+    /// such node up it waits in the pending queue.
+    fn route(&mut self, policy: &mut dyn Policy, r: u32, rv: &RequestView) {
+        self.refresh_views();
+        let mut active = std::mem::take(&mut self.scratch_active);
+        active.clear();
+        for k in 0..self.up_list.len() {
+            let i = self.up_list[k];
+            if self.can_ever_hold(i, r) {
+                active.push(i);
+            }
+        }
+        if active.is_empty() {
+            self.scratch_active = active;
+            self.make_pending(r);
+            return;
+        }
+        let cached = self.set_cached_views(r, &active, false);
+        let choice = {
+            let loads = live_loads!(self);
+            let view = ClusterView::new(&self.views)
+                .with_loads(&loads)
+                .with_active(&active);
+            policy.place(&view, rv, &mut self.expl)
+        };
+        if cached {
+            self.clear_cached_views(&active);
+        }
+        self.scratch_active = active;
+        self.log_decision(false);
         match choice.filter(|&i| self.can_ever_hold(i, r)) {
             Some(i) => {
                 self.note_placement(r);
@@ -333,6 +397,7 @@ impl Sim<'_> {
     }
 
     pub(super) fn admit_or_enqueue(&mut self, r: u32, i: usize) {
+        self.cache_join(r, i);
         if self.nodes[i].fifo.is_empty() && self.can_start(r, i) {
             self.start_on(r, i);
             return;
@@ -340,7 +405,7 @@ impl Sim<'_> {
         let work = {
             let q = &self.reqs[r as usize];
             let spec = &self.cluster.nodes[i].spec;
-            let ctx = q.prompt.saturating_add(q.done_tokens()) as f64;
+            let ctx = self.uncached(r, i, q.prompt.saturating_add(q.done_tokens())) as f64;
             secs(ctx, spec.prefill_tok_s)
                 + secs((q.est as f64 - q.done).max(0.0), spec.decode_tok_s)
         };
@@ -394,10 +459,13 @@ impl Sim<'_> {
         self.touch(i);
         self.sync_free(i);
         self.views_dirty = true;
+        self.cache_evict(i);
         sched
     }
 
     pub(super) fn release(&mut self, r: u32, i: usize, sched: u64) {
+        // The node's KV in use peaks before a release: the cache keeps only what is free.
+        self.cache_evict(i);
         let need = self.reqs[r as usize].need;
         let st = &mut self.nodes[i];
         st.slots_used = st.slots_used.saturating_sub(1);

@@ -43,6 +43,7 @@ impl Sim<'_> {
             .get(self.nodes[i].sess)
             .map_or_else(|| Arc::from(""), |s| Arc::clone(&s.end_cause));
         self.nodes[i].up = false;
+        self.cache_destroy(i);
         if let Ok(k) = self.up_list.binary_search(&i) {
             self.up_list.remove(k);
         }

@@ -7,6 +7,7 @@ use super::*;
 impl Sim<'_> {
     /// Starts request `r` on node `i`: slot and KV acquired, (re-)prefill of the whole context.
     pub(super) fn start_on(&mut self, r: u32, i: usize) {
+        self.cache_join(r, i);
         let sched = self.acquire(r, i);
         let spec = self.cluster.nodes[i].spec;
         let params = self.params;
@@ -45,7 +46,13 @@ impl Sim<'_> {
             } else {
                 0.0
             };
-            self.begin_prefill(r, i, ctx as f64, stall);
+            // The prompt tokens its cache holds here are read, not computed.
+            let tokens = self.uncached(r, i, ctx);
+            if recovering {
+                let q = &mut self.reqs[r as usize];
+                q.rec_unplanned = q.rec_unplanned.saturating_sub(ctx - tokens);
+            }
+            self.begin_prefill(r, i, tokens as f64, stall);
             return;
         }
         q.phase_end = now.saturating_add(secs_to_us(dur));
@@ -224,7 +231,7 @@ impl Sim<'_> {
         let work = {
             let spec = &self.cluster.nodes[i].spec;
             let q = &self.reqs[r as usize];
-            let ctx = q.prompt.saturating_add(q.done_tokens()) as f64;
+            let ctx = self.uncached(r, i, q.prompt.saturating_add(q.done_tokens())) as f64;
             secs(ctx, spec.prefill_tok_s)
                 + secs((q.est as f64 - q.done).max(0.0), spec.decode_tok_s)
         };
@@ -423,9 +430,13 @@ impl Sim<'_> {
         match self.reqs[r as usize].phase {
             Phase::Prefill => {
                 let now = self.now;
+                let i = self.reqs[r as usize].node as usize;
+                let hit = self.reqs[r as usize].hit;
+                self.cache_insert(r, i);
                 let q = &mut self.reqs[r as usize];
                 if q.ttft.is_none() {
                     q.ttft = Some(now - q.arrival);
+                    q.first_hit = hit;
                 }
                 if q.unrecovered > 0 {
                     // The request produces new tokens again: every pending loss recovers.
@@ -471,11 +482,16 @@ impl Sim<'_> {
             return Err(invariant(self.now, format!("request {r} completed twice")));
         }
         self.end_first(r, Fate::Completed);
+        if self.moves_idle_state() {
+            self.state_goes_idle(r);
+        }
         self.leave_decode(r);
         let i = self.reqs[r as usize].node as usize;
         let aux = self.reqs[r as usize].aux;
         self.release_aux(r);
         self.release_primary(r);
+        // Its blocks join the cache once its KV is no longer counted as running.
+        self.cache_leave(r);
         let now = self.now;
         let q = &mut self.reqs[r as usize];
         q.done = q.output as f64;

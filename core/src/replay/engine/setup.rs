@@ -17,7 +17,12 @@ impl<'a> Sim<'a> {
         let p_max = cluster.max_prefill();
         let d_max = cluster.max_decode();
         let oracle = kind == PolicyKind::Oracle;
-        let PreparedJobs { jobs, est_sigma } = prepared;
+        let PreparedJobs {
+            jobs,
+            est_sigma,
+            keys,
+            reuse,
+        } = prepared;
         let reqs: Vec<Req> = jobs
             .iter()
             .map(|j| Req {
@@ -74,10 +79,19 @@ impl<'a> Sim<'a> {
                 forecast_p: f64::NAN,
                 placements: 0,
                 first_fate: Fate::Open,
+                keys: j.prefix_keys,
+                block_tokens: j.block_tokens,
+                cache_node: NONE,
+                cache_epoch: 0,
+                held: 0,
+                hit: 0,
+                first_hit: 0,
+                conversation: j.conversation,
             })
             .collect();
         let n = cluster.nodes.len();
         let n_reqs = reqs.len();
+        let prefix_requests = jobs.iter().filter(|j| j.prefix_keys.1 > 0).count() as u64;
         let mut queue = EventQueue::with_capacity(2 * n + 64 + reqs.len().min(1 << 16), reqs.len());
         let mut nodes = Vec::with_capacity(n);
         let mut known_ends = Vec::with_capacity(n);
@@ -115,6 +129,8 @@ impl<'a> Sim<'a> {
                 kv_at: service::FOREVER_US,
                 kv_epoch: 0,
                 version: 0,
+                cache: crate::replay::prefix::PrefixCache::new(),
+                cache_epoch: 0,
             });
             known_ends.push(match s {
                 Some(s) if up => known_end_of(s, oracle),
@@ -149,6 +165,9 @@ impl<'a> Sim<'a> {
                     _ => &*node.survival,
                 },
                 exp_rate_per_s: pooled_rate.unwrap_or(node.exp_rate_per_s),
+                cached_tokens: 0,
+                queued: 0,
+                cache_tokens: 0,
             });
         }
         if let Some(j) = jobs.first() {
@@ -224,7 +243,10 @@ impl<'a> Sim<'a> {
             checks: Vec::with_capacity(256),
             expl,
             decisions: Vec::with_capacity(cfg.decision_log.min(1 << 16)),
-            stats: RunStats::default(),
+            stats: RunStats {
+                prefix_requests,
+                ..RunStats::default()
+            },
             views_time: i64::MIN,
             views_dirty: true,
             up_list: (0..n).filter(|&i| nodes_up[i]).collect(),
@@ -257,6 +279,12 @@ impl<'a> Sim<'a> {
             rooms,
             kv_decoders: Vec::new(),
             kv_order: Vec::new(),
+            keys,
+            reuse,
+            routes_all: kind.routes_all(),
+            idle: Default::default(),
+            idle_migration: kind.migrates() && kind != PolicyKind::Oracle && params.idle_migration,
+            risk: kind.risk_model(),
         }
     }
 }
