@@ -68,9 +68,9 @@ fn on_threads(n: usize) -> Vec<RunOutput> {
 fn replay_one_and_two_threads_give_identical_records() {
     let one = on_threads(1);
     let two = on_threads(2);
-    // Every kind: the ten policies and the analytic `bound` row.
+    // Every kind: the twelve policies (the routers included) and the analytic `bound` row.
     assert_eq!(one.len(), PolicyKind::ALL.len() * 3 * 2 * 2);
-    assert_eq!(PolicyKind::ALL.len(), 11);
+    assert_eq!(PolicyKind::ALL.len(), 13);
     assert!(one
         .iter()
         .any(|r| r.records.iter().any(|x| x.interruptions > 0)));
@@ -109,8 +109,19 @@ fn replay_aggregates_have_the_documented_keys_and_intervals() {
                 assert!(o[k].is_null(), "{v}");
                 continue;
             }
-            // An unpriced fleet has no cost (`replay_cost` tests a priced one).
-            if k == "dollars" || k == "goodput_per_dollar" {
+            // An unpriced fleet has no cost (`replay_cost` tests a priced one), and a
+            // workload without prefix blocks no prefix-cache metrics (`replay_prefix` and
+            // `workload_prefix` test them).
+            if [
+                "dollars",
+                "goodput_per_dollar",
+                "prefix_hit_rate",
+                "prefill_tokens",
+                "cache_destroyed_tokens",
+                "state_migrations",
+            ]
+            .contains(&k)
+            {
                 assert!(o[k].is_null() && !o.contains_key(&format!("{k}_ci")), "{v}");
                 continue;
             }
