@@ -376,6 +376,20 @@ pub fn print_rows(
             cols.push((m.def().title, Col::Str(rows.iter().map(cell).collect())));
         }
     }
+    // Prefix caching: the share of prompt tokens read from cache, and the cached state node
+    // ends destroyed per window.
+    if rows
+        .iter()
+        .any(|r| r.get(Metric::PrefixHitRate).value.is_some())
+    {
+        for m in [Metric::PrefixHitRate, Metric::CacheDestroyedTokens] {
+            let cell = |r: &PolicySummary| {
+                let e = r.get(m);
+                e.value.map(|v| interval(v, e.ci))
+            };
+            cols.push((m.def().title, Col::Str(rows.iter().map(cell).collect())));
+        }
+    }
     let gap = |r: &PolicySummary| {
         Some(match r.gap_closed.state {
             crate::replay::compare::GapState::NotAPolicy => "-".to_string(),

@@ -43,8 +43,8 @@ pub const MAP_CALIBRATION_HEADER: [&str; 7] = [
 /// prefixes).
 pub const STATE_HEADER: [&str; 14] = [
     "hazard - fastest, mean completion (s)",
-    "hazard --no-retained - fastest (s)",
-    "hazard --no-idle - fastest (s)",
+    "retained-state term: hazard - hazard --no-retained (s)",
+    "idle-state migration: hazard - hazard --no-idle (s)",
     "hazard - fastest, TTFT p99 (s)",
     "oracle - fastest (s)",
     "hit rate: hazard",
@@ -151,34 +151,38 @@ fn state_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
     header.extend(STATE_HEADER.map(String::from));
     let num = |v: Option<f64>, digits: usize| v.map_or("-".into(), |v| format!("{v:.digits$}"));
     let shown: Vec<&CellResult> = cells.iter().filter(|c| cached(c)).collect();
-    // Benjamini-Hochberg over the table's cells, on hazard - fastest's mean completion.
-    let p: Vec<Option<f64>> = shown
-        .iter()
-        .map(|c| {
-            c.vs_fastest()
-                .and_then(|v| v.get(Metric::MeanCompletion))
-                .and_then(|d| d.p_value)
-        })
-        .collect();
-    let q = crate::replay::stats::bh_q_values(&p);
+    // Benjamini-Hochberg over the table's cells, on mean completion, per pairing: hazard -
+    // fastest, and each ablation's.
+    let q_of = |pairing: &dyn Fn(&CellResult) -> Option<&Versus>| {
+        let p: Vec<Option<f64>> = shown
+            .iter()
+            .map(|c| {
+                pairing(c)
+                    .and_then(|v| v.get(Metric::MeanCompletion))
+                    .and_then(|d| d.p_value)
+            })
+            .collect();
+        crate::replay::stats::bh_q_values(&p)
+    };
+    let q = q_of(&|c| c.vs_fastest());
+    let q_retained = q_of(&|c| c.retained_effect.as_ref());
+    let q_idle = q_of(&|c| c.idle_effect.as_ref());
+    // A paired difference and its q-value.
+    let with_q = |v: Option<&Versus>, q: Option<f64>| match q {
+        Some(q) => format!("{} (q {q:.3})", diff(v, Metric::MeanCompletion)),
+        None => diff(v, Metric::MeanCompletion),
+    };
     let rows = shown
         .iter()
+        .enumerate()
         .zip(&q)
-        .map(|(c, &q)| {
+        .map(|((k, c), &q)| {
             let row_of = |k: PolicyKind| c.rows.iter().find(|s| s.label == PolicyLabel::new(k));
             let value = |k: PolicyKind, m: Metric| row_of(k).and_then(|s| s.get(m).value);
             let mut row = axis_values(c, &axes);
             row.push(diff(c.vs_fastest(), Metric::MeanCompletion));
-            for ablation in ["no-retained", "no-idle"] {
-                let label = PolicyLabel::with_param(PolicyKind::Hazard, ablation);
-                row.push(diff(
-                    c.rows
-                        .iter()
-                        .find(|s| s.label == label)
-                        .and_then(|s| s.vs_fastest.as_ref()),
-                    Metric::MeanCompletion,
-                ));
-            }
+            row.push(with_q(c.retained_effect.as_ref(), q_retained[k]));
+            row.push(with_q(c.idle_effect.as_ref(), q_idle[k]));
             row.push(diff(c.vs_fastest(), Metric::TtftP99));
             row.push(diff(
                 row_of(PolicyKind::Oracle).and_then(|s| s.vs_fastest.as_ref()),
@@ -217,9 +221,11 @@ fn state_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
         "Prefix caches per cell: `hazard` (placement by `E_i = T_i + L_i + R_i`, `R_i` the \
          retained-state term, and idle-state migration) minus its hazard-blind twin `fastest` \
          (`T_i` alone; both price only the uncached prefill), paired by window with 95 % \
-         intervals, and the same for the ablations `hazard --no-retained` (without `R_i`) and \
-         `hazard --no-idle` (without idle-state migration) where the sweep runs them \
-         (`replay.include_ablations`), and the oracle's gain over `fastest` for scale; the share of prompt tokens \
+         intervals; what each state term buys, `hazard` minus its ablation paired by window \
+         (with its Benjamini-Hochberg q-value over the table's cells): \
+         `hazard --no-retained` (without `R_i`) and `hazard --no-idle` (without idle-state \
+         migration), where the sweep runs them (`replay.include_ablations`); the oracle's gain \
+         over `fastest` for scale; the share of prompt tokens \
          read from cache under each policy; the cached prompt tokens nodes' ends destroyed and \
          the idle conversations' state copied off risky nodes, per window. The verdict on \
          mean completion: pays (loses) when `hazard` is lower (higher) with a \

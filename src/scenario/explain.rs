@@ -115,6 +115,20 @@ impl TimelineEvent {
     }
 }
 
+/// A request's prompt prefix under prefix caching: what its first prefill read from cache and
+/// which nodes held a leading part of its prompt when it was first placed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PrefixStory {
+    /// Prompt tokens.
+    pub prompt_tokens: u64,
+    /// Prompt tokens the prefill that gave its first token read from its node's cache.
+    pub hit_tokens: u64,
+    /// The up nodes whose caches held a leading part of its prompt at its first placement, as
+    /// the placing policy's view said (a router sees every up node, a cost-based policy the
+    /// candidates of its pass), with the tokens each held, most first.
+    pub holders: Vec<(String, u64)>,
+}
+
 /// A request's timeline with the numbers behind each decision.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequestExplain {
@@ -126,6 +140,9 @@ pub struct RequestExplain {
     pub matches_stored: bool,
     /// How the explanation was obtained and any caveat.
     pub note: String,
+    /// Its prefix and where it was cached, when the run's nodes cache prefixes and the request
+    /// has prefix blocks.
+    pub prefix: Option<PrefixStory>,
 }
 
 /// Rebuilds the scenario of the stored run `run` from its stored configuration.
@@ -176,6 +193,8 @@ pub(crate) fn explain_request(
     let mut policy = Recording {
         inner: crate::policy::build(spec.policy, spec.params, spec.policy_seed()),
         target: key.request,
+        holders: None,
+        placed: false,
     };
     let out = simulate_with(&sc.cluster, &sc.workload, &cfg, spec, &mut policy)?;
     let rec = out
@@ -350,18 +369,43 @@ pub(crate) fn explain_request(
             "; the decision log stopped after {DECISION_CAP} decisions, before this request"
         ));
     }
+    let cached = sc.config.prefix_cache
+        && sc
+            .workload
+            .prefixes
+            .get(key.request as usize)
+            .is_some_and(|p| !p.blocks.is_empty());
+    let prefix = cached.then(|| {
+        let mut holders: Vec<(String, u64)> = policy
+            .holders
+            .take()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|(i, tokens)| (name(Some(i)).unwrap_or_else(|| i.to_string()), tokens))
+            .collect();
+        holders.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+        PrefixStory {
+            prompt_tokens: rec.prompt_tokens,
+            hit_tokens: rec.prefix_hit_tokens,
+            holders,
+        }
+    });
     Ok(RequestExplain {
         events,
         end_s,
         matches_stored: matches,
         note,
+        prefix,
     })
 }
 
-/// Wraps a policy to record every candidate of the decisions about one request only.
+/// Wraps a policy to record every candidate of the decisions about one request only, and the
+/// nodes its view says hold that request's prefix at its first placement.
 struct Recording {
     inner: Box<dyn Policy>,
     target: u64,
+    holders: Option<Vec<(NodeIdx, u64)>>,
+    placed: bool,
 }
 
 impl Policy for Recording {
@@ -376,7 +420,23 @@ impl Policy for Recording {
         out: &mut Explanation,
     ) -> Option<NodeIdx> {
         out.record_candidates = req.id == self.target;
-        self.inner.place(view, req, out)
+        if !out.record_candidates || self.placed {
+            return self.inner.place(view, req, out);
+        }
+        // Every pass of the first placement (a cost-based policy's free nodes, then the
+        // queueing pass over every up node) adds the holders it sees.
+        let holders = self.holders.get_or_insert_with(Vec::new);
+        for (i, n) in view.nodes.iter().enumerate() {
+            if n.up && n.cached_tokens > 0 {
+                match holders.iter_mut().find(|h| h.0 == i) {
+                    Some(h) => h.1 = h.1.max(n.cached_tokens),
+                    None => holders.push((i, n.cached_tokens)),
+                }
+            }
+        }
+        let choice = self.inner.place(view, req, out);
+        self.placed = choice.is_some();
+        choice
     }
 
     fn check_migration(

@@ -203,6 +203,8 @@ mod tests {
             overlap_gain: None,
             migration_effect: None,
             vs_pooled: None,
+            retained_effect: None,
+            idle_effect: None,
             reference: "least-loaded".into(),
             vs_reference: None,
             q_values: Default::default(),

@@ -103,6 +103,11 @@ pub struct CellResult {
     pub migration_effect: Option<Versus>,
     /// `hazard` minus `hazard-pooled`, paired by window: the hazard term.
     pub vs_pooled: Option<Versus>,
+    /// `hazard` minus `hazard --no-retained`, paired by window: what the retained-state term
+    /// `R_i` buys (cells with `replay.include_ablations` and prefix caching).
+    pub retained_effect: Option<Versus>,
+    /// `hazard` minus `hazard --no-idle`, paired by window: what idle-state migration buys.
+    pub idle_effect: Option<Versus>,
     /// The declared reference of the verdict (`replay.reference`).
     pub reference: String,
     /// `hazard` minus the declared reference.
@@ -172,6 +177,16 @@ fn result_of(cell: &Cell, runs: &[RunMetrics], opts: &AggregateOptions) -> CellR
             &PolicyLabel::new(PolicyKind::HazardNomigrate),
         ),
         vs_pooled: paired(runs, &hazard, &PolicyLabel::new(PolicyKind::HazardPooled)),
+        retained_effect: paired(
+            runs,
+            &hazard,
+            &PolicyLabel::with_param(PolicyKind::Hazard, "no-retained"),
+        ),
+        idle_effect: paired(
+            runs,
+            &hazard,
+            &PolicyLabel::with_param(PolicyKind::Hazard, "no-idle"),
+        ),
         reference,
         vs_reference,
         q_values: BTreeMap::new(),
@@ -541,6 +556,8 @@ mod tests {
                 &PolicyLabel::new(Hazard),
                 &PolicyLabel::new(HazardPooled),
             ),
+            retained_effect: None,
+            idle_effect: None,
             reference: reference.into(),
             vs_reference: None,
             q_values: BTreeMap::new(),
@@ -550,6 +567,61 @@ mod tests {
     }
 
     use PolicyKind::{Fastest, Hazard, HazardPooled, LeastLoaded, Oracle};
+
+    /// What each state term buys is `hazard` minus its ablation, paired by window: 1 s for
+    /// the retained-state term (an interval below 0), nothing for idle-state migration (an
+    /// interval that holds 0); a cell without ablations has neither.
+    #[test]
+    fn each_ablation_is_paired_with_hazard() {
+        let points = [
+            (Hazard, "", 9.0),
+            (Hazard, "no-retained", 10.0),
+            (Hazard, "no-idle", 9.0),
+            (Fastest, "", 10.0),
+        ];
+        let runs: Vec<RunMetrics> = (0..6)
+            .flat_map(|w| {
+                points
+                    .iter()
+                    .enumerate()
+                    .map(move |(k, &(p, label, m))| RunMetrics {
+                        param: usize::from(!label.is_empty()) * k,
+                        param_label: label.to_string(),
+                        ..run(p, w, m, 1.0, k)
+                    })
+            })
+            .collect();
+        let cell = Cell {
+            index: 0,
+            key: "c".into(),
+            values: Vec::new(),
+            config: crate::scenario::ScenarioConfig::default(),
+        };
+        let c = result_of(&cell, &runs, &AggregateOptions::default());
+        let effect = |v: &Option<Versus>| {
+            let d = v
+                .as_ref()
+                .and_then(|v| v.get(Metric::MeanCompletion))
+                .expect("paired");
+            (d.diff, d.ci_low.expect("low"), d.ci_high.expect("high"))
+        };
+        let (diff, low, high) = effect(&c.retained_effect);
+        assert!(
+            (diff + 1.0).abs() < 1e-9 && high < 0.0,
+            "{diff} [{low}, {high}]"
+        );
+        let (diff, low, high) = effect(&c.idle_effect);
+        assert!(
+            diff.abs() < 1e-9 && low < 0.0 && high > 0.0,
+            "{diff} [{low}, {high}]"
+        );
+        let plain: Vec<RunMetrics> = runs
+            .into_iter()
+            .filter(|r| r.param_label.is_empty())
+            .collect();
+        let c = result_of(&cell, &plain, &AggregateOptions::default());
+        assert!(c.retained_effect.is_none() && c.idle_effect.is_none());
+    }
 
     #[test]
     fn the_two_verdicts_name_what_pays() {

@@ -34,6 +34,8 @@ fn result_json(c: &CellResult) -> String {
         "overlap_gain": opt(&c.overlap_gain),
         "migration_effect": opt(&c.migration_effect),
         "vs_pooled": opt(&c.vs_pooled),
+        "retained_effect": opt(&c.retained_effect),
+        "idle_effect": opt(&c.idle_effect),
         "reference": c.reference,
         "vs_reference": opt(&c.vs_reference),
         // Read by SQL (`hazardserve query sweep_pays`); recomputed from the rows when loaded.
@@ -154,6 +156,9 @@ fn cells_from_batch(b: &RecordBatch) -> Result<Vec<CellResult>, SweepError> {
             migration_effect: versus("migration_effect")?,
             // Sweeps stored before the twin ran have none: their hazard term reads `-`.
             vs_pooled: versus("vs_pooled")?,
+            // Sweeps stored before the ablations ran have none.
+            retained_effect: versus("retained_effect")?,
+            idle_effect: versus("idle_effect")?,
             reference: r["reference"].as_str().unwrap_or("best-blind").to_string(),
             vs_reference,
             q_values: BTreeMap::new(),

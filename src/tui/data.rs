@@ -18,7 +18,9 @@ pub use crate::sweep::{MapLayout, SweepAxis};
 
 pub use crate::fit::{AgeSpan, KmSteps, PooledCurve};
 pub use crate::queries::{RequestKey, RequestRow, RunRow, SourceRow};
-pub use crate::scenario::explain::{Candidate, EventKind, RequestExplain, TimelineEvent};
+pub use crate::scenario::explain::{
+    Candidate, EventKind, PrefixStory, RequestExplain, TimelineEvent,
+};
 
 /// Bins of a node's availability strip over the source's observation span.
 pub const STRIP_BINS: usize = 480;
@@ -248,6 +250,10 @@ pub struct PolicyRow {
     pub t_ratio: Option<f64>,
     /// Forecast calibration: Brier score of the predicted interruption probability.
     pub brier: Option<f64>,
+    /// Prefix hit rate: the share of prompt tokens read from cache (prefix caching only).
+    pub hit_rate: Metric,
+    /// Cached prompt tokens destroyed by node ends, per window (prefix caching only).
+    pub destroyed: Metric,
     /// Dollars per window (a priced fleet only).
     pub dollars: Metric,
     /// SLO-met output tokens per dollar (a priced fleet only).

@@ -360,6 +360,8 @@ fn policy_row(s: &PolicySummary, requests: u64, completed: u64, cdf: Vec<(f64, f
         gap_closed: metric("gap_closed"),
         t_ratio: s.forecast.as_ref().and_then(|f| f.t_ratio_median),
         brier: s.forecast.as_ref().and_then(|f| f.interruption_brier),
+        hit_rate: metric("prefix_hit_rate"),
+        destroyed: metric("cache_destroyed_tokens"),
         dollars: metric("dollars"),
         goodput_per_dollar: metric("goodput_per_dollar"),
         dollars_by_pool: s

@@ -331,6 +331,14 @@ fn synthetic_conversations_replay_with_prefix_caches_and_the_routers() {
         assert!(hit > 0.05 && hit < 1.0, "{}: hit rate {hit}", r["policy"]);
         assert!(r["prefill_tokens"].as_f64().is_some_and(|x| x > 0.0), "{r}");
     }
+    // The table gains the hit rate and the destroyed state.
+    let mut c = hs(&store);
+    c.args(["replay", "--no-save", "--config"]).arg(&cfg);
+    let table = ok(c);
+    assert!(
+        table.contains("hit_rate") && table.contains("destroyed_tok"),
+        "{table}"
+    );
     // The simple engine has no cache: a clear error naming the way out.
     let err = refused(&scenario("[hardware]\nengine = \"simple\"", "\"fastest\""));
     assert!(
@@ -376,4 +384,57 @@ fn synth_conversation_checks_its_flags() {
     let err = String::from_utf8_lossy(&fails(c).stderr).into_owned();
     assert!(err.contains("--class conversation"), "{err}");
     assert!(!out.exists(), "nothing written on a bad flag");
+}
+
+/// The TUI on a run with prefix caches: the Replay screen gains a hit-rate column (and, wide,
+/// the destroyed state), the Request screen a line with the request's hit and the nodes that
+/// held its prefix; a run without caches shows neither (the demo's snapshots).
+#[test]
+fn the_tui_shows_hit_rates_and_where_a_requests_prefix_was() {
+    use crate::tui_common::{press, pump, render};
+    use hazardserve::tui::app::App;
+    use hazardserve::tui::loader::Loader;
+
+    let tmp = tempfile::tempdir().unwrap();
+    let store = conversations_store(tmp.path());
+    let cfg = write(
+        tmp.path(),
+        "conv.toml",
+        "[workload]\nsource = \"conv\"\n[replay]\nwindows = 2\npolicies = [\"fastest\", \"cache-aware\"]\ninclude_overlap = false\n",
+    );
+    let mut c = hs(&store);
+    c.args(["-q", "replay", "--config"]).arg(&cfg);
+    ok(c);
+    let mut loader = Loader::new(&store);
+    let mut app = App::new(None);
+    pump(&mut app, &mut loader);
+    press(&mut app, &mut loader, "4");
+    let replay = render(&app, 120, 40);
+    let header = replay
+        .lines()
+        .find(|l| l.contains("policy") && l.contains("mean completion"))
+        .unwrap_or_else(|| panic!("no policy table:\n{replay}"));
+    assert!(header.contains(" hit"), "{header}");
+    let row = replay
+        .lines()
+        .find(|l| l.contains("cache-aware"))
+        .unwrap_or_else(|| panic!("no cache-aware row:\n{replay}"));
+    let last = row.trim_end().trim_end_matches('│').trim_end();
+    assert!(last.ends_with('%'), "{row}");
+    // Wide enough for every column: the destroyed state too.
+    let wide = render(&app, 200, 48);
+    assert!(
+        wide.contains("prefix hit") && wide.contains("destroyed/w"),
+        "{wide}"
+    );
+    press(&mut app, &mut loader, "5");
+    let request = render(&app, 160, 48);
+    let line = request
+        .lines()
+        .find(|l| l.contains("prompt tokens from cache"))
+        .unwrap_or_else(|| panic!("no prefix line:\n{request}"));
+    assert!(
+        line.contains("held at placement by") || line.contains("no node held it"),
+        "{line}"
+    );
 }

@@ -135,6 +135,14 @@ pub trait Foresight {
     /// `None` when unknown (the oracle then treats the node as never failing; the other models
     /// price it with their curve alone).
     fn remaining_up(&self, node: NodeIdx) -> Option<f64>;
+
+    /// Seconds from now until the conversation of the request being decided sends its next
+    /// turn, when known (the oracle's foresight of future reuses; `f64::INFINITY`: the
+    /// conversation sends no more turns); `None` when unknown, as for every other policy,
+    /// which prices the reuse with the fitted gap ([`super::retained::ReuseGap`]).
+    fn next_turn_s(&self) -> Option<f64> {
+        None
+    }
 }
 
 /// The cluster as one decision sees it.

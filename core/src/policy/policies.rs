@@ -44,7 +44,7 @@
 //! | `random` | no | no | no | no | no |
 //! | `uptime` | no | yes (queue wait only) | yes | no | no |
 //! | `cache-aware`, `session-affinity` | no | yes (requests in flight) | no | no | no |
-//! | `oracle` | yes | yes | — | — | yes: true output lengths, every node's true timeline |
+//! | `oracle` | yes | yes | — | — | yes: true output lengths, every node's true timeline, each conversation's next turn (its retained-state term is `C_re` when the node ends between the turn's completion and the next turn, else 0) |
 //!
 //! Announced ends (the scenario's `nodes.announced_causes`, e.g. a lifetime cap) are not
 //! "the future" in this sense: every policy's view carries them, the `E`-based policies price
@@ -808,6 +808,18 @@ fn retained(
         return 0.0;
     }
     let announced = remaining_up(view, idx);
+    if model == RiskModel::Oracle {
+        // The oracle knows the next turn: the state is lost when the node ends after the
+        // turn completes and before the next one arrives.
+        if let Some(next) = view.foresight.and_then(|f| f.next_turn_s()) {
+            let lost = next.is_finite() && announced.is_some_and(|r| r > t && r < next);
+            return if lost {
+                super::retained::reprefill_s(req.prompt_tokens, p_fb)
+            } else {
+                0.0
+            };
+        }
+    }
     let memoryless = Exponential::from_rate(node.exp_rate_per_s);
     // `S(a_i)` once: `S_i(s | a_i) = S(a_i + s) / S(a_i)` (the curve's own conditional where
     // `S(a_i) = 0`).
@@ -1776,6 +1788,32 @@ mod tests {
         let known = view.with_foresight(&ends);
         let got = r(RiskModel::Oracle, &known, &req, &params);
         assert!((got - 0.25).abs() < 1e-12, "{got}");
+        // The oracle that also knows the next turn: all of `C_re` when the end (200 s) falls
+        // between the completion (10 s) and the next turn, nothing when the next turn comes
+        // first or never, and the other models ignore the foresight.
+        struct Knows(f64, f64);
+        impl super::super::model::Foresight for Knows {
+            fn remaining_up(&self, _: NodeIdx) -> Option<f64> {
+                Some(self.0)
+            }
+            fn next_turn_s(&self) -> Option<f64> {
+                Some(self.1)
+            }
+        }
+        for (end, next, want) in [
+            (200.0, 250.0, 0.5),
+            (200.0, 150.0, 0.0),
+            (200.0, f64::INFINITY, 0.0),
+            (5.0, 250.0, 0.0),
+        ] {
+            let fs = Knows(end, next);
+            let got = r(RiskModel::Oracle, &view.with_foresight(&fs), &req, &params);
+            assert_eq!(got, want, "end {end}, next {next}");
+        }
+        let fs = Knows(200.0, 250.0);
+        let got = r(RiskModel::Hazard, &view.with_foresight(&fs), &req, &params);
+        let announced = r(RiskModel::Hazard, &known, &req, &params);
+        assert_eq!(got, announced);
         // No conversation, no gap, or the ablation: 0.
         let alone = RequestView::new(1, 2000, 100);
         assert_eq!(r(RiskModel::Hazard, &view, &alone, &params), 0.0);

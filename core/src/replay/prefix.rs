@@ -31,7 +31,7 @@
 //! The engine's use of it (when a request looks up, pins, inserts and releases) is in
 //! [`crate::replay::engine`]'s serving model.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{HashMap, VecDeque};
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::policy::iteration::KvBlocks;
@@ -174,8 +174,12 @@ struct Entry {
 #[derive(Debug, Clone, Default)]
 pub struct PrefixCache {
     entries: KeyMap<Entry>,
-    /// Unreferenced blocks by stamp: the eviction order.
-    lru: BTreeMap<u64, u64>,
+    /// The eviction order: `(stamp, key)` of each release, oldest first (stamps only grow, so
+    /// the queue is sorted). An element is live while its key is cached unreferenced with
+    /// that stamp; a reference or a later release leaves it stale, skipped when popped and
+    /// dropped when the queue is compacted ([`PrefixCache::enqueue`]): the live elements are
+    /// the unreferenced blocks in stamp order, without a tree's insert and remove.
+    lru: VecDeque<(u64, u64)>,
     /// KV blocks of the unreferenced entries.
     free_kv_blocks: u64,
     /// Tokens of every entry.
@@ -255,7 +259,6 @@ impl PrefixCache {
     fn reference(&mut self, key: u64) {
         if let Some(e) = self.entries.get_mut(&key) {
             if e.refs == 0 {
-                self.lru.remove(&e.stamp);
                 self.free_kv_blocks -= u64::from(e.kv_blocks);
             }
             e.refs += 1;
@@ -291,9 +294,8 @@ impl PrefixCache {
             self.next_stamp += 1;
             match self.entries.get_mut(&key) {
                 Some(e) if e.refs == 0 => {
-                    self.lru.remove(&e.stamp);
                     e.stamp = stamp;
-                    self.lru.insert(stamp, key);
+                    self.enqueue(stamp, key);
                 }
                 Some(_) => {}
                 None => {
@@ -308,7 +310,7 @@ impl PrefixCache {
                             tokens: t,
                         },
                     );
-                    self.lru.insert(stamp, key);
+                    self.enqueue(stamp, key);
                     self.free_kv_blocks += u64::from(kv_blocks);
                     self.tokens += u64::from(t);
                 }
@@ -327,10 +329,11 @@ impl PrefixCache {
                 }
                 e.refs -= 1;
                 if e.refs == 0 {
-                    e.stamp = self.next_stamp;
+                    let stamp = self.next_stamp;
+                    e.stamp = stamp;
                     self.next_stamp += 1;
-                    self.lru.insert(e.stamp, key);
                     self.free_kv_blocks += u64::from(e.kv_blocks);
+                    self.enqueue(stamp, key);
                 }
             }
         }
@@ -341,9 +344,12 @@ impl PrefixCache {
     pub fn evict_to(&mut self, room: u64) -> Removed {
         let mut out = Removed::default();
         while self.free_kv_blocks > room {
-            let Some((_, key)) = self.lru.pop_first() else {
+            let Some((stamp, key)) = self.lru.pop_front() else {
                 break;
             };
+            if !self.is_live(stamp, key) {
+                continue;
+            }
             if let Some(e) = self.entries.remove(&key) {
                 self.free_kv_blocks -= u64::from(e.kv_blocks);
                 self.tokens -= u64::from(e.tokens);
@@ -352,6 +358,25 @@ impl PrefixCache {
             }
         }
         out
+    }
+
+    /// Whether the queue element `(stamp, key)` stands for a cached unreferenced block.
+    #[inline]
+    fn is_live(&self, stamp: u64, key: u64) -> bool {
+        self.entries
+            .get(&key)
+            .is_some_and(|e| e.refs == 0 && e.stamp == stamp)
+    }
+
+    /// Appends a release to the eviction order; drops the stale elements when they outnumber
+    /// the cached blocks (amortised O(1) per release).
+    fn enqueue(&mut self, stamp: u64, key: u64) {
+        self.lru.push_back((stamp, key));
+        if self.lru.len() > 2 * self.entries.len() + 64 {
+            let entries = &self.entries;
+            self.lru
+                .retain(|&(s, k)| entries.get(&k).is_some_and(|e| e.refs == 0 && e.stamp == s));
+        }
     }
 
     /// Empties the cache (the node's end): every block, referenced or not.

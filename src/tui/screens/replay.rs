@@ -43,7 +43,9 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         return;
     };
     let rows = app.visible_policies(r);
-    let wide = area.width >= 150;
+    // Prefix caching: the hit rate (and, wide, the state node ends destroyed per window).
+    let cached = rows.iter().any(|p| p.hit_rate.value.is_some());
+    let wide = area.width >= if cached { 175 } else { 150 };
     let table_h = (rows.len() as u16 + 3)
         .min(area.height.saturating_sub(8))
         .max(4);
@@ -146,6 +148,13 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
         m.value
             .map_or("-".to_string(), |v| format!("{:.1}%", 100.0 * v))
     };
+    if cached {
+        header.extend(if wide {
+            &["prefix hit", "destroyed/w"][..]
+        } else {
+            &["hit"][..]
+        });
+    }
     let body: Vec<Row> = rows
         .iter()
         .map(|p| {
@@ -190,10 +199,16 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
                     Cell::from(fmt_num(p.gap_closed.value)),
                 ]);
             }
+            if cached {
+                cells.push(Cell::from(format!("{:>6}", pct(&p.hit_rate))));
+                if wide {
+                    cells.push(Cell::from(format!("{:>11}", fmt_num(p.destroyed.value))));
+                }
+            }
             Row::new(cells)
         })
         .collect();
-    let widths: Vec<Constraint> = if wide {
+    let mut widths: Vec<Constraint> = if wide {
         vec![
             Constraint::Length(18),
             Constraint::Length(21),
@@ -221,6 +236,15 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
             Constraint::Min(6),
         ]
     };
+    if cached {
+        widths.pop();
+        widths.push(Constraint::Length(6));
+        if wide {
+            widths.extend([Constraint::Length(10), Constraint::Min(11)]);
+        } else {
+            widths.push(Constraint::Min(6));
+        }
+    }
     let sort = app.sort(List::Policies);
     let title = format!(
         " Policies ({}) · 95% CIs over windows · by {} {} ",

@@ -14,12 +14,56 @@ use ratatui::Frame;
 use crate::tui::app::{App, List, Load, Screen};
 use crate::tui::component::Component;
 use crate::tui::data::{
-    shared_prefix, EventKind, LoadJob, RequestExplain, RequestRow, TimelineEvent,
+    shared_prefix, EventKind, LoadJob, PrefixStory, RequestExplain, RequestRow, TimelineEvent,
 };
 use crate::tui::widgets::{
     block, dim, fmt_secs, header_style, load_status, message, replay_or_message, selected_style,
     truncate, PALETTE,
 };
+
+/// The request's prefix in one line: the prompt tokens its first prefill read from cache, and
+/// the nodes that held a leading part of its prompt when it was first placed.
+fn prefix_line(p: &PrefixStory) -> Line<'static> {
+    let pct = if p.prompt_tokens > 0 {
+        100.0 * p.hit_tokens as f64 / p.prompt_tokens as f64
+    } else {
+        0.0
+    };
+    let held = if p.holders.is_empty() {
+        "no node held it at placement".to_string()
+    } else {
+        let names: Vec<String> = p.holders.iter().map(|h| h.0.clone()).collect();
+        let cut = if names.len() > 1 {
+            shared_prefix(&names)
+        } else {
+            0
+        };
+        let shown: Vec<String> = p
+            .holders
+            .iter()
+            .take(4)
+            .map(|(n, t)| format!("{} {t}", short(n, cut)))
+            .collect();
+        let more = p.holders.len().saturating_sub(4);
+        format!(
+            "held at placement by {}{}",
+            shown.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            }
+        )
+    };
+    Line::from(vec![
+        Span::styled("prefix ", dim()),
+        Span::raw(format!(
+            "{} of {} prompt tokens from cache ({pct:.1} %)",
+            p.hit_tokens, p.prompt_tokens
+        )),
+        Span::styled(format!(" · {held} (tokens)"), dim()),
+    ])
+}
 
 fn short(name: &str, prefix: usize) -> &str {
     name.get(prefix..).filter(|s| !s.is_empty()).unwrap_or(name)
@@ -181,14 +225,22 @@ pub fn render(app: &App, f: &mut Frame, area: Rect) {
     let outer = block(title);
     let inner = outer.inner(right);
     f.render_widget(outer, right);
-    let [head, bar, axis, table_area, note_area] = Layout::vertical([
+    let story = match app.explain() {
+        Some(Load::Ready(x)) => x.prefix.as_ref().map(prefix_line),
+        _ => None,
+    };
+    let [head, bar, axis, prefix_area, table_area, note_area] = Layout::vertical([
         Constraint::Length(3),
         Constraint::Length(1),
         Constraint::Length(1),
+        Constraint::Length(u16::from(story.is_some())),
         Constraint::Min(2),
         Constraint::Length(2),
     ])
     .areas(inner);
+    if let Some(line) = story {
+        f.render_widget(Paragraph::new(line), prefix_area);
+    }
     f.render_widget(Paragraph::new(stored_lines(q, wide)), head);
     match app.explain() {
         Some(Load::Ready(x)) => {

@@ -221,6 +221,7 @@ impl Sim<'_> {
             let fs = TraceForesight {
                 ends: &self.known_ends,
                 now: self.now,
+                next_turn: NO_FORESIGHT,
             };
             let loads = live_loads!(self);
             let view = ClusterView::new(&self.scratch_views)
@@ -316,6 +317,7 @@ impl Sim<'_> {
             let fs = TraceForesight {
                 ends: &self.known_ends,
                 now,
+                next_turn: NO_FORESIGHT,
             };
             let loads = live_loads!(self);
             let mut view = ClusterView::new(&self.views)

@@ -364,6 +364,9 @@ struct Req {
     first_hit: u64,
     /// Its conversation's key (`None`: unknown).
     conversation: Option<u64>,
+    /// The oracle's foresight: the arrival of its conversation's next turn (`i64::MAX`: none,
+    /// or not the oracle's run).
+    next_turn: i64,
 }
 
 /// How a request's first placement ended, for the forecast calibration.
@@ -452,7 +455,13 @@ struct CachedTrajectory {
 struct TraceForesight<'s> {
     ends: &'s [i64],
     now: i64,
+    /// The arrival of the decided request's conversation's next turn, when the oracle knows
+    /// it ([`NO_FORESIGHT`]: unknown; `i64::MAX`: no next turn).
+    next_turn: i64,
 }
+
+/// [`TraceForesight::next_turn`] when the decision does not know the next turn.
+const NO_FORESIGHT: i64 = i64::MIN;
 
 impl Foresight for TraceForesight<'_> {
     /// `R_i = (end of the current session - now)` seconds; `None` for a session open at the end
@@ -463,6 +472,15 @@ impl Foresight for TraceForesight<'_> {
             None
         } else {
             Some(e.saturating_sub(self.now).max(0) as f64 / US_PER_S)
+        }
+    }
+
+    /// Seconds until the next turn's arrival (`f64::INFINITY` for none).
+    fn next_turn_s(&self) -> Option<f64> {
+        match self.next_turn {
+            NO_FORESIGHT => None,
+            i64::MAX => Some(f64::INFINITY),
+            t => Some(t.saturating_sub(self.now).max(0) as f64 / US_PER_S),
         }
     }
 }

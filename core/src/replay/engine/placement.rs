@@ -254,6 +254,11 @@ impl Sim<'_> {
             let fs = TraceForesight {
                 ends: &self.known_ends,
                 now: self.now,
+                next_turn: if self.oracle {
+                    self.reqs[r as usize].next_turn
+                } else {
+                    NO_FORESIGHT
+                },
             };
             let loads = live_loads!(self);
             let mut view = ClusterView::new(&self.views)
@@ -304,6 +309,11 @@ impl Sim<'_> {
             let fs = TraceForesight {
                 ends: &self.known_ends,
                 now: self.now,
+                next_turn: if self.oracle {
+                    self.reqs[r as usize].next_turn
+                } else {
+                    NO_FORESIGHT
+                },
             };
             let loads = live_loads!(self);
             let mut view = ClusterView::new(&self.scratch_views)

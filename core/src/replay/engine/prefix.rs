@@ -52,6 +52,15 @@ impl Sim<'_> {
             return;
         }
         let blocks = KvBlocks::of(self.cluster.nodes[i].spec.kv_capacity_tokens).capacity;
+        // Each holder's blocks are at most `need / 16 + 2` (its prompt and every output token,
+        // rounded up, and the block of its next token): a cache that fits beside that bound
+        // has nothing to evict, without summing the holders.
+        let st = &self.nodes[i];
+        let bound =
+            KvBlocks::blocks(st.kv_true as f64).saturating_add(2 * st.residents.len() as u64);
+        if st.cache.unreferenced_kv_blocks().saturating_add(bound) <= blocks {
+            return;
+        }
         let room = blocks.saturating_sub(self.kv_blocks_used(i));
         let gone = self.nodes[i].cache.evict_to(room);
         self.stats.cache_evicted_tokens += gone.tokens;

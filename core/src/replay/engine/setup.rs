@@ -87,8 +87,17 @@ impl<'a> Sim<'a> {
                 hit: 0,
                 first_hit: 0,
                 conversation: j.conversation,
+                next_turn: i64::MAX,
             })
             .collect();
+        let mut reqs = reqs;
+        if oracle {
+            let turns: Vec<(i64, Option<u64>)> =
+                reqs.iter().map(|q| (q.arrival, q.conversation)).collect();
+            for (q, next) in reqs.iter_mut().zip(next_turns(&turns)) {
+                q.next_turn = next;
+            }
+        }
         let n = cluster.nodes.len();
         let n_reqs = reqs.len();
         let prefix_requests = jobs.iter().filter(|j| j.prefix_keys.1 > 0).count() as u64;
@@ -286,5 +295,40 @@ impl<'a> Sim<'a> {
             idle_migration: kind.migrates() && kind != PolicyKind::Oracle && params.idle_migration,
             risk: kind.risk_model(),
         }
+    }
+}
+
+/// Each turn's next: for turns given as `(arrival, conversation)`, the arrival of the next
+/// turn of the same conversation (a later arrival with the same key; `i64::MAX` for a
+/// conversation's last turn or an unknown conversation), the oracle's foresight of future
+/// reuses ([`Req::next_turn`]).
+fn next_turns(turns: &[(i64, Option<u64>)]) -> Vec<i64> {
+    let mut order: Vec<usize> = (0..turns.len()).collect();
+    order.sort_by_key(|&r| std::cmp::Reverse((turns[r].0, r)));
+    let mut later: std::collections::HashMap<u64, i64> = std::collections::HashMap::new();
+    let mut next = vec![i64::MAX; turns.len()];
+    for r in order {
+        if let (at, Some(c)) = turns[r] {
+            next[r] = later.insert(c, at).unwrap_or(i64::MAX);
+        }
+    }
+    next
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn next_turns_follow_each_conversation() {
+        let m = i64::MAX;
+        let turns = [
+            (10, Some(1)),
+            (20, Some(2)),
+            (30, None),
+            (40, Some(1)),
+            (40, Some(2)),
+            (90, Some(1)),
+        ];
+        assert_eq!(super::next_turns(&turns), vec![40, 40, m, 90, m, m]);
+        assert!(super::next_turns(&[]).is_empty());
     }
 }
