@@ -264,8 +264,17 @@ pub fn params() -> Params {
 /// `w` with prefix blocks of `block` tokens: request `k` belongs to conversation `k % 8`; its
 /// prompt's blocks are one shared first block (a system prompt) and then its conversation's
 /// blocks, as many as its prompt holds, so that requests of one conversation share their
-/// leading blocks up to the shorter prompt.
+/// leading blocks up to the shorter prompt. The conversations are the workload's, with a gap
+/// between turns of 30 s, 2 or 10 minutes (60 / 30 / 10 %), so that the retained-state term,
+/// idle-state migration and the oracle's foresight of the next turn all run.
 pub fn conversations(w: Workload, block: u32) -> Workload {
+    let ids = (0..w.requests.len())
+        .map(|k| Some((k % 8) as u64))
+        .collect();
+    let gap = hazardserve::policy::retained::ReuseGap::from_steps(
+        &[30.0, 120.0, 600.0],
+        &[0.4, 0.1, 0.0],
+    );
     let prefixes = w
         .requests
         .iter()
@@ -280,4 +289,6 @@ pub fn conversations(w: Workload, block: u32) -> Workload {
         })
         .collect();
     w.with_prefixes(prefixes)
+        .with_conversations(ids)
+        .with_reuse(gap)
 }

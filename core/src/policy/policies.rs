@@ -80,9 +80,11 @@
 //! Every decision fills an [`Explanation`] supplied by the caller (reused across calls, so no
 //! allocation once its candidate buffer has grown).
 //!
-//! Size: over 800 lines because the eight policies share one trait and one `StandardPolicy`
-//! decision path; each policy is a few lines of that path, and keeping them side by side is what
-//! lets a reader compare what each one knows.
+//! Size: over 800 lines because the thirteen policy kinds share one trait and one
+//! `StandardPolicy` decision path (the routers and the retained-state term included); each
+//! policy is a few lines of that path, and keeping them side by side is what lets a reader
+//! compare what each one knows. The second half is their unit tests against hand
+//! computations.
 
 use std::fmt;
 use std::str::FromStr;
@@ -801,10 +803,7 @@ fn retained(
     t: f64,
     p_fb: f64,
 ) -> f64 {
-    let (Some(gap), Some(_)) = (view.reuse, req.conversation) else {
-        return 0.0;
-    };
-    if !params.retained_state {
+    if req.conversation.is_none() || !params.retained_state {
         return 0.0;
     }
     let announced = remaining_up(view, idx);
@@ -820,6 +819,9 @@ fn retained(
             };
         }
     }
+    let Some(gap) = view.reuse else {
+        return 0.0;
+    };
     let memoryless = Exponential::from_rate(node.exp_rate_per_s);
     // `S(a_i)` once: `S_i(s | a_i) = S(a_i + s) / S(a_i)` (the curve's own conditional where
     // `S(a_i) = 0`).

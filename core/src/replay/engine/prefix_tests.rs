@@ -230,8 +230,14 @@ fn the_bound_credits_every_prefix_an_earlier_arrival_brought() {
 }
 
 /// A risky node (mean session 100 s) holds a conversation's state; a safe one comes up at
-/// 20 s; the next turn is due 200 s after the first; the risky node ends at 150 s.
+/// 20 s; the next turn is due 200 s after the first; the risky node ends at 150 s. Replayed
+/// by `hazard`.
 fn idle_case(idle_migration: bool) -> RunOutput {
+    idle_case_of(PolicyKind::Hazard, idle_migration)
+}
+
+/// [`idle_case`] replayed by `kind`.
+fn idle_case_of(kind: PolicyKind, idle_migration: bool) -> RunOutput {
     use crate::policy::retained::ReuseGap;
     let mut risky = node(1_000_000, &[(-1.0, Some(150.0))]);
     risky.survival = Arc::new(Exponential { mean: 100.0 });
@@ -250,7 +256,7 @@ fn idle_case(idle_migration: bool) -> RunOutput {
         },
         ..cfg()
     };
-    let spec = RunSpec::new(PolicyKind::Hazard, Window::new(0, us(1000.0)), 1, c.params);
+    let spec = RunSpec::new(kind, Window::new(0, us(1000.0)), 1, c.params);
     simulate(&Cluster::new(vec![risky, safe]), &w, &c, &spec).expect("replay runs")
 }
 
@@ -272,4 +278,19 @@ fn an_idle_state_migration_moves_the_blocks_and_the_next_turn_hits_on_the_destin
         kept.records[1].ttft_s.expect("first token"),
     );
     assert!(a < b, "with the state moved {a} s, without {b} s");
+}
+
+/// The oracle knows the risky node ends (150 s) before the next turn (200 s): the state,
+/// idle on the risky node when the safe one comes up (20 s), is copied there then, and the
+/// next turn hits on it; without idle migration it finds nothing.
+#[test]
+fn the_oracle_copies_a_doomed_idle_state_where_it_survives_until_the_next_turn() {
+    let moved = idle_case_of(PolicyKind::Oracle, true);
+    assert_eq!(moved.records[0].first_node, Some(0));
+    assert_eq!(moved.stats.state_migrations, 1);
+    assert_eq!(moved.records[1].first_node, Some(1));
+    assert_eq!(moved.records[1].prefix_hit_tokens, 16_384);
+    let kept = idle_case_of(PolicyKind::Oracle, false);
+    assert_eq!(kept.stats.state_migrations, 0);
+    assert_eq!(kept.records[1].prefix_hit_tokens, 0);
 }

@@ -135,6 +135,10 @@ impl Sim<'_> {
         self.sync_free(i);
         self.known_ends[i] = known_end_of(s, self.oracle);
         self.views_dirty = true;
+        if self.oracle && !self.idle.is_empty() && self.moves_idle_state() {
+            // A doomed idle state may now have somewhere to go.
+            self.oracle_idle_moves();
+        }
         if !s.end_censored() {
             self.schedule(s.end_us, Event::NodeDown(n));
         }

@@ -292,7 +292,7 @@ impl<'a> Sim<'a> {
             reuse,
             routes_all: kind.routes_all(),
             idle: Default::default(),
-            idle_migration: kind.migrates() && kind != PolicyKind::Oracle && params.idle_migration,
+            idle_migration: kind.migrates() && params.idle_migration,
             risk: kind.risk_model(),
         }
     }

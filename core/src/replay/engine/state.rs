@@ -17,15 +17,22 @@
 //! `C_re (rho_i(e) - rho_j(e)) > h`
 //!
 //! (`C_re` the re-prefill of the idle prompt at the fallback, [`crate::policy::retained`];
-//! `h` the hysteresis). The copy is a KV transfer, `O_t + tokens kv / min(B_i, B_j)`, that
+//! `h` the hysteresis). Decision 2 weighs a running request's move against its cost to that
+//! request (`C_planned`, `dT`); an idle copy stalls no request, so both are 0 here and the
+//! trigger is the risk it removes alone. Looking only at the four safest nodes bounds the work
+//! per state (this product's choice, not a published rule). The copy is a KV transfer, `O_t + tokens kv / min(B_i, B_j)`, that
 //! stalls no request (the design's `dT` is 0): when it completes, the blocks still cached on
 //! `i` are cached on `j` as well, unreferenced and most recently used; a source or destination
 //! lost meanwhile, or blocks evicted meanwhile, fail it. A conversation's state moves at most
 //! [`Params::max_hops`] times. The next turn's placement then sees its blocks on `j`
 //! ([`NodeView::cached_tokens`]).
 //!
-//! Only the cost-based policies that migrate do this; the oracle keeps its check-before-end
-//! rule for running requests and does not move idle state.
+//! The cost-based policies that migrate do this at each check. The oracle, which knows every
+//! node's end and every conversation's next turn ([`Req::next_turn`]), has no checks: when a
+//! state goes idle on a node that ends before its next turn arrives, and when a node comes up
+//! while such a state waits, it copies the state, if its re-prefill exceeds the hysteresis, to
+//! the up node with room whose session lasts longest, when that session outlasts the next
+//! turn's arrival (`rho_i = 1`, `rho_j = 0`: the same trigger with the risks known).
 
 use std::collections::HashMap;
 
@@ -56,7 +63,55 @@ impl Sim<'_> {
         self.idle_migration && self.reuse.is_some()
     }
 
-    /// Request `r` completed: its conversation's idle state is its blocks on its node.
+    /// The oracle's idle moves (module documentation): every waiting state whose node ends
+    /// before its next turn, and that is not being copied, is copied where it survives until
+    /// then; a state with nowhere to go waits for a node to come up. The states the oracle
+    /// keeps are only those doomed ones.
+    pub(super) fn oracle_idle_moves(&mut self) {
+        let mut convs: Vec<u64> = self.idle.keys().copied().collect();
+        convs.sort_unstable();
+        let mut fastest = crate::policy::cost::Fallbacks::default();
+        for &j in &self.up_list {
+            fastest.push(j, self.cluster.nodes[j].spec.prefill_tok_s);
+        }
+        for c in convs {
+            let st = self.idle[&c];
+            let i = st.node as usize;
+            let next = self.reqs[st.req as usize].next_turn;
+            let end_i = self.known_ends[i];
+            let doomed = self.nodes[i].up
+                && self.nodes[i].cache_epoch == st.epoch
+                && next != i64::MAX
+                && end_i < next;
+            if !doomed || st.hops >= self.params.max_hops {
+                self.idle.remove(&c);
+                continue;
+            }
+            let tokens = idle_tokens(&self.reqs[st.req as usize], st.blocks);
+            let c_re = reprefill_s(tokens, self.fallback_prefill(i, &fastest));
+            if st.moving_to != NONE || !(c_re > self.params.hysteresis_s) {
+                continue;
+            }
+            let blocks = KvBlocks::blocks(tokens as f64);
+            let best = self
+                .up_list
+                .iter()
+                .copied()
+                .filter(|&j| {
+                    j != i
+                        && self.steps[j].is_some()
+                        && self.known_ends[j] >= next
+                        && self.cache_room(j) >= blocks
+                })
+                .max_by(|&a, &b| self.known_ends[a].cmp(&self.known_ends[b]).then(b.cmp(&a)));
+            if let Some(j) = best {
+                self.start_state_copy(c, j);
+            }
+        }
+    }
+
+    /// Request `r` completed: its conversation's idle state is its blocks on its node (the
+    /// oracle keeps it only when the node ends before the next turn, and moves it at once).
     pub(super) fn state_goes_idle(&mut self, r: u32) {
         let q = &self.reqs[r as usize];
         let (Some(c), node) = (q.conversation, q.cache_node) else {
@@ -76,6 +131,9 @@ impl Sim<'_> {
             copies: 0,
         };
         self.idle.insert(c, idle);
+        if self.oracle {
+            self.oracle_idle_moves();
+        }
     }
 
     /// A turn of request `r`'s conversation arrived: its state is in use again.
@@ -100,11 +158,14 @@ impl Sim<'_> {
         }
     }
 
-    /// The migration check of every idle state (at a tick).
+    /// The migration check of every idle state (at a tick; the oracle has none).
     pub(super) fn check_idle_states(&mut self) {
         let Some(gap) = self.reuse else {
             return;
         };
+        if self.oracle {
+            return;
+        }
         if self.idle.is_empty() {
             return;
         }
