@@ -45,12 +45,12 @@
 //! | `uptime` | no | yes (queue wait only) | yes | no | no |
 //! | `cache-aware`, `session-affinity` | no | yes (requests in flight) | no | no | no |
 //! | `oracle` | yes | yes | — | — | yes: true output lengths, every node's true timeline, each conversation's next turn (its retained-state term is `C_re` when the node ends between the turn's completion and the next turn, else 0) |
+//! | `bound` | fastest rates | none (unloaded) | — | — | yes: when any node is up |
 //!
 //! Announced ends (the scenario's `nodes.announced_causes`, e.g. a lifetime cap) are not
 //! "the future" in this sense: every policy's view carries them, the `E`-based policies price
 //! them as a planned hop ([`super::cost::announced_loss`]) over the curve of the unannounced
 //! causes, and the replay drains them for every policy.
-//! | `bound` | fastest rates | none (unloaded) | — | — | yes: when any node is up |
 //!
 //! The `oracle` is a *clairvoyant greedy* heuristic, an upper reference on interruptions, not
 //! a proven optimum (it can be beaten in a window, and on completion it is no reference: under

@@ -11,8 +11,9 @@
 //!
 //! the chance that node `x` ends before the next turn arrives, given that it has not arrived
 //! `e` seconds after the idle turn's arrival (`S_G(e) = 1 - (m / 16) #{c: g_c <= e}`), and
-//! the state is copied from `i` to the destination `j` of least `rho_j` among the four
-//! safest up nodes with room when
+//! the state is copied from `i` to the destination `j`, of the four safest up nodes (the
+//! least chance of ending over the gap's cells), the one of least `rho_j` other than `i` with
+//! room for the state, when
 //!
 //! `C_re (rho_i(e) - rho_j(e)) > h`
 //!
