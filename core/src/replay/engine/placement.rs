@@ -326,6 +326,12 @@ impl Sim<'_> {
             policy.place(&view, &rv, &mut self.expl)
         };
         self.log_decision(true);
+        self.take_choice(r, choice);
+    }
+
+    /// Request `r` goes where the policy chose when that node can ever hold it (it starts
+    /// there or joins its queue), else to the pending queue.
+    fn take_choice(&mut self, r: u32, choice: Option<NodeIdx>) {
         match choice.filter(|&i| self.can_ever_hold(i, r)) {
             Some(i) => {
                 self.note_placement(r);
@@ -367,13 +373,7 @@ impl Sim<'_> {
         }
         self.scratch_active = active;
         self.log_decision(false);
-        match choice.filter(|&i| self.can_ever_hold(i, r)) {
-            Some(i) => {
-                self.note_placement(r);
-                self.admit_or_enqueue(r, i);
-            }
-            None => self.make_pending(r),
-        }
+        self.take_choice(r, choice);
     }
 
     /// Records a placement of `r` by the decision in `expl`: the first one keeps its forecast.

@@ -71,10 +71,7 @@ impl Sim<'_> {
     pub(super) fn oracle_idle_moves(&mut self) {
         let mut convs: Vec<u64> = self.idle.keys().copied().collect();
         convs.sort_unstable();
-        let mut fastest = crate::policy::cost::Fallbacks::default();
-        for &j in &self.up_list {
-            fastest.push(j, self.cluster.nodes[j].spec.prefill_tok_s);
-        }
+        let fastest = self.up_fallbacks();
         for c in convs {
             let st = self.idle[&c];
             let i = st.node as usize;
@@ -189,10 +186,7 @@ impl Sim<'_> {
         // S_i(g_16 | a_i)` (the chance it ends before the last cell's gap), so that a state
         // whose re-prefill times it cannot exceed the hysteresis is not priced.
         let mut bound: HashMap<usize, f64> = HashMap::new();
-        let mut fastest = crate::policy::cost::Fallbacks::default();
-        for &j in &self.up_list {
-            fastest.push(j, self.cluster.nodes[j].spec.prefill_tok_s);
-        }
+        let fastest = self.up_fallbacks();
         let mut convs: Vec<u64> = self.idle.keys().copied().collect();
         convs.sort_unstable();
         for c in convs {
@@ -205,16 +199,12 @@ impl Sim<'_> {
                 .entry(i)
                 .or_insert_with(|| 1.0 - self.node_survival(i, last_gap));
             let tokens = idle_tokens(&self.reqs[st.req as usize], st.blocks);
-            if !(reprefill_s(tokens, self.fallback_prefill(i, &fastest)) * most
-                > self.params.hysteresis_s)
-            {
+            let c_re = reprefill_s(tokens, self.fallback_prefill(i, &fastest));
+            if !(c_re * most > self.params.hysteresis_s) {
                 continue;
             }
             let e = (self.now - st.arrival) as f64 / US_PER_S;
             let rho_i = idle_risk(&gap, e, |t| self.node_survival(i, t));
-            let tokens = idle_tokens(&self.reqs[st.req as usize], st.blocks);
-            let p_fb = self.fallback_prefill(i, &fastest);
-            let c_re = reprefill_s(tokens, p_fb);
             if !(c_re * rho_i > self.params.hysteresis_s) {
                 continue;
             }
@@ -254,6 +244,15 @@ impl Sim<'_> {
         safest.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
         safest.truncate(4);
         safest
+    }
+
+    /// The up nodes' two fastest prefill rates, for [`Sim::fallback_prefill`].
+    fn up_fallbacks(&self) -> crate::policy::cost::Fallbacks {
+        let mut fastest = crate::policy::cost::Fallbacks::default();
+        for &j in &self.up_list {
+            fastest.push(j, self.cluster.nodes[j].spec.prefill_tok_s);
+        }
+        fastest
     }
 
     /// The fastest prefill rate of an up node other than `i` (its own without one), from the
