@@ -9,6 +9,7 @@ replay uses, with each node's conditional survival at its age.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import List, Optional, Union
 
@@ -32,11 +33,25 @@ def _like(times, values: np.ndarray):
 
 
 class SurvivalCurve:
-    """A survival curve of the session age (seconds): right-continuous steps, then an
-    exponential tail. ``S(x) = 1`` before the first step."""
+    """A survival curve of the session age (seconds): right-continuous steps (or read
+    linearly between them), then an exponential tail, or any curve a decision log names.
+    ``S(x) = 1`` before the first step."""
 
     def __init__(self, native: "_native.NativeCurve") -> None:
         self._native = native
+
+    @classmethod
+    def from_spec(cls, spec) -> "SurvivalCurve":
+        """The curve a spec describes: a dict (or its JSON text) as ``replay --decision-log``
+        writes curves (``kind``: ``steps``, ``linear``, ``exponential``, ``weibull`` or
+        ``weibull-tail``); ``ValueError`` naming the problem."""
+        text = spec if isinstance(spec, str) else json.dumps(spec)
+        return cls(_native.NativeCurve.from_spec(text))
+
+    def spec(self) -> Optional[dict]:
+        """The curve as a spec (``None`` for a curve without one)."""
+        text = self._native.spec()
+        return None if text is None else json.loads(text)
 
     @property
     def tail_hazard(self) -> float:
@@ -84,9 +99,10 @@ class Priors:
         """The age of the node's live session at the training cut (``None``: down, unknown)."""
         return self._native.age_at_cutoff_s(node_id)
 
-    def curve(self, node_id: Optional[str] = None) -> SurvivalCurve:
-        """The curve of ``node_id``; the pooled curve for ``None`` or an unknown node."""
-        return SurvivalCurve(self._native.curve(node_id))
+    def curve(self, node_id: Optional[str] = None, linear: bool = False) -> SurvivalCurve:
+        """The curve of ``node_id``; the pooled curve for ``None`` or an unknown node;
+        ``linear``: read linearly between its knots (as the replay's policies read it)."""
+        return SurvivalCurve(self._native.curve(node_id, linear))
 
     def __repr__(self) -> str:
         return (

@@ -9,9 +9,10 @@
 //! `ValueError` with the library's message.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use hazardserve_core::survival::competing::aalen_johansen;
-use hazardserve_core::survival::curve::{ConditionalSurvival, StepCurve};
+use hazardserve_core::survival::curve::{ConditionalSurvival, CurveSpec, LinearCurve};
 use hazardserve_core::survival::groups::{logrank, Weighting};
 use hazardserve_core::survival::interval::{turnbull, Bounds, TurnbullOptions};
 use hazardserve_core::survival::km::KmFit;
@@ -33,7 +34,10 @@ type PyColumns<'py> = BTreeMap<&'static str, Bound<'py, PyBytes>>;
 type PyLogRank<'py> = (f64, f64, usize, Bound<'py, PyBytes>, Bound<'py, PyBytes>);
 
 /// `f64` values as native-endian bytes for Python (`numpy.frombuffer` reads them).
-fn f64_bytes(py: Python<'_>, values: impl IntoIterator<Item = f64>) -> Bound<'_, PyBytes> {
+pub(crate) fn f64_bytes(
+    py: Python<'_>,
+    values: impl IntoIterator<Item = f64>,
+) -> Bound<'_, PyBytes> {
     let bytes: Vec<u8> = values.into_iter().flat_map(f64::to_ne_bytes).collect();
     PyBytes::new(py, &bytes)
 }
@@ -46,7 +50,7 @@ fn to_python(py: Python<'_>, cols: Columns) -> PyColumns<'_> {
 }
 
 /// `name`'s values from native-endian bytes of `W`-byte items.
-fn items<const W: usize, T>(
+pub(crate) fn items<const W: usize, T>(
     bytes: &[u8],
     name: &str,
     from: impl Fn([u8; W]) -> T,
@@ -392,26 +396,52 @@ impl NativePriors {
     }
 
     /// The curve of `node_id`, the pooled curve for `None` or an unknown node (as the replay
-    /// loads it).
-    #[pyo3(signature = (node_id=None))]
-    fn curve(&self, node_id: Option<&str>) -> NativeCurve {
+    /// loads it); `linear`: read linearly between its knots, as the replay's policies do by
+    /// default (`[policy] survival_curve = "linear"`).
+    #[pyo3(signature = (node_id=None, linear=false))]
+    fn curve(&self, node_id: Option<&str>, linear: bool) -> NativeCurve {
+        let steps = match node_id {
+            Some(id) => self.priors.node_curve(id),
+            None => self.priors.pooled_curve(),
+        };
         NativeCurve {
-            curve: match node_id {
-                Some(id) => self.priors.node_curve(id),
-                None => self.priors.pooled_curve(),
+            curve: if linear {
+                Arc::new(LinearCurve::new(steps))
+            } else {
+                Arc::new(steps)
             },
         }
     }
 }
 
-/// A survival curve of the session age: right-continuous steps and an exponential tail.
+/// A survival curve of the session age: right-continuous steps and an exponential tail, or
+/// any curve a decision log names ([`CurveSpec`]).
 #[pyclass(frozen, module = "hazardserve._native")]
-struct NativeCurve {
-    curve: StepCurve,
+pub(crate) struct NativeCurve {
+    pub(crate) curve: Arc<dyn ConditionalSurvival>,
 }
 
 #[pymethods]
 impl NativeCurve {
+    /// The curve a spec describes (JSON, as a decision log writes it; `ValueError` naming
+    /// the problem).
+    #[staticmethod]
+    fn from_spec(json: &str) -> PyResult<Self> {
+        let spec: CurveSpec = serde_json::from_str(json)
+            .map_err(|e| PyValueError::new_err(format!("curve spec: {e}")))?;
+        let curve = spec
+            .build()
+            .map_err(|e| PyValueError::new_err(format!("curve spec: {e}")))?;
+        Ok(NativeCurve { curve })
+    }
+
+    /// The curve's spec as JSON (`None`: a curve without one).
+    fn spec(&self) -> Option<String> {
+        self.curve
+            .spec()
+            .and_then(|s| serde_json::to_string(&s).ok())
+    }
+
     /// `S(t)` at each of `times` (`f64` bytes in and out).
     fn survival<'py>(&self, py: Python<'py>, times: &[u8]) -> PyResult<Bound<'py, PyBytes>> {
         let t = items::<8, f64>(times, "times", f64::from_ne_bytes)?;
@@ -433,7 +463,7 @@ impl NativeCurve {
         ))
     }
 
-    /// The exponential hazard after the last step, per second.
+    /// The hazard per second the curve assumes past its support.
     #[getter]
     fn tail_hazard(&self) -> f64 {
         self.curve.tail_hazard()
@@ -442,7 +472,10 @@ impl NativeCurve {
 
 /// The native module: [`kaplan_meier`], [`nelson_aalen_fit`], [`aalen_johansen_fit`],
 /// [`logrank_test`], [`npmle`],
-/// the priors ([`NativePriors`], [`NativeCurve`]) and `__version__`.
+/// the priors ([`NativePriors`], [`NativeCurve`]), the policy ([`policy::NativePolicy`]) and
+/// `__version__`.
+mod policy;
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(kaplan_meier, m)?)?;
@@ -452,6 +485,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(npmle, m)?)?;
     m.add_class::<NativePriors>()?;
     m.add_class::<NativeCurve>()?;
+    m.add_class::<policy::NativePolicy>()?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

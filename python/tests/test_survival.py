@@ -277,7 +277,7 @@ def test_the_package_says_its_version_and_ships_its_stubs():
         if line.startswith("def ") or line.startswith("class "):
             name = line.split()[1].split("(")[0].rstrip(":")
             assert name in public, f"stub for {name}, which the module lacks"
-    for cls in ("NativePriors", "NativeCurve"):
+    for cls in ("NativePriors", "NativeCurve", "NativePolicy"):
         members = {n for n in dir(getattr(_native, cls)) if not n.startswith("_")}
         body = stub[stub.index(f"class {cls}:") :].split("\nclass ")[0]
         for m in members:

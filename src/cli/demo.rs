@@ -135,6 +135,7 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
     let opts = crate::scenario::RunOptions {
         save: true,
         fixed_id: Some("run-demo".into()),
+        ..Default::default()
     };
     let result = super::replay_cmd::run_scenario(globals, &cfg, &opts)?;
     let run = result.run_id;

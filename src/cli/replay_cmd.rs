@@ -28,6 +28,8 @@ use crate::store::Store;
       --policies hazard,least-loaded
   hazardserve replay --source cbl-preemption-4node --workload azure-conv \\
       --engine simple --windows 2 --load 0.6 --policies hazard,fastest
+  hazardserve replay --source cbl-preemption-4node --workload azure-conv \\
+      --windows 1 --policies hazard --decision-log decisions.jsonl
 
 Policies see survival curves fitted only on what was observed before the first window.
 --announced CAUSE declares an end cause planned (known in advance): the curves count only
@@ -102,6 +104,19 @@ pub struct ReplayArgs {
     /// Print the comparison without storing the run.
     #[arg(long)]
     pub no_save: bool,
+    /// Write each run's first decisions, with everything each read (nodes, curves, the
+    /// forecast's answers), as JSON lines to FILE: the Python package's `HazardAwarePolicy`
+    /// takes them again (`hazardserve.policy.replay_decision_log`).
+    #[arg(long, value_name = "FILE")]
+    pub decision_log: Option<PathBuf>,
+    /// Decisions logged per run with --decision-log.
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 200,
+        requires = "decision_log"
+    )]
+    pub decision_limit: usize,
     /// Output.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -208,6 +223,8 @@ pub fn replay(globals: &Globals, args: ReplayArgs) -> anyhow::Result<()> {
     let opts = RunOptions {
         save: !args.no_save,
         fixed_id: None,
+        decision_log: args.decision_log.clone(),
+        decision_limit: args.decision_limit,
     };
     let result = run_scenario(globals, &cfg, &opts)?;
     print_rows(globals, &result.rows, &args.output)

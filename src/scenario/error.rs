@@ -69,6 +69,15 @@ pub enum ScenarioError {
     /// The scenario could not be written as TOML (for the run's content key).
     #[error("serialising the scenario")]
     Serialize(#[source] toml::ser::Error),
+    /// The decision log could not be written.
+    #[error("{path}: cannot write the decision log")]
+    DecisionLog {
+        /// The log's path.
+        path: std::path::PathBuf,
+        /// Why.
+        #[source]
+        cause: std::io::Error,
+    },
 }
 
 impl ScenarioError {

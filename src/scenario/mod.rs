@@ -12,6 +12,7 @@ pub mod build;
 pub mod choices;
 pub mod config;
 pub mod conversations;
+pub mod decision_log;
 pub mod error;
 pub mod explain;
 pub mod hardware;

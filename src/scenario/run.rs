@@ -3,6 +3,7 @@
 
 use super::build::{build, Scenario};
 use super::config::ScenarioConfig;
+use super::decision_log::DecisionLog;
 use super::error::ScenarioError;
 use super::results::{comparison_rows, requests_batch, save_run, RequestSpill, RunInfo};
 use crate::replay::{aggregate, run_grid_streamed, AggregateOptions, PolicySummary};
@@ -16,6 +17,11 @@ pub struct RunOptions {
     /// Name the run with this id instead of a fresh time-stamped one; such a run is stored
     /// again only when its scenario or its input sources changed.
     pub fixed_id: Option<String>,
+    /// Write each run's first `decision_limit` decisions with their inputs to this file
+    /// ([`super::decision_log`]).
+    pub decision_log: Option<std::path::PathBuf>,
+    /// Decisions logged per run (with `decision_log`).
+    pub decision_limit: usize,
 }
 
 /// What a run produced.
@@ -75,7 +81,15 @@ pub fn run(
     opts: &RunOptions,
     say: &mut dyn FnMut(String),
 ) -> Result<RunResult, ScenarioError> {
-    let sc = build(store, cfg)?;
+    let mut sc = build(store, cfg)?;
+    let mut log = match &opts.decision_log {
+        Some(path) => {
+            sc.config.decision_log = opts.decision_limit;
+            sc.config.decision_inputs = true;
+            Some(DecisionLog::create(path, sc.grid.specs(&sc.config))?)
+        }
+        None => None,
+    };
     for n in &sc.notes {
         say(format!("note: {n}"));
     }
@@ -101,6 +115,9 @@ pub fn run(
             if let Some(spill) = spill.as_mut() {
                 spill.write(&requests_batch(&run_id, &names, o)?)?;
             }
+            if let Some(log) = log.as_mut() {
+                log.write(o)?;
+            }
             if done_windows.insert(o.window) && windows >= 10 && o.window % 10 == 9 {
                 say(format!("window {} of {windows} replayed", o.window + 1));
             }
@@ -108,6 +125,10 @@ pub fn run(
         },
     )?;
     let secs = started.elapsed().as_secs_f64();
+    if let Some(log) = log.take() {
+        let path = log.finish()?;
+        say(format!("decision log written to {}", path.display()));
+    }
     say(format!(
         "simulated {simulated} requests in {secs:.2} s ({:.0} requests/s)",
         simulated as f64 / secs.max(1e-9)

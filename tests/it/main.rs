@@ -10,6 +10,7 @@ mod cli_replay;
 mod cli_store;
 mod cli_verbosity;
 mod common;
+mod decision_log;
 mod engine_calibration;
 mod interop;
 mod policy_claims;

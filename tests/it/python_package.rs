@@ -1,6 +1,7 @@
 //! The Python package (`python/`, built by maturin: `pip install ./python`): its pytest suite
-//! runs against lifelines 0.30.3 on every golden case and on hypothesis-drawn ones, and reads a
-//! priors export the binary writes from the demo store. CI installs
+//! runs against lifelines 0.30.3 on every golden case and on hypothesis-drawn ones, reads a
+//! priors export the binary writes from the demo store, and takes every decision of the
+//! replay's decision logs (both engines) again with `HazardAwarePolicy`. CI installs
 //! the package and its test dependencies into the cached venv (`.ci/run`,
 //! `HAZARDSERVE_PYTHON`); locally the test skips when that Python cannot import them, and fails
 //! when the installed package is older than the checkout's sources (reinstall it).
@@ -10,6 +11,7 @@ use std::process::Command;
 use std::time::SystemTime;
 
 use crate::common::{hs, ok, skip};
+use crate::decision_log::write_decision_log;
 use crate::tui_common::demo_store;
 
 /// A Python that imports the installed package and its test tools: `$HAZARDSERVE_PYTHON`,
@@ -93,6 +95,11 @@ fn the_python_package_passes_its_pytest_suite_against_lifelines() {
         .args(["priors", "export", "--source", "sample-spot", "--out"])
         .arg(&priors);
     ok(export);
+    // The replay's decision logs under both engines, for the policy's parity test.
+    let logs = std::env::join_paths(
+        ["iteration", "simple"].map(|e| write_decision_log(scratch.path(), e)),
+    )
+    .expect("paths join");
     let out = Command::new(&py)
         .args([
             "-m",
@@ -108,6 +115,7 @@ fn the_python_package_passes_its_pytest_suite_against_lifelines() {
         // Nothing written into the checkout; the priors tests read the export.
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("HAZARDSERVE_PRIORS_EXPORT", &priors)
+        .env("HAZARDSERVE_DECISION_LOGS", &logs)
         .output()
         .expect("run pytest");
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -124,7 +132,7 @@ fn the_python_package_passes_its_pytest_suite_against_lifelines() {
         .and_then(|n| n.parse().ok())
         .unwrap_or(0);
     assert!(
-        passed >= 70 && !summary.contains("skipped") && !summary.contains("deselected"),
+        passed >= 140 && !summary.contains("skipped") && !summary.contains("deselected"),
         "pytest collected too little: {summary}"
     );
 }

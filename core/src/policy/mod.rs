@@ -24,7 +24,8 @@
 //!   its conversation's next turn a re-prefill);
 //! * [`routers`]: the prefix-cache routers `cache-aware` (SGLang) and `session-affinity`
 //!   (vLLM production-stack);
-//! * [`analysis`]: the `trigger` and `crossover` tables.
+//! * [`analysis`]: the `trigger` and `crossover` tables;
+//! * [`record`]: a decision's inputs as data, and the decision again from them.
 //!
 //! No input panics and nothing on the hot paths allocates. Comparisons are written as
 //! `!(x > y)` on purpose where NaN must take the safe branch.
@@ -41,6 +42,7 @@ pub mod migration;
 pub mod model;
 pub mod policies;
 pub mod presets;
+pub mod record;
 pub mod retained;
 pub mod routers;
 pub mod service;

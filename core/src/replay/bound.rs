@@ -218,6 +218,7 @@ pub fn run(
             ..RunStats::default()
         },
         decisions: Vec::new(),
+        decision_curves: Vec::new(),
         cost: super::input::RunCost::default(),
     })
 }

@@ -794,6 +794,9 @@ pub struct ReplayConfig {
     /// Keep the first `decision_log` policy decisions (with every candidate priced) in
     /// [`super::engine::RunOutput::decisions`] (default 0).
     pub decision_log: usize,
+    /// With [`ReplayConfig::decision_log`], also keep each logged decision's inputs
+    /// ([`crate::policy::record::DecisionInputs`]) and the curves they name (default false).
+    pub decision_inputs: bool,
     /// What a censored session end does (default [`CensoredEnds::StayUp`]).
     pub censored_ends: CensoredEnds,
     /// Warm-up, seconds: requests arriving in the first `warmup_s` of a window load the
@@ -825,6 +828,7 @@ impl Default for ReplayConfig {
             loop_workload: false,
             validate: false,
             decision_log: 0,
+            decision_inputs: false,
             censored_ends: CensoredEnds::StayUp,
             warmup_s: 0.0,
             drain_s: 0.0,

@@ -5,6 +5,7 @@
 
 use serde::Serialize;
 
+use crate::policy::record::DecisionInputs;
 use crate::policy::{Explanation, Params, PolicyKind};
 
 use super::input::{run_stream_seed, Window};
@@ -117,6 +118,10 @@ pub struct LoggedDecision {
     pub queueing: bool,
     /// The policy's explanation, every candidate recorded.
     pub explanation: Explanation,
+    /// What the decision read ([`super::input::ReplayConfig::decision_inputs`]): the
+    /// decision can be taken again from it ([`DecisionInputs::decide`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<DecisionInputs>,
 }
 
 /// The result of one run.
@@ -144,6 +149,11 @@ pub struct RunOutput {
     pub stats: RunStats,
     /// The first [`ReplayConfig::decision_log`] decisions.
     pub decisions: Vec<LoggedDecision>,
+    /// The curves the logged decisions' inputs name, by index (`None`: a curve without a
+    /// [`crate::survival::curve::CurveSpec`]); empty without
+    /// [`super::input::ReplayConfig::decision_inputs`].
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub decision_curves: Vec<Option<crate::survival::curve::CurveSpec>>,
     /// The fleet's cost over the scored span (the same for every policy of a window).
     pub cost: super::input::RunCost,
 }

@@ -74,6 +74,12 @@ pub trait ConditionalSurvival: Send + Sync {
         (self.survival(nonneg(age)) > 0.0).then(|| self.conditional(age, t))
     }
 
+    /// The curve as data ([`CurveSpec`]), which rebuilds it bit for bit; `None` for a curve
+    /// that is not one of this module's kinds (a fit, a shrunken view).
+    fn spec(&self) -> Option<CurveSpec> {
+        None
+    }
+
     /// Writes `S(k * step | age)` for `k = 0..=16` into `out` (so `out[0] = 1`), the same values
     /// as [`Self::conditional`].
     ///
@@ -115,6 +121,9 @@ impl<T: ConditionalSurvival + ?Sized> ConditionalSurvival for &T {
     }
     fn conditional_grid(&self, age: f64, step: f64, out: &mut [f64; GRID_POINTS]) {
         (**self).conditional_grid(age, step, out)
+    }
+    fn spec(&self) -> Option<CurveSpec> {
+        (**self).spec()
     }
 }
 
@@ -185,6 +194,10 @@ impl Exponential {
 }
 
 impl ConditionalSurvival for Exponential {
+    fn spec(&self) -> Option<CurveSpec> {
+        Some(CurveSpec::Exponential { mean_s: self.mean })
+    }
+
     fn survival(&self, t: f64) -> f64 {
         if t.is_nan() || t <= 0.0 {
             return 1.0;
@@ -275,6 +288,13 @@ impl Weibull {
 }
 
 impl ConditionalSurvival for Weibull {
+    fn spec(&self) -> Option<CurveSpec> {
+        Some(CurveSpec::Weibull {
+            shape: self.shape,
+            scale_s: self.scale,
+        })
+    }
+
     fn survival(&self, t: f64) -> f64 {
         clamp01((-self.cumulative_hazard(t)).exp())
     }
@@ -457,6 +477,10 @@ impl StepCurve {
 }
 
 impl ConditionalSurvival for StepCurve {
+    fn spec(&self) -> Option<CurveSpec> {
+        Some(CurveSpec::of_steps(self, false))
+    }
+
     fn survival(&self, t: f64) -> f64 {
         if t >= 0.0 {
             self.value_at(self.upper(t), t)
@@ -566,6 +590,10 @@ impl LinearCurve {
 }
 
 impl ConditionalSurvival for LinearCurve {
+    fn spec(&self) -> Option<CurveSpec> {
+        Some(CurveSpec::of_steps(&self.steps, true))
+    }
+
     fn survival(&self, t: f64) -> f64 {
         let t = nonneg(t);
         self.value(self.steps.times().partition_point(|&x| x < t), t)
@@ -666,6 +694,10 @@ impl<C: ConditionalSurvival> WeibullTail<C> {
 }
 
 impl<C: ConditionalSurvival> ConditionalSurvival for WeibullTail<C> {
+    fn spec(&self) -> Option<CurveSpec> {
+        CurveSpec::of_tail(self)
+    }
+
     fn survival(&self, t: f64) -> f64 {
         if t.is_nan() || t <= self.last_t {
             self.inner.survival(t)
@@ -703,74 +735,13 @@ impl<C: ConditionalSurvival> ConditionalSurvival for WeibullTail<C> {
     }
 }
 
-/// Test helper: asserts the documented edge answers of the [module docs](self) for `c` at
-/// each of `ages` (include 0, ages past the last knot and ages where `S = 0`).
 #[cfg(test)]
-pub(crate) fn assert_edges(name: &str, c: &dyn ConditionalSurvival, ages: &[f64]) {
-    let horizons = [1e-9, 0.5, 3.0, 60.0, 1e4, 1e9];
-    for &t in &[-1.0, f64::NAN, f64::NEG_INFINITY] {
-        assert_eq!(c.survival(t), 1.0, "{name}: S({t})");
-    }
-    for &t in &[0.0, -0.0, -1.0, f64::NAN, f64::NEG_INFINITY] {
-        for &a in ages {
-            assert_eq!(c.conditional(a, t), 1.0, "{name}: S({t} | {a})");
-        }
-    }
-    for &t in &horizons {
-        // negative and NaN ages read as 0
-        let c0 = c.conditional(0.0, t);
-        assert_eq!(
-            c.conditional(-3.0, t).to_bits(),
-            c0.to_bits(),
-            "{name}: age -3"
-        );
-        assert_eq!(
-            c.conditional(f64::NAN, t).to_bits(),
-            c0.to_bits(),
-            "{name}: NaN age"
-        );
-        // a = 0: S(t) / S(0)
-        let want = c.survival(t) / c.survival(0.0);
-        assert!(
-            (c0 - want).abs() < 1e-9,
-            "{name}: S({t} | 0) = {c0}, want {want}"
-        );
-    }
-    let mut grid = [0.0; GRID_POINTS];
-    for &a in ages {
-        let sa = c.survival(a);
-        for &t in &horizons {
-            let v = c.conditional(a, t);
-            assert!((0.0..=1.0).contains(&v), "{name}: S({t} | {a}) = {v}");
-            match c.conditional_checked(a, t) {
-                Some(x) => assert_eq!(x.to_bits(), v.to_bits(), "{name}: checked at {a}"),
-                None => {
-                    assert_eq!(sa, 0.0, "{name}: checked None with S({a}) = {sa}");
-                    let want = tail(c.tail_hazard(), t);
-                    assert_eq!(v, want, "{name}: S({t} | {a}) past the support");
-                }
-            }
-            if sa > 1e-250 {
-                let ratio = (c.survival(a + t) / sa).clamp(0.0, 1.0);
-                assert!(
-                    (v - ratio).abs() < 1e-9,
-                    "{name}: S({t} | {a}) = {v} vs {ratio}"
-                );
-            }
-        }
-        for &step in &[0.0, 0.25, 7.0, 1e5] {
-            c.conditional_grid(a, step, &mut grid);
-            for (k, g) in grid.iter().enumerate() {
-                let want = c.conditional(a, k as f64 * step);
-                assert!(
-                    (g - want).abs() < 1e-12,
-                    "{name}: grid age {a} step {step} k {k}: {g} vs {want}"
-                );
-            }
-        }
-    }
-}
+pub(crate) use tests::assert_edges;
 
 #[cfg(test)]
 #[path = "curve_tests.rs"]
-mod tests;
+pub(crate) mod tests;
+
+#[path = "spec.rs"]
+mod spec;
+pub use spec::CurveSpec;

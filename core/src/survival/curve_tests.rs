@@ -2,6 +2,73 @@
 
 use super::*;
 
+/// Test helper: asserts the documented edge answers of the [module docs](super) for `c` at
+/// each of `ages` (include 0, ages past the last knot and ages where `S = 0`).
+pub(crate) fn assert_edges(name: &str, c: &dyn ConditionalSurvival, ages: &[f64]) {
+    let horizons = [1e-9, 0.5, 3.0, 60.0, 1e4, 1e9];
+    for &t in &[-1.0, f64::NAN, f64::NEG_INFINITY] {
+        assert_eq!(c.survival(t), 1.0, "{name}: S({t})");
+    }
+    for &t in &[0.0, -0.0, -1.0, f64::NAN, f64::NEG_INFINITY] {
+        for &a in ages {
+            assert_eq!(c.conditional(a, t), 1.0, "{name}: S({t} | {a})");
+        }
+    }
+    for &t in &horizons {
+        // negative and NaN ages read as 0
+        let c0 = c.conditional(0.0, t);
+        assert_eq!(
+            c.conditional(-3.0, t).to_bits(),
+            c0.to_bits(),
+            "{name}: age -3"
+        );
+        assert_eq!(
+            c.conditional(f64::NAN, t).to_bits(),
+            c0.to_bits(),
+            "{name}: NaN age"
+        );
+        // a = 0: S(t) / S(0)
+        let want = c.survival(t) / c.survival(0.0);
+        assert!(
+            (c0 - want).abs() < 1e-9,
+            "{name}: S({t} | 0) = {c0}, want {want}"
+        );
+    }
+    let mut grid = [0.0; GRID_POINTS];
+    for &a in ages {
+        let sa = c.survival(a);
+        for &t in &horizons {
+            let v = c.conditional(a, t);
+            assert!((0.0..=1.0).contains(&v), "{name}: S({t} | {a}) = {v}");
+            match c.conditional_checked(a, t) {
+                Some(x) => assert_eq!(x.to_bits(), v.to_bits(), "{name}: checked at {a}"),
+                None => {
+                    assert_eq!(sa, 0.0, "{name}: checked None with S({a}) = {sa}");
+                    let want = tail(c.tail_hazard(), t);
+                    assert_eq!(v, want, "{name}: S({t} | {a}) past the support");
+                }
+            }
+            if sa > 1e-250 {
+                let ratio = (c.survival(a + t) / sa).clamp(0.0, 1.0);
+                assert!(
+                    (v - ratio).abs() < 1e-9,
+                    "{name}: S({t} | {a}) = {v} vs {ratio}"
+                );
+            }
+        }
+        for &step in &[0.0, 0.25, 7.0, 1e5] {
+            c.conditional_grid(a, step, &mut grid);
+            for (k, g) in grid.iter().enumerate() {
+                let want = c.conditional(a, k as f64 * step);
+                assert!(
+                    (g - want).abs() < 1e-12,
+                    "{name}: grid age {a} step {step} k {k}: {g} vs {want}"
+                );
+            }
+        }
+    }
+}
+
 #[test]
 fn exponential_edges() {
     let e = Exponential { mean: 100.0 };

@@ -3,6 +3,7 @@
 
 use super::forecast::{expected_total, live_loads, LiveLoads};
 use super::*;
+use crate::policy::record::recorded;
 
 impl Sim<'_> {
     // ----- planned migration -------------------------------------------------------------
@@ -217,6 +218,7 @@ impl Sim<'_> {
             }));
         self.scratch_views[i].up = false;
         self.stats.migration_checks += 1;
+        let record = self.recording();
         let choice = {
             let fs = TraceForesight {
                 ends: &self.known_ends,
@@ -228,7 +230,17 @@ impl Sim<'_> {
                 .with_foresight(&fs)
                 .with_loads(&loads)
                 .with_active(&self.up_list);
-            policy.place(&view, &rv, &mut self.expl)
+            let recorder = &mut self.recorder;
+            let (choice, inputs) = recorded(
+                view,
+                record,
+                &rv,
+                None,
+                |c| recorder.curve_id(c),
+                |v| policy.place(v, &rv, &mut self.expl),
+            );
+            recorder.pending = inputs;
+            choice
         };
         self.log_decision(false);
         choice
@@ -305,6 +317,7 @@ impl Sim<'_> {
         self.stats.migration_checks += 1;
         // A move's destination must admit the request (a free slot), and the source prices
         // the fallback: the check visits the free nodes and the source, in index order.
+        let record = self.recording();
         let mut active = std::mem::take(&mut self.scratch_active);
         active.clear();
         let k = self.free_list.partition_point(|&x| x < from);
@@ -326,7 +339,17 @@ impl Sim<'_> {
             if self.drains {
                 view = view.with_foresight(&fs);
             }
-            policy.check_migration(&view, &rv, from, &mut self.expl)
+            let recorder = &mut self.recorder;
+            let (choice, inputs) = recorded(
+                view,
+                record,
+                &rv,
+                Some(from),
+                |c| recorder.curve_id(c),
+                |v| policy.check_migration(v, &rv, from, &mut self.expl),
+            );
+            recorder.pending = inputs;
+            choice
         };
         self.scratch_active = active;
         self.log_decision(false);

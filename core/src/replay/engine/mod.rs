@@ -156,6 +156,7 @@ mod placement;
 mod prefix;
 #[cfg(test)]
 mod prefix_tests;
+mod record;
 mod recovery;
 mod serving;
 mod setup;
@@ -264,6 +265,7 @@ fn simulate_window(
         records: sim.records(),
         stats: sim.stats,
         decisions: std::mem::take(&mut sim.decisions),
+        decision_curves: std::mem::take(&mut sim.recorder.curves),
         cost: RunCost::default(),
     })
 }
@@ -516,6 +518,8 @@ struct Sim<'a> {
     checks: Vec<u32>,
     expl: Explanation,
     decisions: Vec<LoggedDecision>,
+    /// The logged decisions' inputs and their curves ([`ReplayConfig::decision_inputs`]).
+    recorder: record::Recorder,
     stats: RunStats,
     views_time: i64,
     views_dirty: bool,

@@ -3,6 +3,7 @@
 
 use super::forecast::{decoded_at, live_loads, LiveLoads};
 use super::*;
+use crate::policy::record::recorded;
 
 impl Sim<'_> {
     // ----- views -------------------------------------------------------------------------
@@ -130,6 +131,7 @@ impl Sim<'_> {
                 time_us: self.now,
                 queueing,
                 explanation: self.expl.clone(),
+                inputs: self.recorder.pending.take(),
             });
             if self.decisions.len() == self.cfg.decision_log {
                 self.expl.record_candidates = false;
@@ -250,6 +252,7 @@ impl Sim<'_> {
         let free = std::mem::take(&mut self.free_list);
         let cached = self.set_cached_views(r, if mask { &active } else { &free }, false);
         self.free_list = free;
+        let record = self.recording();
         let choice = {
             let fs = TraceForesight {
                 ends: &self.known_ends,
@@ -268,7 +271,17 @@ impl Sim<'_> {
             if self.drains {
                 view = view.with_foresight(&fs);
             }
-            policy.place(&view, &rv, &mut self.expl)
+            let recorder = &mut self.recorder;
+            let (choice, inputs) = recorded(
+                view,
+                record,
+                &rv,
+                None,
+                |c| recorder.curve_id(c),
+                |v| policy.place(v, &rv, &mut self.expl),
+            );
+            recorder.pending = inputs;
+            choice
         };
         if cached {
             let free = std::mem::take(&mut self.free_list);
@@ -323,7 +336,17 @@ impl Sim<'_> {
             if self.drains {
                 view = view.with_foresight(&fs);
             }
-            policy.place(&view, &rv, &mut self.expl)
+            let recorder = &mut self.recorder;
+            let (choice, inputs) = recorded(
+                view,
+                record,
+                &rv,
+                None,
+                |c| recorder.curve_id(c),
+                |v| policy.place(v, &rv, &mut self.expl),
+            );
+            recorder.pending = inputs;
+            choice
         };
         self.log_decision(true);
         self.take_choice(r, choice);
@@ -361,12 +384,23 @@ impl Sim<'_> {
             return;
         }
         let cached = self.set_cached_views(r, &active, false);
+        let record = self.recording();
         let choice = {
             let loads = live_loads!(self);
             let view = ClusterView::new(&self.views)
                 .with_loads(&loads)
                 .with_active(&active);
-            policy.place(&view, rv, &mut self.expl)
+            let recorder = &mut self.recorder;
+            let (choice, inputs) = recorded(
+                view,
+                record,
+                rv,
+                None,
+                |c| recorder.curve_id(c),
+                |v| policy.place(v, rv, &mut self.expl),
+            );
+            recorder.pending = inputs;
+            choice
         };
         if cached {
             self.clear_cached_views(&active);

@@ -252,6 +252,7 @@ impl<'a> Sim<'a> {
             checks: Vec::with_capacity(256),
             expl,
             decisions: Vec::with_capacity(cfg.decision_log.min(1 << 16)),
+            recorder: Default::default(),
             stats: RunStats {
                 prefix_requests,
                 ..RunStats::default()
