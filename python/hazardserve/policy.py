@@ -473,7 +473,9 @@ class HazardAwarePolicy:
         planned moves nor with less than ``min_remaining_s`` of work left."""
         if not isinstance(from_node, (int, np.integer)) or from_node < 0:
             raise ValueError(f"from_node: expected a node index, got {from_node!r}")
-        choice, e, _ = self._decide(nodes, request, int(from_node), forecast, None, False)
+        # Every destination priced (no pruning), so that the target described when none
+        # fires is the one with the largest risk gain, with all its numbers.
+        choice, e, _ = self._decide(nodes, request, int(from_node), forecast, None, True)
         return _migration(choice, e)
 
     def __repr__(self) -> str:

@@ -135,6 +135,12 @@ def multivariate_logrank_test(
         # lifelines names a weighted test after its weighting.
         test_name = test_name.replace("logrank", _WEIGHTING_NAMES[weightings])
     names, index = np.unique(labels, return_inverse=True)
+    return _grouped_test(d, e, index, names, weightings, test_name, kwargs)
+
+
+def _grouped_test(d, e, index, names, weightings, test_name, kwargs) -> StatisticalResult:
+    """The k-group test of durations ``d`` with events ``e`` in groups ``index`` (0 to
+    ``len(names) - 1``), named by ``names``."""
     if len(names) < 2:
         # Nothing to compare, as lifelines answers it.
         return StatisticalResult(math.nan, 0.0, test_name, degrees_of_freedom=0, **kwargs)
@@ -180,16 +186,18 @@ def logrank_test(
     if ea.shape[0] != a.shape[0] or eb.shape[0] != b.shape[0]:
         raise ValueError("each event_observed must have its durations' length")
     weights = None if weights_A is None and weights_B is None else (weights_A, weights_B)
-    return multivariate_logrank_test(
-        np.concatenate([a, b]),
-        np.concatenate([np.zeros(a.shape[0], dtype=int), np.ones(b.shape[0], dtype=int)]),
-        np.concatenate([ea, eb]),
-        weights=weights,
-        t_0=t_0,
-        weightings=weightings,
-        test_name="logrank_test",
-        **kwargs,
-    )
+    weightings = _refuse(t_0, weights, weightings)
+    test_name = kwargs.pop("test_name", "logrank_test")
+    if weightings is not None:
+        # lifelines names a weighted test after its weighting.
+        test_name = test_name.replace("logrank", _WEIGHTING_NAMES[weightings])
+    # Group A is 0 and B is 1 (lifelines' observed and expected are indexed so).
+    index = np.zeros(a.shape[0] + b.shape[0], dtype=np.uint32)
+    index[a.shape[0]:] = 1
+    e = np.concatenate([ea.astype(bool, copy=False), eb.astype(bool, copy=False)])
+    # An empty group leaves nothing to compare (as the k-group test's labels would).
+    names = np.array([g for g, m in ((0, a.shape[0]), (1, b.shape[0])) if m > 0])
+    return _grouped_test(np.concatenate([a, b]), e, index, names, weightings, test_name, kwargs)
 
 
 def pairwise_logrank_test(

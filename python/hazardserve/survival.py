@@ -77,7 +77,7 @@ def _columns(durations, event_observed, entry, weights):
         raw = np.asarray(event_observed).reshape(-1)
         if raw.shape[0] != n:
             raise ValueError(f"event_observed has {raw.shape[0]} values, durations {n}")
-        e = raw.astype(int) != 0
+        e = raw if raw.dtype == bool else raw.astype(int) != 0
     en = None
     if entry is not None:
         en = _floats(entry, "entry")

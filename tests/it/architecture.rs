@@ -760,7 +760,11 @@ fn the_pure_stack_is_a_crate_that_links_no_storage() {
             "core/Cargo.toml",
             &["serde", "serde_json", "thiserror", "rayon"][..],
         ),
-        ("python/Cargo.toml", &["hazardserve-core", "pyo3"][..]),
+        // serde_json: the policy class reads the policy's constants and curve specs as JSON.
+        (
+            "python/Cargo.toml",
+            &["hazardserve-core", "pyo3", "serde_json"][..],
+        ),
     ] {
         let deps = manifest_dependencies(&read(manifest));
         assert!(!deps.is_empty(), "no dependencies read from {manifest}");

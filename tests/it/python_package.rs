@@ -1,7 +1,8 @@
 //! The Python package (`python/`, built by maturin: `pip install ./python`): its pytest suite
 //! runs against lifelines 0.30.3 on every golden case and on hypothesis-drawn ones, reads a
 //! priors export the binary writes from the demo store, and takes every decision of the
-//! replay's decision logs (both engines) again with `HazardAwarePolicy`. CI installs
+//! replay's decision logs (both engines) again with `HazardAwarePolicy`, and executes both
+//! notebooks (`notebooks/`, nbmake) against the binary and the public data. CI installs
 //! the package and its test dependencies into the cached venv (`.ci/run`,
 //! `HAZARDSERVE_PYTHON`); locally the test skips when that Python cannot import them, and fails
 //! when the installed package is older than the checkout's sources (reinstall it).
@@ -10,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
 
-use crate::common::{hs, ok, skip};
+use crate::common::{hs, ok, shared, skip};
 use crate::decision_log::write_decision_log;
 use crate::tui_common::demo_store;
 
@@ -19,15 +20,19 @@ use crate::tui_common::demo_store;
 fn python() -> Option<String> {
     let py = std::env::var("HAZARDSERVE_PYTHON").unwrap_or_else(|_| "python3".to_string());
     let ok = Command::new(&py)
-        .args(["-c", "import hazardserve, pytest, hypothesis, lifelines"])
+        .args([
+            "-c",
+            "import hazardserve, pytest, hypothesis, lifelines, nbmake, matplotlib",
+        ])
         .output()
         .is_ok_and(|o| o.status.success());
     if ok {
         Some(py)
     } else {
         skip(&format!(
-            "{py} cannot import hazardserve, pytest, hypothesis and lifelines \
-             (pip install ./python pytest hypothesis lifelines==0.30.3; .ci/run does)"
+            "{py} cannot import hazardserve, pytest, hypothesis, lifelines, nbmake and \
+             matplotlib (pip install ./python pytest hypothesis lifelines==0.30.3 nbmake \
+             matplotlib; .ci/run does)"
         ));
         None
     }
@@ -52,6 +57,11 @@ fn newest(dir: &Path, newest_so_far: &mut (SystemTime, PathBuf)) {
 #[test]
 fn the_python_package_passes_its_pytest_suite_against_lifelines() {
     let Some(py) = python() else {
+        return;
+    };
+    // The walk-through notebook ingests a public trace and workload.
+    let Some(shared) = shared("traces-public").and_then(|p| p.parent().map(Path::to_path_buf))
+    else {
         return;
     };
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
@@ -111,11 +121,18 @@ fn the_python_package_passes_its_pytest_suite_against_lifelines() {
             "ignore",
         ])
         .arg(root.join("python/tests"))
+        // Both notebooks, executed (nbmake): the trigger's derivation and the walk-through.
+        .arg("--nbmake")
+        .arg(root.join("notebooks/derive-trigger.ipynb"))
+        .arg(root.join("notebooks/walkthrough.ipynb"))
         .current_dir(scratch.path())
         // Nothing written into the checkout; the priors tests read the export.
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("HAZARDSERVE_PRIORS_EXPORT", &priors)
         .env("HAZARDSERVE_DECISION_LOGS", &logs)
+        .env("HAZARDSERVE_BIN", env!("CARGO_BIN_EXE_hazardserve"))
+        .env("HAZARDSERVE_SHARED", &shared)
+        .env("MPLBACKEND", "Agg")
         .output()
         .expect("run pytest");
     let stdout = String::from_utf8_lossy(&out.stdout);

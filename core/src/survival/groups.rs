@@ -118,10 +118,12 @@ pub fn logrank(
             "session {i}: duration {d} is not finite"
         )));
     }
-    let mut order: Vec<usize> = (0..n).collect();
-    order.sort_by(|&a, &b| durations[a].total_cmp(&durations[b]));
+    // By duration (ties in any order: a tie's rows count together), each row packed with
+    // its group and event so that the scan reads one array in order.
+    let mut rows: Vec<(u64, u64)> = (0..n).map(|i| row(durations, events, groups, i)).collect();
+    rows.sort_unstable();
     let mut acc = Accumulated::new(k);
-    acc.add_stratum(durations, events, groups, &order, weighting);
+    acc.add_stratum(&rows, weighting);
     Ok(acc.test())
 }
 
@@ -148,17 +150,26 @@ pub fn logrank_stratified(
     }
     // Validation of the rest, on the whole input.
     logrank(durations, events, groups, k, weighting)?;
-    let mut order: Vec<usize> = (0..durations.len()).collect();
-    order.sort_by(|&a, &b| {
-        strata[a]
-            .cmp(&strata[b])
-            .then(durations[a].total_cmp(&durations[b]))
-    });
+    let mut rows: Vec<(usize, (u64, u64))> = (0..durations.len())
+        .map(|i| (strata[i], row(durations, events, groups, i)))
+        .collect();
+    rows.sort_unstable();
     let mut acc = Accumulated::new(k);
-    for part in order.chunk_by(|&a, &b| strata[a] == strata[b]) {
-        acc.add_stratum(durations, events, groups, part, weighting);
+    for part in rows.chunk_by(|a, b| a.0 == b.0) {
+        let part: Vec<(u64, u64)> = part.iter().map(|r| r.1).collect();
+        acc.add_stratum(&part, weighting);
     }
     Ok(acc.test())
+}
+
+/// Session `i` as the scan reads it: the order-preserving key of its duration, and its group
+/// and event packed as `group << 1 | event`.
+#[inline]
+fn row(durations: &[f64], events: &[bool], groups: &[usize], i: usize) -> (u64, u64) {
+    (
+        super::km::f64_key(durations[i]),
+        ((groups[i] as u64) << 1) | u64::from(events[i]),
+    )
 }
 
 /// Observed, expected and covariance summed over strata.
@@ -181,34 +192,28 @@ impl Accumulated {
         }
     }
 
-    /// Adds the sessions `order` (one stratum, sorted by duration).
-    fn add_stratum(
-        &mut self,
-        durations: &[f64],
-        events: &[bool],
-        groups: &[usize],
-        order: &[usize],
-        weighting: Weighting,
-    ) {
+    /// Adds the sessions `rows` (one stratum, sorted by duration key; [`row`]).
+    fn add_stratum(&mut self, rows: &[(u64, u64)], weighting: Weighting) {
         let k = self.k;
         let (observed, expected, variance) =
             (&mut self.observed, &mut self.expected, &mut self.variance);
         let mut n_event_times = 0;
-        let n = order.len();
+        let n = rows.len();
+        let group = |r: &(u64, u64)| (r.1 >> 1) as usize;
         let mut at_risk = vec![0u64; k];
-        for &s in order {
-            at_risk[groups[s]] += 1;
+        for r in rows {
+            at_risk[group(r)] += 1;
         }
         let mut d_j = vec![0u64; k];
         let mut peto = 1.0;
         let mut i = 0;
         while i < n {
-            let t = durations[order[i]];
+            let t = rows[i].0;
             let mut j = i;
             d_j.iter_mut().for_each(|x| *x = 0);
-            while j < n && durations[order[j]] == t {
-                if events[order[j]] {
-                    d_j[groups[order[j]]] += 1;
+            while j < n && rows[j].0 == t {
+                if rows[j].1 & 1 == 1 {
+                    d_j[group(&rows[j])] += 1;
                 }
                 j += 1;
             }
@@ -242,8 +247,8 @@ impl Accumulated {
                     }
                 }
             }
-            for &s in &order[i..j] {
-                at_risk[groups[s]] -= 1;
+            for r in &rows[i..j] {
+                at_risk[group(r)] -= 1;
             }
             i = j;
         }

@@ -54,6 +54,9 @@ pub(crate) fn f64_key(x: f64) -> u64 {
     }
 }
 
+/// The timeline length from which the confidence interval is computed on every core.
+const PARALLEL_ROWS: usize = 1 << 16;
+
 /// Inverse of [`f64_key`].
 #[inline]
 pub(crate) fn key_f64(k: u64) -> f64 {
@@ -911,15 +914,23 @@ impl<'a> KmView<'a> {
     /// lower = exp(−exp(ln(−ln S) − z √V / ln S)), upper = exp(−exp(ln(−ln S) + z √V / ln S))
     /// (i.e. S^exp(±z √V / ln S)); S = 1 → [1, 1], S = 0 → [0, 0].
     pub fn confidence_interval(&self, z: f64) -> (Vec<f64>, Vec<f64>) {
+        use rayon::prelude::*;
         let v = self.greenwood_sum();
-        let mut lo = Vec::with_capacity(v.len());
-        let mut hi = Vec::with_capacity(v.len());
-        for (&s, &v) in self.survival.iter().zip(&v) {
-            let (l, h) = loglog_ci(s, v, z);
-            lo.push(l);
-            hi.push(h);
+        // Two logs and two exps per row: split over the cores on a long timeline.
+        if v.len() >= PARALLEL_ROWS {
+            return self
+                .survival
+                .par_iter()
+                .zip(v.par_iter())
+                .with_min_len(1 << 14)
+                .map(|(&s, &v)| loglog_ci(s, v, z))
+                .unzip();
         }
-        (lo, hi)
+        self.survival
+            .iter()
+            .zip(&v)
+            .map(|(&s, &v)| loglog_ci(s, v, z))
+            .unzip()
     }
 
     /// First timeline time with S ≤ q + 10⁻¹² (lifelines `qth_survival_time`), `None` if never.

@@ -125,6 +125,12 @@ impl Sim<'_> {
         v.queue_wait_s = wait;
     }
 
+    /// Whether the next decision's inputs are to be logged
+    /// ([`crate::replay::input::ReplayConfig::decision_inputs`]).
+    pub(super) fn recording(&self) -> bool {
+        self.cfg.decision_inputs && self.decisions.len() < self.cfg.decision_log
+    }
+
     pub(super) fn log_decision(&mut self, queueing: bool) {
         if self.decisions.len() < self.cfg.decision_log {
             self.decisions.push(LoggedDecision {

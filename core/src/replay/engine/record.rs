@@ -30,10 +30,3 @@ impl Recorder {
         id
     }
 }
-
-impl super::Sim<'_> {
-    /// Whether the next decision's inputs are to be logged.
-    pub(super) fn recording(&self) -> bool {
-        self.cfg.decision_inputs && self.decisions.len() < self.cfg.decision_log
-    }
-}
