@@ -229,3 +229,18 @@ pub fn write_tick_json(traces: &Path, node: u64, gap_s: u32, data: &[u8]) {
     )
     .unwrap();
 }
+
+/// Copies directory `from` (a store, say) to `to`, recursively.
+pub fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap_or_else(|e| panic!("{}: {e}", to.display()));
+    let entries = std::fs::read_dir(from).unwrap_or_else(|e| panic!("{}: {e}", from.display()));
+    for e in entries.flatten() {
+        let p = e.path();
+        let dest = to.join(e.file_name());
+        if p.is_dir() {
+            copy_dir(&p, &dest);
+        } else {
+            std::fs::copy(&p, &dest).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+        }
+    }
+}

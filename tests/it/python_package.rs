@@ -2,7 +2,8 @@
 //! runs against lifelines 0.30.3 on every golden case and on hypothesis-drawn ones, reads a
 //! priors export the binary writes from the demo store, and takes every decision of the
 //! replay's decision logs (both engines) again with `HazardAwarePolicy`, and executes both
-//! notebooks (`notebooks/`, nbmake) against the binary and the public data. CI installs
+//! notebooks (`notebooks/`, nbmake) against the binary and the public data; the runs and
+//! results tests replay and sweep into a copy of the demo store through the binary. CI installs
 //! the package and its test dependencies into the cached venv (`.ci/run`,
 //! `HAZARDSERVE_PYTHON`); locally the test skips when that Python cannot import them, and fails
 //! when the installed package is older than the checkout's sources (reinstall it).
@@ -11,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::SystemTime;
 
-use crate::common::{hs, ok, shared, skip};
+use crate::common::{copy_dir, hs, ok, shared, skip};
 use crate::decision_log::write_decision_log;
 use crate::tui_common::demo_store;
 
@@ -110,6 +111,9 @@ fn the_python_package_passes_its_pytest_suite_against_lifelines() {
         ["iteration", "simple"].map(|e| write_decision_log(scratch.path(), e)),
     )
     .expect("paths join");
+    // A copy of the demo store for the runs-and-results tests, which replay and sweep into it.
+    let store = scratch.path().join("store");
+    copy_dir(demo_store(), &store);
     let out = Command::new(&py)
         .args([
             "-m",
@@ -133,6 +137,8 @@ fn the_python_package_passes_its_pytest_suite_against_lifelines() {
         .env("HAZARDSERVE_BIN", env!("CARGO_BIN_EXE_hazardserve"))
         .env("HAZARDSERVE_SHARED", &shared)
         .env("MPLBACKEND", "Agg")
+        .env("HAZARDSERVE_STORE_COPY", &store)
+        .env("HAZARDSERVE_GRIDS", root.join("reports/sweeps"))
         .output()
         .expect("run pytest");
     let stdout = String::from_utf8_lossy(&out.stdout);

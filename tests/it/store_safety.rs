@@ -8,7 +8,7 @@ use std::process::Stdio;
 
 use hazardserve::store::{Store, TABLES};
 
-use crate::common::{fails, hs, ok, write};
+use crate::common::{copy_dir, fails, hs, ok, write};
 
 const ADD_REMOVE: &str =
     "0,add,node1\n0,add,node2\n60000,remove,node1\n120000,add,node3\n180000,remove,node3\n";
@@ -504,19 +504,6 @@ fn content_hash(store: &Path) -> String {
 fn sha2_digest(b: &[u8]) -> Vec<u8> {
     use sha2::{Digest, Sha256};
     Sha256::digest(b).to_vec()
-}
-
-fn copy_dir(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for e in std::fs::read_dir(from).unwrap().flatten() {
-        let p = e.path();
-        let dest = to.join(e.file_name());
-        if p.is_dir() {
-            copy_dir(&p, &dest);
-        } else {
-            std::fs::copy(&p, &dest).unwrap();
-        }
-    }
 }
 
 /// After recovery: no staging, no temporaries, and every table file named by a manifest.
