@@ -8,7 +8,7 @@ import time
 
 import numpy as np
 
-from hazardserve.policy import HazardAwarePolicy, Request
+from hazardserve.policy import HazardAwarePolicy, Node, Request
 from hazardserve.priors import SurvivalCurve
 
 
@@ -47,13 +47,18 @@ def main():
     }
     policy = HazardAwarePolicy(curves=curves)
     req = Request(prompt_tokens=2000, est_output_tokens=300)
+    as_nodes = [
+        Node(**{k: (v[i].item() if hasattr(v[i], "item") else v[i]) for k, v in nodes.items()})
+        for i in range(n)
+    ]
     print(f"{n:,} nodes, median of {args.repeat} calls")
     for name, f in [
         ("score (numpy)", lambda: policy.score(nodes, req, output="numpy")),
         ("score (pandas)", lambda: policy.score(nodes, req)),
         ("choose", lambda: policy.choose(nodes, req)),
+        ("score (Node list)", lambda: policy.score(as_nodes, req, output="numpy")),
     ]:
-        print(f"{name:<16} {median_ms(f, args.repeat):>8.3f} ms")
+        print(f"{name:<18} {median_ms(f, args.repeat):>8.3f} ms")
 
 
 if __name__ == "__main__":

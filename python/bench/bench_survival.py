@@ -22,7 +22,7 @@ from hazardserve import statistics as hs_stats
 from hazardserve import survival as hs
 
 
-def best(f, repeat):
+def median_time(f, repeat):
     """The median wall time of ``repeat`` runs of ``f``."""
     times = []
     for _ in range(repeat):
@@ -52,20 +52,20 @@ def main():
     print(f"n = {args.n:,}, {len(np.unique(d)):,} distinct times, median of {args.repeat}")
     print(f"{'fit':<30} {'hazardserve':>12} {'lifelines':>12} {'speed-up':>9}")
     for name, ours, theirs, kw in cases:
-        a = best(lambda: ours().fit(d, e, **kw), args.repeat)
-        b = best(lambda: theirs().fit(d, e, **kw), args.repeat)
+        a = median_time(lambda: ours().fit(d, e, **kw), args.repeat)
+        b = median_time(lambda: theirs().fit(d, e, **kw), args.repeat)
         print(f"{name:<30} {a:>11.3f}s {b:>11.3f}s {b / a:>8.1f}x")
     g = rng.random(args.n) < 0.5
     da, db, ea, eb = d[g], d[~g], e[g], e[~g]
     name = "log-rank test (two groups)"
-    a = best(lambda: hs_stats.logrank_test(da, db, ea, eb), args.repeat)
-    b = best(lambda: lifelines.statistics.logrank_test(da, db, ea, eb), args.repeat)
+    a = median_time(lambda: hs_stats.logrank_test(da, db, ea, eb), args.repeat)
+    b = median_time(lambda: lifelines.statistics.logrank_test(da, db, ea, eb), args.repeat)
     print(f"{name:<30} {a:>11.3f}s {b:>11.3f}s {b / a:>8.1f}x")
     aj_d = rng.weibull(0.8, args.aj_n) * 100.0
     aj_c = rng.integers(0, 4, args.aj_n)
     name = f"Aalen-Johansen (n = {args.aj_n:,})"
-    a = best(lambda: hs.AalenJohansenFitter().fit(aj_d, aj_c, event_of_interest=1), args.repeat)
-    b = best(lambda: lifelines.AalenJohansenFitter().fit(aj_d, aj_c, event_of_interest=1), args.repeat)
+    a = median_time(lambda: hs.AalenJohansenFitter().fit(aj_d, aj_c, event_of_interest=1), args.repeat)
+    b = median_time(lambda: lifelines.AalenJohansenFitter().fit(aj_d, aj_c, event_of_interest=1), args.repeat)
     print(f"{name:<30} {a:>11.3f}s {b:>11.3f}s {b / a:>8.1f}x")
 
 

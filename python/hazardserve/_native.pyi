@@ -33,6 +33,7 @@ def logrank_test(
     groups: bytes,
     k: int,
     weighting: Optional[str] = None,
+    strata: Optional[bytes] = None,
 ) -> Tuple[float, float, int, bytes, bytes]: ...
 def npmle(
     lower: bytes, upper: bytes, tol: float = 1e-12, max_iter: int = 20000

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import operator
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Mapping, Optional, Sequence, Union
@@ -35,6 +36,7 @@ from .priors import Priors, SurvivalCurve
 
 __all__ = [
     "HazardAwarePolicy",
+    "LoggedDecision",
     "MigrationDecision",
     "Node",
     "Placement",
@@ -90,6 +92,16 @@ class Request:
     conversation: Optional[int] = None
 
     def _tuple(self):
+        for name in ("prompt_tokens", "est_output_tokens", "id", "done_tokens",
+                     "resident_tokens", "planned_hops"):
+            _whole(f"request: {name}", getattr(self, name))
+        for name in ("node", "conversation"):
+            v = getattr(self, name)
+            if v is not None:
+                _whole(f"request: {name}", v)
+        if not (isinstance(self.est_sigma, (int, float)) and self.est_sigma >= 0
+                and math.isfinite(self.est_sigma)):
+            raise ValueError(f"request: est_sigma must be a non-negative number, got {self.est_sigma!r}")
         return (
             int(self.id),
             int(self.prompt_tokens),
@@ -102,6 +114,12 @@ class Request:
             bool(self.recovering),
             None if self.conversation is None else int(self.conversation),
         )
+
+
+def _whole(name: str, v) -> None:
+    """Refuses anything but a non-negative whole number (booleans included)."""
+    if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 0:
+        raise ValueError(f"{name} must be a non-negative whole number, got {v!r}")
 
 
 _FLOAT = "float64"
@@ -124,7 +142,8 @@ _COLUMNS = {
     "remaining_up_s": (_FLOAT, math.nan),
 }
 _NON_NEGATIVE = {"age_s", "queue_wait_s", "decode_tok_s", "prefill_tok_s", "bandwidth_bytes_s",
-                 "exp_rate_per_s", "remaining_up_s"}
+                 "exp_rate_per_s", "remaining_up_s", "unloaded_decode_tok_s", "forecast_start_s",
+                 "forecast_total_s", "forecast_imposed_s"}
 
 
 def _floats(name: str, v, default: float) -> np.ndarray:
@@ -132,6 +151,11 @@ def _floats(name: str, v, default: float) -> np.ndarray:
     value is required, nothing negative where a rate, an age or a wait is meant."""
     if isinstance(v, np.ndarray) and v.dtype.kind in "fiu":
         a = v.astype(float, copy=False)
+    elif isinstance(v, (list, tuple)) and None not in v:
+        try:
+            a = np.asarray(v, dtype=float)
+        except (TypeError, ValueError):
+            raise ValueError(f"nodes: {name} must hold numbers") from None
     else:
         try:
             a = np.asarray([default if x is None else x for x in v], dtype=float)
@@ -153,6 +177,9 @@ def _floats(name: str, v, default: float) -> np.ndarray:
 def _integers(name: str, v, default: int, dtype: str) -> np.ndarray:
     """Column ``name`` as unsigned integers (``None`` entries at ``default``; booleans for
     ``up``), each a whole non-negative number."""
+    if not isinstance(v, np.ndarray) and all(type(x) in (int, bool) for x in v):
+        # The common case of a list of Python ints, checked as a whole.
+        v = np.asarray(v) if len(v) and max(v) < 2**63 else v
     if isinstance(v, np.ndarray) and v.dtype.kind in "biu":
         if v.dtype.kind == "i" and (v < 0).any():
             k = int(np.flatnonzero(v < 0)[0])
@@ -253,12 +280,23 @@ def _columns_of(nodes) -> Dict[str, Any]:
     if isinstance(nodes, Sequence):
         if not all(isinstance(n, Node) for n in nodes):
             raise ValueError("nodes: a list of nodes must hold hazardserve.policy.Node values")
-        names = [f.name for f in fields(Node)]
-        return {k: [getattr(n, k) for n in nodes] for k in names}
+        out = {}
+        if not nodes:
+            return {"age_s": []}
+        # Transposed in C: one tuple of values per field; a field every node leaves at its
+        # default stays out (it is the default column).
+        for f, col in zip(_NODE_FIELDS, zip(*map(_NODE_GETTER, nodes))):
+            if f.name == "age_s" or col.count(f.default) != len(col):
+                out[f.name] = col
+        return out
     raise ValueError(
         "nodes: expected a DataFrame, a dict of columns or a list of hazardserve.policy.Node, "
         f"got {type(nodes).__name__}"
     )
+
+
+_NODE_FIELDS = fields(Node)
+_NODE_GETTER = operator.attrgetter(*(f.name for f in _NODE_FIELDS))
 
 
 def _request_of(request) -> Request:
@@ -285,6 +323,19 @@ class HazardAwarePolicy:
     retained-state term. Any other keyword is one of the policy's constants
     (``stall_penalty_s``, ``hysteresis_s``, ``max_hops``, ``min_remaining_s``, ``forecast``,
     ``kv_bytes_per_token``, ...; defaults as in the replay).
+
+    Nodes name their curve by ``node_id`` with priors (an unknown id reads the pooled curve,
+    as the replay does) or by ``curve`` (an index into ``curves``). ``T`` comes from each
+    node's fields (queue wait, prefill and decode rates) unless a forecast is given: the
+    columns ``forecast_start_s``, ``forecast_total_s`` (and ``forecast_imposed_s``), one
+    answer per node for any question, or ``forecast=``, a callable
+    ``forecast(ask, node, newcomer, id)`` returning ``(start_s, total_s, imposed_s)`` or
+    ``None`` (no answer: the node's fields price it), asked for each question the decision
+    puts: ``ask`` is ``own``, ``marginal`` or ``stationary`` (the request as a newcomer on
+    ``node``: ``newcomer`` holds ``kv``, ``prompt``, ``start_s``, ``prefill``, ``stall_s``,
+    ``tokens``, ``done``, ``target``, ``cached``), ``resident`` or ``resident-stationary``
+    (the running request ``id`` on ``node``), or ``bound`` (a lower bound of the newcomer's
+    ``total_s + imposed_s``, for pruning; answer ``None`` when unknown).
     """
 
     def __init__(
@@ -306,6 +357,15 @@ class HazardAwarePolicy:
                 f"HazardAwarePolicy: unknown parameter(s) {', '.join(unknown)} "
                 f"(known: {', '.join(sorted(defaults))})"
             )
+        for k, v in params.items():
+            if isinstance(defaults[k], (int, float)) and not isinstance(defaults[k], bool):
+                if isinstance(v, bool) or not isinstance(v, (int, float, np.number)) \
+                        or not math.isfinite(v) or v < 0:
+                    raise ValueError(
+                        f"HazardAwarePolicy: {k} must be a non-negative number, got {v!r}"
+                    )
+        if "length_draws" in params and not 1 <= params["length_draws"] <= 256:
+            raise ValueError("HazardAwarePolicy: length_draws must be between 1 and 256")
         self._ids: Dict[str, int] = {}
         if priors is not None:
             natives = [priors._native.curve(None, linear)]
@@ -388,10 +448,7 @@ class HazardAwarePolicy:
             if curve is None:
                 idx = np.zeros(n, dtype="uint32")
             else:
-                raw = np.asarray([0 if c is None else c for c in curve])
-                if (raw < 0).any():
-                    raise ValueError("nodes: curve must be a non-negative index")
-                idx = raw.astype("uint32")
+                idx = _integers("curve", curve, 0, "uint32")
         return np.ascontiguousarray(idx).tobytes()
 
     def _decide(self, nodes, request, from_node, forecast, next_turn_s, record):
@@ -412,12 +469,13 @@ class HazardAwarePolicy:
         forecast: Optional[Callable] = None,
         next_turn_s: Optional[float] = None,
         output: str = "pandas",
-    ):
-        """Every node that can admit the request, priced: its index, ``t_s``, ``l_s``,
-        ``e_s`` (with the retained-state term and, under the ``stationary`` or ``marginal``
-        forecast, the delay imposed, as the policy ranks them), and ``chosen`` (the node the
-        policy places on). ``output``: ``pandas`` (default), ``polars`` or ``numpy`` (a dict
-        of arrays)."""
+    ) -> Any:
+        """Every node that can admit the request (up, a free slot, KV room), priced: its
+        index, ``t_s``, ``l_s`` and ``e_s``, the score the policy ranks by (``T + L``, plus the
+        retained-state term for a conversation when the policy has a reuse gap, and under the
+        ``stationary`` or ``marginal`` forecast the delay imposed on the node's requests;
+        ``e_s - t_s - l_s`` is their sum), and ``chosen`` (the node the policy places on).
+        ``output``: ``pandas`` (default), ``polars`` or ``numpy`` (a dict of arrays)."""
         choice, _, cands = self._decide(nodes, request, None, forecast, next_turn_s, True)
         node = np.frombuffer(cands["node"], dtype="uint64").astype("int64")
         cols = {
@@ -471,8 +529,17 @@ class HazardAwarePolicy:
         """The design's Decision 2 for a request running on node ``from_node``: move when
         ``risk_gain > h`` and ``dT < h`` (``h`` the hysteresis), never past ``max_hops``
         planned moves nor with less than ``min_remaining_s`` of work left."""
-        if not isinstance(from_node, (int, np.integer)) or from_node < 0:
+        if isinstance(from_node, bool) or not isinstance(from_node, (int, np.integer)) \
+                or from_node < 0:
             raise ValueError(f"from_node: expected a node index, got {from_node!r}")
+        request = _request_of(request)
+        if request.node is None:
+            request = Request(**{**request.__dict__, "node": int(from_node)})
+        elif request.node != from_node:
+            raise ValueError(
+                f"request: node {request.node} is not from_node {from_node} (the request runs "
+                "on the node it migrates from)"
+            )
         # Every destination priced (no pruning), so that the target described when none
         # fires is the one with the largest risk gain, with all its numbers.
         choice, e, _ = self._decide(nodes, request, int(from_node), forecast, None, True)

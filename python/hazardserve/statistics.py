@@ -102,20 +102,28 @@ def _refuse(t_0, weights, weightings) -> Optional[str]:
     return weightings
 
 
+def _events(event_observed, n: int, name: str, of: str) -> np.ndarray:
+    """Event flags (all observed by default), one per duration of ``of``, none NaN."""
+    if event_observed is None:
+        return np.ones(n, dtype=bool)
+    raw = np.asarray(event_observed).reshape(-1)
+    if raw.shape[0] != n:
+        raise ValueError(f"{name} has {raw.shape[0]} values, {of} {n}")
+    if raw.dtype.kind == "f" and np.isnan(raw).any():
+        k = int(np.flatnonzero(np.isnan(raw))[0])
+        raise ValueError(f"{name} has NaN values (the first at position {k})")
+    return raw.astype(bool)
+
+
 def _grouped(event_durations, groups, event_observed):
     """Durations (float64), group labels and event flags (bool; all observed by default),
     checked to have one value per duration."""
-    d = _floats(event_durations, "event_durations")
+    d = _floats(event_durations, "event_durations", non_negative=True)
     n = d.shape[0]
     labels = np.asarray(groups).reshape(-1)
     if labels.shape[0] != n:
         raise ValueError(f"groups has {labels.shape[0]} values, event_durations {n}")
-    if event_observed is None:
-        return d, labels, np.ones(n, dtype=bool)
-    raw = np.asarray(event_observed).reshape(-1)
-    if raw.shape[0] != n:
-        raise ValueError(f"event_observed has {raw.shape[0]} values, event_durations {n}")
-    return d, labels, raw.astype(bool)
+    return d, labels, _events(event_observed, n, "event_observed", "event_durations")
 
 
 def multivariate_logrank_test(
@@ -125,22 +133,35 @@ def multivariate_logrank_test(
     weights=None,
     t_0: float = -1,
     weightings: Optional[str] = None,
+    strata=None,
     **kwargs: Any,
 ) -> StatisticalResult:
-    """The k-group log-rank test (lifelines' arguments): ``groups`` labels each duration."""
+    """The k-group log-rank test (lifelines' arguments): ``groups`` labels each duration.
+    ``strata`` (not in lifelines) labels each duration's stratum: observed, expected and
+    their covariance are computed within each stratum and summed before the statistic, as
+    R's ``survdiff(... + strata(s))`` does, so that a difference that only reflects how the
+    groups spread over the strata is not counted."""
     weightings = _refuse(t_0, weights, weightings)
     d, labels, e = _grouped(event_durations, groups, event_observed)
+    strata_index = None
+    if strata is not None:
+        s = np.asarray(strata).reshape(-1)
+        if s.shape[0] != d.shape[0]:
+            raise ValueError(f"strata has {s.shape[0]} values, event_durations {d.shape[0]}")
+        strata_index = np.unique(s, return_inverse=True)[1]
     test_name = kwargs.pop("test_name", "multivariate_logrank_test")
     if weightings is not None:
         # lifelines names a weighted test after its weighting.
         test_name = test_name.replace("logrank", _WEIGHTING_NAMES[weightings])
     names, index = np.unique(labels, return_inverse=True)
-    return _grouped_test(d, e, index, names, weightings, test_name, kwargs)
+    return _grouped_test(d, e, index, names, weightings, test_name, kwargs, strata_index)
 
 
-def _grouped_test(d, e, index, names, weightings, test_name, kwargs) -> StatisticalResult:
+def _grouped_test(
+    d, e, index, names, weightings, test_name, kwargs, strata=None
+) -> StatisticalResult:
     """The k-group test of durations ``d`` with events ``e`` in groups ``index`` (0 to
-    ``len(names) - 1``), named by ``names``."""
+    ``len(names) - 1``), named by ``names``, within ``strata`` (indices) when given."""
     if len(names) < 2:
         # Nothing to compare, as lifelines answers it.
         return StatisticalResult(math.nan, 0.0, test_name, degrees_of_freedom=0, **kwargs)
@@ -150,6 +171,7 @@ def _grouped_test(d, e, index, names, weightings, test_name, kwargs) -> Statisti
         np.ascontiguousarray(index, dtype=np.uint32).tobytes(),
         len(names),
         weightings,
+        None if strata is None else np.ascontiguousarray(strata, dtype=np.uint32).tobytes(),
     )
     o, x = np.frombuffer(observed), np.frombuffer(expected)
     if math.isnan(stat) and np.allclose(o, x, rtol=0.0, atol=1e-12):
@@ -179,12 +201,10 @@ def logrank_test(
     **kwargs: Any,
 ) -> StatisticalResult:
     """The two-sample log-rank test (lifelines' arguments)."""
-    a = _floats(durations_A, "durations_A")
-    b = _floats(durations_B, "durations_B")
-    ea = np.ones(a.shape[0]) if event_observed_A is None else np.asarray(event_observed_A).reshape(-1)
-    eb = np.ones(b.shape[0]) if event_observed_B is None else np.asarray(event_observed_B).reshape(-1)
-    if ea.shape[0] != a.shape[0] or eb.shape[0] != b.shape[0]:
-        raise ValueError("each event_observed must have its durations' length")
+    a = _floats(durations_A, "durations_A", non_negative=True)
+    b = _floats(durations_B, "durations_B", non_negative=True)
+    ea = _events(event_observed_A, a.shape[0], "event_observed_A", "durations_A")
+    eb = _events(event_observed_B, b.shape[0], "event_observed_B", "durations_B")
     weights = None if weights_A is None and weights_B is None else (weights_A, weights_B)
     weightings = _refuse(t_0, weights, weightings)
     test_name = kwargs.pop("test_name", "logrank_test")
@@ -194,7 +214,7 @@ def logrank_test(
     # Group A is 0 and B is 1 (lifelines' observed and expected are indexed so).
     index = np.zeros(a.shape[0] + b.shape[0], dtype=np.uint32)
     index[a.shape[0]:] = 1
-    e = np.concatenate([ea.astype(bool, copy=False), eb.astype(bool, copy=False)])
+    e = np.concatenate([ea, eb])
     # An empty group leaves nothing to compare (as the k-group test's labels would).
     names = np.array([g for g, m in ((0, a.shape[0]), (1, b.shape[0])) if m > 0])
     return _grouped_test(np.concatenate([a, b]), e, index, names, weightings, test_name, kwargs)

@@ -152,13 +152,22 @@ class Store:
             env=env,
         )
         lines: List[str] = []
-        assert proc.stderr is not None
-        for raw in proc.stderr:
-            line = raw.rstrip("\n")
-            lines.append(line)
-            # Errors go into the exception; the lines about our own temporary files are noise.
-            if not line.startswith("error") and quiet not in line:
-                self._say(line, progress)
+        try:
+            assert proc.stderr is not None
+            for raw in proc.stderr:
+                line = raw.rstrip("\n")
+                lines.append(line)
+                # Errors go into the exception; lines about our own temporary files are noise.
+                if not line.startswith("error") and quiet not in line:
+                    self._say(line, progress)
+        except BaseException:
+            # A progress sink that raised, or an interrupt: the run stops with it.
+            proc.terminate()
+            proc.wait()
+            raise
+        finally:
+            if proc.stderr is not None:
+                proc.stderr.close()
         code = proc.wait()
         if code != 0:
             message = "\n".join(l for l in lines if l.strip()) or f"exit code {code}"
@@ -307,8 +316,10 @@ class Run:
     def calibration(self):
         """The forecast's calibration per policy: the predicted-over-served completion ratio
         and the interruption forecast's Brier score (columns ``forecast_*``)."""
-        cols = [c for c in self.comparison.columns if c == "policy" or c.startswith("forecast_")]
-        return self.comparison[cols]
+        table = self.comparison
+        names = table.column_names if hasattr(table, "column_names") else list(table.columns)
+        cols = [c for c in names if c == "policy" or c.startswith("forecast_")]
+        return table.select(cols) if hasattr(table, "select") else table[cols]
 
     def requests(self, output: Optional[str] = None):
         """Every request of every policy, window and seed of the run (the store's

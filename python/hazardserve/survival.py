@@ -59,17 +59,23 @@ def _z(alpha: float) -> float:
     return NormalDist().inv_cdf(1.0 - alpha / 2.0)
 
 
-def _floats(x: Any, name: str) -> np.ndarray:
+def _floats(x: Any, name: str, non_negative: bool = False) -> np.ndarray:
+    """``x`` as float64, every value finite (and with ``non_negative``, at least 0), else a
+    ``ValueError`` naming ``name`` and the first bad value's position."""
     a = np.asarray(x, dtype=float).reshape(-1)
     if not np.isfinite(a).all():
-        raise ValueError(f"{name} has NaN or infinite values")
+        k = int(np.flatnonzero(~np.isfinite(a))[0])
+        raise ValueError(f"{name} has NaN or infinite values (the first at position {k}: {a[k]})")
+    if non_negative and (a < 0).any():
+        k = int(np.flatnonzero(a < 0)[0])
+        raise ValueError(f"{name} has negative values (the first at position {k}: {a[k]})")
     return a
 
 
 def _columns(durations, event_observed, entry, weights):
     """The estimator's inputs as arrays, checked as lifelines checks them: durations and entry
     as float64, events as bool, weights as uint32 (or ``None``)."""
-    d = _floats(durations, "durations")
+    d = _floats(durations, "durations", non_negative=True)
     n = d.shape[0]
     if event_observed is None:
         e = np.ones(n, dtype=bool)
@@ -80,7 +86,7 @@ def _columns(durations, event_observed, entry, weights):
         e = raw if raw.dtype == bool else raw.astype(int) != 0
     en = None
     if entry is not None:
-        en = _floats(entry, "entry")
+        en = _floats(entry, "entry", non_negative=True)
         if en.shape[0] != n:
             raise ValueError(f"entry has {en.shape[0]} values, durations {n}")
     w = None

@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use hazardserve_core::survival::competing::aalen_johansen;
 use hazardserve_core::survival::curve::{ConditionalSurvival, CurveSpec, LinearCurve};
-use hazardserve_core::survival::groups::{logrank, Weighting};
+use hazardserve_core::survival::groups::{logrank, logrank_stratified, Weighting};
 use hazardserve_core::survival::interval::{turnbull, Bounds, TurnbullOptions};
 use hazardserve_core::survival::km::KmFit;
 use hazardserve_core::survival::nelson_aalen::nelson_aalen;
@@ -261,11 +261,12 @@ fn aalen_johansen_fit<'py>(
 }
 
 /// The log-rank test of right-censored durations in `k` groups (`groups`: `u32` bytes, a
-/// group index per duration) under `weighting` (`None`, "wilcoxon", "tarone-ware", "peto"):
+/// group index per duration) under `weighting` (`None`, "wilcoxon", "tarone-ware", "peto"),
+/// stratified by `strata` (`u32` bytes, a stratum index per duration) when given:
 /// `(statistic, p_value, degrees_of_freedom, observed, expected)`, the last two per group as
 /// `f64` bytes.
 #[pyfunction]
-#[pyo3(signature = (durations, events, groups, k, weighting=None))]
+#[pyo3(signature = (durations, events, groups, k, weighting=None, strata=None))]
 fn logrank_test<'py>(
     py: Python<'py>,
     durations: &[u8],
@@ -273,6 +274,7 @@ fn logrank_test<'py>(
     groups: &[u8],
     k: usize,
     weighting: Option<&str>,
+    strata: Option<&[u8]>,
 ) -> PyResult<PyLogRank<'py>> {
     let weighting = match weighting {
         None => Weighting::LogRank,
@@ -287,11 +289,21 @@ fn logrank_test<'py>(
     };
     let test = py.detach(|| -> PyResult<_> {
         let (durations, events, _, _) = decode(durations, events, None, None)?;
-        let groups: Vec<usize> = items::<4, u32>(groups, "groups", u32::from_ne_bytes)?
-            .into_iter()
-            .map(|g| g as usize)
-            .collect();
-        logrank(&durations, &events, &groups, k, weighting).map_err(value_error)
+        let index = |b: &[u8], name: &str| -> PyResult<Vec<usize>> {
+            Ok(items::<4, u32>(b, name, u32::from_ne_bytes)?
+                .into_iter()
+                .map(|g| g as usize)
+                .collect())
+        };
+        let groups = index(groups, "groups")?;
+        match strata {
+            Some(s) => {
+                let strata = index(s, "strata")?;
+                logrank_stratified(&durations, &events, &groups, k, &strata, weighting)
+            }
+            None => logrank(&durations, &events, &groups, k, weighting),
+        }
+        .map_err(value_error)
     })?;
     Ok((
         test.statistic,

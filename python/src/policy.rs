@@ -72,6 +72,11 @@ impl Columns {
         let forecast = match nodes.get_item("forecast")? {
             Some(_) => {
                 let flat = f64s(&get("forecast")?, "forecast")?;
+                if flat.len() % 3 != 0 {
+                    return Err(PyValueError::new_err(
+                        "nodes: column forecast must hold (start_s, total_s, imposed_s) triples",
+                    ));
+                }
                 Some(flat.chunks_exact(3).map(|c| [c[0], c[1], c[2]]).collect())
             }
             None => None,
@@ -199,6 +204,15 @@ impl PyLoads<'_> {
                     "forecast: the callable must return (start_s, total_s, imposed_s) or None, got {r}"
                 ))
             })?;
+            // A bound has only its first number; the others are times that must make sense.
+            let times = if ask == "bound" { vec![a] } else { vec![a, b] };
+            if times.iter().any(|t| t.is_nan() || *t < 0.0) || c < 0.0 || (b < a && ask != "bound")
+            {
+                return Err(PyValueError::new_err(format!(
+                    "forecast: the answer to {ask} on node {node} is ({a}, {b}, {c}): times must \
+                     be non-negative with total_s at least start_s"
+                )));
+            }
             Ok(Some([a, b, c]))
         })();
         match got {

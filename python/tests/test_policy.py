@@ -311,6 +311,28 @@ def test_bad_input_is_a_value_error_naming_the_argument():
         SurvivalCurve.from_spec({"kind": "steps", "times": [5.0, 1.0], "values": [0.9, 0.8],
                                  "tail_rate_per_s": 0.0})
 
+    with pytest.raises(ValueError, match="forecast_total_s of node 0 is negative"):
+        p.score({"age_s": [1.0], "forecast_start_s": [0.0], "forecast_total_s": [-5.0]}, req)
+    with pytest.raises(ValueError, match=r"the answer to stationary on node 0 is \(0, -5, 0\): times"):
+        p.score({"age_s": [1.0]}, req, forecast=lambda *a: (0.0, -5.0, 0.0))
+    with pytest.raises(ValueError, match="hysteresis_s must be a non-negative number"):
+        HazardAwarePolicy(curves=[_exp(60.0)], hysteresis_s=-1.0)
+    with pytest.raises(ValueError, match="stall_penalty_s must be a non-negative number"):
+        HazardAwarePolicy(curves=[_exp(60.0)], stall_penalty_s=math.nan)
+    with pytest.raises(ValueError, match="request: prompt_tokens must be a non-negative whole number"):
+        p.score({"age_s": [1.0]}, Request(prompt_tokens=-5, est_output_tokens=1))
+    with pytest.raises(ValueError, match="request: prompt_tokens must be a non-negative whole number, got 5.7"):
+        p.score({"age_s": [1.0]}, Request(prompt_tokens=5.7, est_output_tokens=1))
+    with pytest.raises(ValueError, match="curve of node 0 must be a non-negative whole number"):
+        p.score({"age_s": [1.0], "curve": [0.7]}, req)
+    two = {"age_s": [1.0, 2.0]}
+    with pytest.raises(ValueError, match="request: node 1 is not from_node 0"):
+        p.should_migrate(two, Request(prompt_tokens=5, est_output_tokens=9, node=1), 0)
+    with pytest.raises(ValueError, match="from_node: expected a node index, got True"):
+        p.should_migrate(two, req, True)
+    # A running request without a node runs on from_node.
+    assert p.should_migrate(two, Request(prompt_tokens=5, est_output_tokens=9), 0).outcome
+
     def broken(ask, node, newcomer, rid):
         raise RuntimeError("the host's forecast is down")
 

@@ -244,3 +244,42 @@ def test_a_pairwise_result_prints_one_row_per_pair(capsys):
         hst.pairwise_logrank_test([1, 2], ["a", "b"], t_0=1.0)
     with pytest.raises(ValueError, match="groups has 1 values"):
         hst.pairwise_logrank_test([1, 2], ["a"])
+
+
+def test_the_stratified_test_sums_each_stratum_and_ignores_how_groups_spread_over_strata():
+    from hazardserve.statistics import multivariate_logrank_test
+
+    rng = np.random.default_rng(5)
+    # Two strata with very different lifetimes; group 1 lives mostly in the short stratum.
+    # Within each stratum the groups are alike: the stratified test sees no difference,
+    # the plain one a large one.
+    n = 4000
+    stratum = rng.integers(0, 2, n)
+    group = np.where(stratum == 0, rng.random(n) < 0.8, rng.random(n) < 0.2).astype(int)
+    d = rng.exponential(np.where(stratum == 0, 10.0, 100.0))
+    e = rng.random(n) < 0.9
+    plain = multivariate_logrank_test(d, group, e)
+    strat = multivariate_logrank_test(d, group, e, strata=stratum)
+    assert plain.p_value < 1e-6 and strat.p_value > 0.01
+    # Observed and expected are the per-stratum tests' sums.
+    parts = [multivariate_logrank_test(d[stratum == s], group[stratum == s], e[stratum == s])
+             for s in (0, 1)]
+    for col in ("observed", "expected"):
+        want = sum(getattr(p, col).to_numpy() for p in parts)
+        assert np.allclose(getattr(strat, col).to_numpy(), want, rtol=1e-12)
+    # One stratum is the plain test.
+    one = multivariate_logrank_test(d, group, e, strata=np.zeros(n))
+    assert one.test_statistic == pytest.approx(plain.test_statistic, rel=1e-12)
+    with pytest.raises(ValueError, match="strata has 3 values, event_durations 4000"):
+        multivariate_logrank_test(d, group, e, strata=[0, 1, 0])
+
+
+def test_bad_durations_and_events_name_the_argument():
+    from hazardserve.statistics import logrank_test
+
+    with pytest.raises(ValueError, match=r"durations_A has negative values \(the first at position 1"):
+        logrank_test([1.0, -2.0], [3.0])
+    with pytest.raises(ValueError, match="event_observed_B has 1 values, durations_B 2"):
+        logrank_test([1.0], [3.0, 4.0], [1], [1])
+    with pytest.raises(ValueError, match="event_observed_A has NaN values"):
+        logrank_test([1.0], [3.0], [float("nan")], [1])

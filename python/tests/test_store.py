@@ -63,6 +63,8 @@ def test_a_replay_its_comparison_requests_and_calibration(store):
         assert cmp.loc[policy, "requests"] == r["requests"]
     assert cmp.loc["hazard", "vs_fastest_mean_completion_s_ci_lo"] <= cmp.loc["hazard", "vs_fastest_mean_completion_s"]
     assert {"forecast_t_ratio_median", "forecast_interruption_brier"} <= set(run.calibration.columns)
+    arrow = Store(store.path, output="arrow", progress=False).run(run.run_id)
+    assert "forecast_interruption_brier" in arrow.calibration.column_names
     req = run.requests()
     assert set(req["run_id"]) == {run.run_id}
     # The comparison's request count is the scored requests of one policy's runs.

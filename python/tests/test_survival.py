@@ -372,3 +372,12 @@ def test_an_interval_fit_answers_per_curve_and_keeps_only_its_own_attributes():
     # Refitting right-censored data drops the interval fit's attributes.
     kmf.fit(t)
     assert not hasattr(kmf, "lower_bound") and "9 total observations" in repr(kmf)
+
+
+def test_negative_times_are_refused_naming_the_argument():
+    with pytest.raises(ValueError, match=r"durations has negative values \(the first at position 2"):
+        hs.KaplanMeierFitter().fit([1.0, 2.0, -3.0])
+    with pytest.raises(ValueError, match="entry has negative values"):
+        hs.KaplanMeierFitter().fit([1.0, 2.0], entry=[0.0, -1.0])
+    with pytest.raises(ValueError, match=r"durations has NaN or infinite values \(the first at position 0"):
+        hs.NelsonAalenFitter().fit([float("nan"), 2.0])

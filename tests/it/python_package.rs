@@ -3,7 +3,8 @@
 //! priors export the binary writes from the demo store, and takes every decision of the
 //! replay's decision logs (both engines) again with `HazardAwarePolicy`, and executes both
 //! notebooks (`notebooks/`, nbmake) against the binary and the public data; the runs and
-//! results tests replay and sweep into a copy of the demo store through the binary. CI installs
+//! results tests replay and sweep into a copy of the demo store through the binary; the Vidur
+//! plug-in runs inside the real Vidur (`python/constraints.txt`). CI installs
 //! the package and its test dependencies into the cached venv (`.ci/run`,
 //! `HAZARDSERVE_PYTHON`); locally the test skips when that Python cannot import them, and fails
 //! when the installed package is older than the checkout's sources (reinstall it).
@@ -23,7 +24,7 @@ fn python() -> Option<String> {
     let ok = Command::new(&py)
         .args([
             "-c",
-            "import hazardserve, pytest, hypothesis, lifelines, nbmake, matplotlib",
+            "import hazardserve, pytest, hypothesis, lifelines, nbmake, matplotlib, vidur",
         ])
         .output()
         .is_ok_and(|o| o.status.success());
@@ -31,9 +32,9 @@ fn python() -> Option<String> {
         Some(py)
     } else {
         skip(&format!(
-            "{py} cannot import hazardserve, pytest, hypothesis, lifelines, nbmake and \
-             matplotlib (pip install ./python pytest hypothesis lifelines==0.30.3 nbmake \
-             matplotlib; .ci/run does)"
+            "{py} cannot import hazardserve, pytest, hypothesis, lifelines, nbmake, \
+             matplotlib and vidur (.ci/run installs them: see its venv step and \
+             python/constraints.txt)"
         ));
         None
     }

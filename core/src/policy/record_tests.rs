@@ -209,20 +209,25 @@ fn a_record_without_its_curve_or_answer_says_so() {
         fleet_idx: vec![0],
         unloaded: vec![1.0],
     };
-    let w = Waiting {
+    let w = newcomer(1.0);
+    assert_eq!(table.forecast_newcomer_stationary(0, w), None);
+    assert_eq!(table.forecast_newcomer_stationary(9, w), None);
+}
+
+/// A one-token newcomer that starts after `start_s`.
+fn newcomer(start_s: f64) -> Waiting {
+    Waiting {
         id: 0,
         kv: 1,
         prompt: 1,
-        start_s: 1.0,
+        start_s,
         prefill: true,
         stall_s: 0.0,
         tokens: 1.0,
         done: 0.0,
         target: 1.0,
         cached: 0,
-    };
-    assert_eq!(table.forecast_newcomer_stationary(0, w), None);
-    assert_eq!(table.forecast_newcomer_stationary(9, w), None);
+    }
 }
 
 /// Non-finite numbers survive JSON as strings.
@@ -262,18 +267,7 @@ fn given_loads_answer_per_node() {
         answers: &answers,
         unloaded_decode_tok_s: &[10.0, 20.0, 30.0],
     };
-    let w = Waiting {
-        id: 0,
-        kv: 1,
-        prompt: 1,
-        start_s: 9.0,
-        prefill: true,
-        stall_s: 0.0,
-        tokens: 1.0,
-        done: 0.0,
-        target: 1.0,
-        cached: 0,
-    };
+    let w = newcomer(9.0);
     assert_eq!(g.forecast_newcomer(0, w).map(|t| t.total_s), Some(5.0));
     assert_eq!(g.forecast_newcomer(1, w), None);
     assert_eq!(

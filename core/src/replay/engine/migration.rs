@@ -3,7 +3,6 @@
 
 use super::forecast::{expected_total, live_loads, LiveLoads};
 use super::*;
-use crate::policy::record::recorded;
 
 impl Sim<'_> {
     // ----- planned migration -------------------------------------------------------------
@@ -230,17 +229,8 @@ impl Sim<'_> {
                 .with_foresight(&fs)
                 .with_loads(&loads)
                 .with_active(&self.up_list);
-            let recorder = &mut self.recorder;
-            let (choice, inputs) = recorded(
-                view,
-                record,
-                &rv,
-                None,
-                |c| recorder.curve_id(c),
-                |v| policy.place(v, &rv, &mut self.expl),
-            );
-            recorder.pending = inputs;
-            choice
+            self.recorder
+                .place(record, view, &rv, policy, &mut self.expl)
         };
         self.log_decision(false);
         choice
@@ -339,17 +329,8 @@ impl Sim<'_> {
             if self.drains {
                 view = view.with_foresight(&fs);
             }
-            let recorder = &mut self.recorder;
-            let (choice, inputs) = recorded(
-                view,
-                record,
-                &rv,
-                Some(from),
-                |c| recorder.curve_id(c),
-                |v| policy.check_migration(v, &rv, from, &mut self.expl),
-            );
-            recorder.pending = inputs;
-            choice
+            self.recorder
+                .check(record, view, &rv, from, policy, &mut self.expl)
         };
         self.scratch_active = active;
         self.log_decision(false);

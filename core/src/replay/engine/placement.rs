@@ -3,7 +3,6 @@
 
 use super::forecast::{decoded_at, live_loads, LiveLoads};
 use super::*;
-use crate::policy::record::recorded;
 
 impl Sim<'_> {
     // ----- views -------------------------------------------------------------------------
@@ -277,17 +276,8 @@ impl Sim<'_> {
             if self.drains {
                 view = view.with_foresight(&fs);
             }
-            let recorder = &mut self.recorder;
-            let (choice, inputs) = recorded(
-                view,
-                record,
-                &rv,
-                None,
-                |c| recorder.curve_id(c),
-                |v| policy.place(v, &rv, &mut self.expl),
-            );
-            recorder.pending = inputs;
-            choice
+            self.recorder
+                .place(record, view, &rv, policy, &mut self.expl)
         };
         if cached {
             let free = std::mem::take(&mut self.free_list);
@@ -342,17 +332,8 @@ impl Sim<'_> {
             if self.drains {
                 view = view.with_foresight(&fs);
             }
-            let recorder = &mut self.recorder;
-            let (choice, inputs) = recorded(
-                view,
-                record,
-                &rv,
-                None,
-                |c| recorder.curve_id(c),
-                |v| policy.place(v, &rv, &mut self.expl),
-            );
-            recorder.pending = inputs;
-            choice
+            self.recorder
+                .place(record, view, &rv, policy, &mut self.expl)
         };
         self.log_decision(true);
         self.take_choice(r, choice);
@@ -396,17 +377,8 @@ impl Sim<'_> {
             let view = ClusterView::new(&self.views)
                 .with_loads(&loads)
                 .with_active(&active);
-            let recorder = &mut self.recorder;
-            let (choice, inputs) = recorded(
-                view,
-                record,
-                rv,
-                None,
-                |c| recorder.curve_id(c),
-                |v| policy.place(v, rv, &mut self.expl),
-            );
-            recorder.pending = inputs;
-            choice
+            self.recorder
+                .place(record, view, rv, policy, &mut self.expl)
         };
         if cached {
             self.clear_cached_views(&active);

@@ -4,7 +4,8 @@
 
 use std::collections::HashMap;
 
-use crate::policy::record::DecisionInputs;
+use crate::policy::record::{recorded, DecisionInputs};
+use crate::policy::{ClusterView, Explanation, NodeIdx, Policy, RequestView};
 use crate::survival::curve::{ConditionalSurvival, CurveSpec};
 
 /// The inputs of the decision being logged and the run's curve table.
@@ -28,5 +29,52 @@ impl Recorder {
             self.curves.push(c.spec());
         }
         id
+    }
+}
+
+impl Recorder {
+    /// `policy` places `rv` over `view` (its inputs kept as [`Recorder::pending`] when
+    /// `record`).
+    pub(super) fn place(
+        &mut self,
+        record: bool,
+        view: ClusterView<'_>,
+        rv: &RequestView,
+        policy: &mut dyn Policy,
+        out: &mut Explanation,
+    ) -> Option<NodeIdx> {
+        let (choice, inputs) = recorded(
+            view,
+            record,
+            rv,
+            None,
+            |c| self.curve_id(c),
+            |v| policy.place(v, rv, out),
+        );
+        self.pending = inputs;
+        choice
+    }
+
+    /// `policy` checks the migration of `rv` off `from` over `view` (its inputs kept as
+    /// [`Recorder::pending`] when `record`).
+    pub(super) fn check(
+        &mut self,
+        record: bool,
+        view: ClusterView<'_>,
+        rv: &RequestView,
+        from: NodeIdx,
+        policy: &mut dyn Policy,
+        out: &mut Explanation,
+    ) -> Option<NodeIdx> {
+        let (choice, inputs) = recorded(
+            view,
+            record,
+            rv,
+            Some(from),
+            |c| self.curve_id(c),
+            |v| policy.check_migration(v, rv, from, out),
+        );
+        self.pending = inputs;
+        choice
     }
 }
