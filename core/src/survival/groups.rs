@@ -118,11 +118,38 @@ pub fn logrank(
             "session {i}: duration {d} is not finite"
         )));
     }
+    let mut acc = Accumulated::new(k);
+    let top = super::km::f64_key(durations[0]) >> 63;
+    if durations
+        .iter()
+        .all(|&d| super::km::f64_key(d) >> 63 == top)
+    {
+        // Durations of one sign (the common case): each group's exits as one packed key,
+        // `(duration key << 1) | event`, placed by a counting sort into its group's
+        // segment, each segment sorted, and the segments merged by time in the scan.
+        let mut off = vec![0usize; k + 1];
+        for &g in groups {
+            off[g + 1] += 1;
+        }
+        for g in 0..k {
+            off[g + 1] += off[g];
+        }
+        let mut keys = vec![0u64; n];
+        let mut pos = off.clone();
+        for ((&g, &d), &e) in groups.iter().zip(durations).zip(events) {
+            keys[pos[g]] = (super::km::f64_key(d) << 1) | u64::from(e);
+            pos[g] += 1;
+        }
+        for g in 0..k {
+            keys[off[g]..off[g + 1]].sort_unstable();
+        }
+        acc.add_segments(&keys, &off, weighting);
+        return Ok(acc.test());
+    }
     // By duration (ties in any order: a tie's rows count together), each row packed with
     // its group and event so that the scan reads one array in order.
     let mut rows: Vec<(u64, u64)> = (0..n).map(|i| row(durations, events, groups, i)).collect();
     rows.sort_unstable();
-    let mut acc = Accumulated::new(k);
     acc.add_stratum(&rows, weighting);
     Ok(acc.test())
 }
@@ -195,64 +222,56 @@ impl Accumulated {
     /// Adds the sessions `rows` (one stratum, sorted by duration key; [`row`]).
     fn add_stratum(&mut self, rows: &[(u64, u64)], weighting: Weighting) {
         let k = self.k;
-        let (observed, expected, variance) =
-            (&mut self.observed, &mut self.expected, &mut self.variance);
-        let mut n_event_times = 0;
-        let n = rows.len();
         let group = |r: &(u64, u64)| (r.1 >> 1) as usize;
         let mut at_risk = vec![0u64; k];
         for r in rows {
             at_risk[group(r)] += 1;
         }
-        let mut d_j = vec![0u64; k];
-        let mut peto = 1.0;
+        let mut scan = Scan::new(self, at_risk, weighting);
+        let (mut d_j, mut out_j) = (vec![0u64; k], vec![0u64; k]);
+        let n = rows.len();
         let mut i = 0;
         while i < n {
             let t = rows[i].0;
-            let mut j = i;
             d_j.iter_mut().for_each(|x| *x = 0);
-            while j < n && rows[j].0 == t {
-                if rows[j].1 & 1 == 1 {
-                    d_j[group(&rows[j])] += 1;
-                }
-                j += 1;
+            out_j.iter_mut().for_each(|x| *x = 0);
+            while i < n && rows[i].0 == t {
+                let g = group(&rows[i]);
+                d_j[g] += rows[i].1 & 1;
+                out_j[g] += 1;
+                i += 1;
             }
-            let d: u64 = d_j.iter().sum();
-            if d > 0 {
-                n_event_times += 1;
-                let n_t: u64 = at_risk.iter().sum();
-                let (nf, df) = (n_t as f64, d as f64);
-                let w = match weighting {
-                    Weighting::LogRank => 1.0,
-                    Weighting::Wilcoxon => nf,
-                    Weighting::TaroneWare => nf.sqrt(),
-                    Weighting::Peto => {
-                        peto *= 1.0 - df / (nf + 1.0);
-                        peto
-                    }
-                };
-                for g in 0..k {
-                    observed[g] += w * d_j[g] as f64;
-                    expected[g] += w * at_risk[g] as f64 * df / nf;
-                }
-                if n_t > 1 {
-                    let f = w * w * df * (nf - df) / (nf - 1.0) / nf;
-                    for a in 0..k {
-                        let na = at_risk[a] as f64;
-                        for b in 0..k {
-                            let nb = at_risk[b] as f64;
-                            let delta = if a == b { na } else { 0.0 };
-                            variance[a][b] += f * (delta - na * nb / nf);
-                        }
-                    }
-                }
-            }
-            for r in &rows[i..j] {
-                at_risk[group(r)] -= 1;
-            }
-            i = j;
+            scan.time(&d_j, &out_j);
         }
-        self.n_event_times += n_event_times;
+    }
+
+    /// Adds the sessions of one stratum given per group (`keys[off[g]..off[g + 1]]`: group
+    /// `g`'s exits, each `(duration key << 1) | event`, sorted), merged by time as the scan
+    /// goes: the same times in the same order as [`Accumulated::add_stratum`].
+    fn add_segments(&mut self, keys: &[u64], off: &[usize], weighting: Weighting) {
+        let k = self.k;
+        let at_risk: Vec<u64> = (0..k).map(|g| (off[g + 1] - off[g]) as u64).collect();
+        let mut scan = Scan::new(self, at_risk, weighting);
+        let mut head: Vec<usize> = off[..k].to_vec();
+        let (mut d_j, mut out_j) = (vec![0u64; k], vec![0u64; k]);
+        loop {
+            let t = (0..k)
+                .filter(|&g| head[g] < off[g + 1])
+                .map(|g| keys[head[g]] >> 1)
+                .min();
+            let Some(t) = t else { break };
+            for g in 0..k {
+                let (mut d, mut out) = (0, 0);
+                while head[g] < off[g + 1] && keys[head[g]] >> 1 == t {
+                    d += keys[head[g]] & 1;
+                    out += 1;
+                    head[g] += 1;
+                }
+                d_j[g] = d;
+                out_j[g] = out;
+            }
+            scan.time(&d_j, &out_j);
+        }
     }
 
     /// `chi2 = Z' V^-1 Z` over the first `k - 1` groups, with its p-value.
@@ -287,6 +306,65 @@ impl Accumulated {
             expected,
             variance,
             n_event_times,
+        }
+    }
+}
+
+/// One stratum's pass over its distinct times, adding to [`Accumulated`].
+struct Scan<'a> {
+    acc: &'a mut Accumulated,
+    at_risk: Vec<u64>,
+    weighting: Weighting,
+    peto: f64,
+}
+
+impl<'a> Scan<'a> {
+    fn new(acc: &'a mut Accumulated, at_risk: Vec<u64>, weighting: Weighting) -> Scan<'a> {
+        Scan {
+            acc,
+            at_risk,
+            weighting,
+            peto: 1.0,
+        }
+    }
+
+    /// One distinct time: `d_j[g]` events and `out_j[g]` exits (events and censorings) in
+    /// group `g`.
+    fn time(&mut self, d_j: &[u64], out_j: &[u64]) {
+        let k = self.acc.k;
+        let at_risk = &mut self.at_risk;
+        let d: u64 = d_j.iter().sum();
+        if d > 0 {
+            self.acc.n_event_times += 1;
+            let n_t: u64 = at_risk.iter().sum();
+            let (nf, df) = (n_t as f64, d as f64);
+            let w = match self.weighting {
+                Weighting::LogRank => 1.0,
+                Weighting::Wilcoxon => nf,
+                Weighting::TaroneWare => nf.sqrt(),
+                Weighting::Peto => {
+                    self.peto *= 1.0 - df / (nf + 1.0);
+                    self.peto
+                }
+            };
+            for g in 0..k {
+                self.acc.observed[g] += w * d_j[g] as f64;
+                self.acc.expected[g] += w * at_risk[g] as f64 * df / nf;
+            }
+            if n_t > 1 {
+                let f = w * w * df * (nf - df) / (nf - 1.0) / nf;
+                for (a, row) in self.acc.variance.iter_mut().enumerate() {
+                    let na = at_risk[a] as f64;
+                    for (b, v) in row.iter_mut().enumerate() {
+                        let nb = at_risk[b] as f64;
+                        let delta = if a == b { na } else { 0.0 };
+                        *v += f * (delta - na * nb / nf);
+                    }
+                }
+            }
+        }
+        for (r, o) in at_risk.iter_mut().zip(out_j) {
+            *r -= o;
         }
     }
 }
@@ -384,4 +462,55 @@ fn integral(time: &[f64], surv: &[f64], h: f64, f: impl Fn(f64, f64) -> f64) -> 
         sum += s * f(lo, h);
     }
     sum
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// The one-sign fast path (per-group segments merged in the scan) gives the row
+        /// scan's numbers to the bit: the stratified test with one stratum takes the rows.
+        #[test]
+        fn the_segmented_scan_is_the_row_scan(
+            rows in proptest::collection::vec((0u32..40, any::<bool>(), 0usize..3), 2..300),
+            weighting in prop_oneof![
+                Just(Weighting::LogRank),
+                Just(Weighting::Wilcoxon),
+                Just(Weighting::TaroneWare),
+                Just(Weighting::Peto),
+            ],
+        ) {
+            let d: Vec<f64> = rows.iter().map(|r| f64::from(r.0) / 4.0).collect();
+            let e: Vec<bool> = rows.iter().map(|r| r.1).collect();
+            let g: Vec<usize> = rows.iter().map(|r| r.2).collect();
+            let fast = logrank(&d, &e, &g, 3, weighting);
+            let slow = logrank_stratified(&d, &e, &g, 3, &vec![0; d.len()], weighting);
+            match (fast, slow) {
+                (Ok(a), Ok(b)) => {
+                    prop_assert_eq!(a.statistic.to_bits(), b.statistic.to_bits());
+                    prop_assert_eq!(a.observed, b.observed);
+                    prop_assert_eq!(a.expected, b.expected);
+                    prop_assert_eq!(a.variance, b.variance);
+                    prop_assert_eq!(a.n_event_times, b.n_event_times);
+                }
+                (a, b) => prop_assert_eq!(a.is_err(), b.is_err()),
+            }
+        }
+    }
+
+    /// Durations of both signs take the row scan, with the same answer as their shift.
+    #[test]
+    fn durations_of_both_signs_are_ordered_as_numbers() {
+        let d = [-3.0, -1.0, 0.0, 2.0, 5.0, -2.0];
+        let e = [true, true, false, true, true, true];
+        let g = [0, 1, 0, 1, 0, 1];
+        let shifted: Vec<f64> = d.iter().map(|x| x + 10.0).collect();
+        let a = logrank(&d, &e, &g, 2, Weighting::LogRank).expect("test");
+        let b = logrank(&shifted, &e, &g, 2, Weighting::LogRank).expect("test");
+        assert_eq!(a.observed, b.observed);
+        assert_eq!(a.expected, b.expected);
+        assert_eq!(a.statistic.to_bits(), b.statistic.to_bits());
+    }
 }
