@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use hazardserve_core::policy::model::{ClusterView, Foresight, NodeView, RequestView};
 use hazardserve_core::policy::policies::{Explanation, Policy, PolicyKind, StandardPolicy};
-use hazardserve_core::policy::record::{GivenLoads, LoggedWaiting};
+use hazardserve_core::policy::record::{as_marginal, as_time, GivenLoads, LoggedWaiting};
 use hazardserve_core::policy::retained::{ReuseGap, GAP_CELLS};
 use hazardserve_core::policy::service::{Marginal, NodeLoads, ServiceTime, Waiting};
 use hazardserve_core::policy::Params;
@@ -225,36 +225,27 @@ impl PyLoads<'_> {
     }
 }
 
-fn time(a: [f64; 3]) -> ServiceTime {
-    ServiceTime {
-        start_s: a[0],
-        total_s: a[1],
-    }
-}
-
+/// A callable's answer as the marginal answer (no imposed delay given: none).
 fn marginal(a: [f64; 3]) -> Marginal {
-    Marginal {
-        time: time(a),
-        imposed_s: if a[2].is_nan() { 0.0 } else { a[2] },
-    }
+    as_marginal([a[0], a[1], if a[2].is_nan() { 0.0 } else { a[2] }])
 }
 
 impl NodeLoads for PyLoads<'_> {
     fn forecast_newcomer(&self, node: usize, w: Waiting) -> Option<ServiceTime> {
-        self.ask("own", node, Some(w), None).map(time)
+        self.ask("own", node, Some(w), None).map(as_time)
     }
     fn forecast_newcomer_marginal(&self, node: usize, w: Waiting) -> Option<Marginal> {
         self.ask("marginal", node, Some(w), None).map(marginal)
     }
     fn forecast_resident(&self, node: usize, id: u64) -> Option<ServiceTime> {
-        self.ask("resident", node, None, Some(id)).map(time)
+        self.ask("resident", node, None, Some(id)).map(as_time)
     }
     fn forecast_newcomer_stationary(&self, node: usize, w: Waiting) -> Option<Marginal> {
         self.ask("stationary", node, Some(w), None).map(marginal)
     }
     fn forecast_resident_stationary(&self, node: usize, id: u64) -> Option<ServiceTime> {
         self.ask("resident-stationary", node, None, Some(id))
-            .map(time)
+            .map(as_time)
     }
     fn stationary_bound(&self, node: usize, w: Waiting, _start_lb: f64) -> Option<f64> {
         self.ask("bound", node, Some(w), None).map(|a| a[0])

@@ -21,7 +21,7 @@ use super::model::{ClusterView, Foresight, NodeIdx, NodeView, RequestView};
 use super::policies::{Explanation, Policy};
 use super::retained::ReuseGap;
 use super::service::{Marginal, NodeLoads, ServiceTime, Waiting};
-use crate::survival::curve::ConditionalSurvival;
+use crate::survival::curve::{nonneg, ConditionalSurvival};
 
 /// One node as a decision saw it ([`NodeView`]'s fields), with its index in the run's fleet.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -214,14 +214,16 @@ fn marginal(m: Marginal) -> [f64; 3] {
     [m.time.start_s, m.time.total_s, m.imposed_s]
 }
 
-fn as_time(a: [f64; 3]) -> ServiceTime {
+/// A recorded answer `[start_s, total_s, imposed_s]` as the forecast's own answer.
+pub fn as_time(a: [f64; 3]) -> ServiceTime {
     ServiceTime {
         start_s: a[0],
         total_s: a[1],
     }
 }
 
-fn as_marginal(a: [f64; 3]) -> Marginal {
+/// A recorded answer `[start_s, total_s, imposed_s]` as the marginal (or stationary) answer.
+pub fn as_marginal(a: [f64; 3]) -> Marginal {
     Marginal {
         time: as_time(a),
         imposed_s: a[2],
@@ -358,14 +360,6 @@ impl NodeLoads for GivenLoads<'_> {
     }
     fn unloaded_decode_tok_s(&self, node: usize) -> f64 {
         self.unloaded_decode_tok_s.get(node).copied().unwrap_or(0.0)
-    }
-}
-
-fn nonneg(x: f64) -> f64 {
-    if x > 0.0 {
-        x
-    } else {
-        0.0
     }
 }
 
@@ -588,8 +582,13 @@ pub mod num {
     }
 }
 
+/// One number read by [`num`] (for the optional forms).
+#[derive(Deserialize)]
+struct Wrap(#[serde(with = "num")] f64);
+
 /// [`num`] for `Option<f64>` (`null`: `None`).
 mod opt_num {
+    use super::Wrap;
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub fn serialize<S: Serializer>(x: &Option<f64>, s: S) -> Result<S::Ok, S::Error> {
@@ -599,9 +598,6 @@ mod opt_num {
         }
     }
 
-    #[derive(Deserialize)]
-    struct Wrap(#[serde(with = "super::num")] f64);
-
     pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Option<f64>, D::Error> {
         Ok(Option::<Wrap>::deserialize(d)?.map(|w| w.0))
     }
@@ -609,11 +605,9 @@ mod opt_num {
 
 /// [`num`] for `Option<[f64; 3]>`.
 mod opt_triple {
+    use super::Wrap;
     use serde::ser::SerializeTuple;
     use serde::{Deserialize, Deserializer, Serialize, Serializer};
-
-    #[derive(Deserialize)]
-    struct Wrap(#[serde(with = "super::num")] f64);
 
     struct Num(f64);
     impl Serialize for Num {
