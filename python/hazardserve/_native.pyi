@@ -1,43 +1,59 @@
 """Type stubs of the native module (checked against it by python/tests/test_survival.py).
 
-Columns travel as native-endian bytes: durations and entry times float64, event flags one
-byte each (non-zero: observed), weights uint32; every returned column is float64 bytes."""
+The estimators take their columns as numpy arrays of the column's type (``Array``) or as
+native-endian bytes: durations and entry times float64, event flags one byte each (non-zero:
+observed), weights, groups and strata uint32; the log-rank test also takes one array per
+group in a list, without ``groups``. Aalen-Johansen and the NPMLE take bytes. The
+estimators return their columns as ``Column`` objects, which ``numpy.asarray`` reads in
+place (float64; Kaplan-Meier's event table is one block of int64 columns); the curves return
+float64 bytes."""
 
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+
+import numpy as np
+
+Array = Union[bytes, np.ndarray]
 
 __version__: str
 
+class Column:
+    """Values computed by the native module, read by numpy in place (``numpy.asarray``)."""
+
+    @property
+    def __array_interface__(self) -> Dict[str, Any]: ...
+    def __len__(self) -> int: ...
+
 def kaplan_meier(
-    durations: bytes,
-    events: bytes,
-    entry: Optional[bytes] = None,
-    weights: Optional[bytes] = None,
+    durations: Array,
+    events: Array,
+    entry: Optional[Array] = None,
+    weights: Optional[Array] = None,
     z: float = 1.959963984540054,
-) -> Tuple[Dict[str, bytes], float]: ...
+) -> Tuple[Dict[str, Column], Column, float]: ...
 def nelson_aalen_fit(
-    durations: bytes,
-    events: bytes,
-    entry: Optional[bytes] = None,
-    weights: Optional[bytes] = None,
+    durations: Array,
+    events: Array,
+    entry: Optional[Array] = None,
+    weights: Optional[Array] = None,
     smoothed: bool = True,
-) -> Dict[str, bytes]: ...
+) -> Dict[str, Column]: ...
 def aalen_johansen_fit(
     durations: bytes,
     causes: bytes,
     event_of_interest: int,
     entry: Optional[bytes] = None,
-) -> Dict[str, bytes]: ...
+) -> Dict[str, Column]: ...
 def logrank_test(
-    durations: bytes,
-    events: bytes,
-    groups: bytes,
+    durations: Union[Array, Sequence[Array]],
+    events: Union[Array, Sequence[Array]],
+    groups: Optional[Array],
     k: int,
     weighting: Optional[str] = None,
-    strata: Optional[bytes] = None,
+    strata: Optional[Array] = None,
 ) -> Tuple[float, float, int, bytes, bytes]: ...
 def npmle(
     lower: bytes, upper: bytes, tol: float = 1e-12, max_iter: int = 20000
-) -> Tuple[Dict[str, bytes], float, bool]: ...
+) -> Tuple[Dict[str, Column], float, bool]: ...
 
 class NativeCurve:
     tail_hazard: float

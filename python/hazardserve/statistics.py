@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from . import _native
-from .survival import _floats
+from .survival import _flags, _floats
 
 __all__ = ["StatisticalResult", "logrank_test", "multivariate_logrank_test", "pairwise_logrank_test"]
 
@@ -112,7 +112,7 @@ def _events(event_observed, n: int, name: str, of: str) -> np.ndarray:
     if raw.dtype.kind == "f" and np.isnan(raw).any():
         k = int(np.flatnonzero(np.isnan(raw))[0])
         raise ValueError(f"{name} has NaN values (the first at position {k})")
-    return raw.astype(bool)
+    return raw if raw.dtype == bool else raw.astype(bool)
 
 
 def _grouped(event_durations, groups, event_observed):
@@ -161,17 +161,18 @@ def _grouped_test(
     d, e, index, names, weightings, test_name, kwargs, strata=None
 ) -> StatisticalResult:
     """The k-group test of durations ``d`` with events ``e`` in groups ``index`` (0 to
-    ``len(names) - 1``), named by ``names``, within ``strata`` (indices) when given."""
+    ``len(names) - 1``), named by ``names``, within ``strata`` (indices) when given. With
+    ``index`` ``None``, ``d`` and ``e`` are lists of one array per group."""
     if len(names) < 2:
         # Nothing to compare, as lifelines answers it.
         return StatisticalResult(math.nan, 0.0, test_name, degrees_of_freedom=0, **kwargs)
     stat, p, dof, observed, expected = _native.logrank_test(
-        np.ascontiguousarray(d, dtype=np.float64).tobytes(),
-        np.ascontiguousarray(e, dtype=np.uint8).tobytes(),
-        np.ascontiguousarray(index, dtype=np.uint32).tobytes(),
+        d if isinstance(d, list) else np.asarray(d, dtype=np.float64),
+        [_flags(x) for x in e] if isinstance(e, list) else _flags(e),
+        None if index is None else np.asarray(index, dtype=np.uint32),
         len(names),
         weightings,
-        None if strata is None else np.ascontiguousarray(strata, dtype=np.uint32).tobytes(),
+        None if strata is None else np.asarray(strata, dtype=np.uint32),
     )
     o, x = np.frombuffer(observed), np.frombuffer(expected)
     if math.isnan(stat) and np.allclose(o, x, rtol=0.0, atol=1e-12):
@@ -211,13 +212,11 @@ def logrank_test(
     if weightings is not None:
         # lifelines names a weighted test after its weighting.
         test_name = test_name.replace("logrank", _WEIGHTING_NAMES[weightings])
-    # Group A is 0 and B is 1 (lifelines' observed and expected are indexed so).
-    index = np.zeros(a.shape[0] + b.shape[0], dtype=np.uint32)
-    index[a.shape[0]:] = 1
-    e = np.concatenate([ea, eb])
+    # Group A is 0 and B is 1 (lifelines' observed and expected are indexed so): the native
+    # test takes the two samples as the parts of one column, a group each.
     # An empty group leaves nothing to compare (as the k-group test's labels would).
     names = np.array([g for g, m in ((0, a.shape[0]), (1, b.shape[0])) if m > 0])
-    return _grouped_test(np.concatenate([a, b]), e, index, names, weightings, test_name, kwargs)
+    return _grouped_test([a, b], [ea, eb], None, names, weightings, test_name, kwargs)
 
 
 def pairwise_logrank_test(

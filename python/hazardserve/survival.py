@@ -42,6 +42,7 @@ Differences from lifelines, on purpose:
 
 from __future__ import annotations
 
+from functools import cached_property
 from statistics import NormalDist
 from typing import Any, Optional, Sequence, Tuple
 
@@ -63,6 +64,11 @@ def _floats(x: Any, name: str, non_negative: bool = False) -> np.ndarray:
     """``x`` as float64, every value finite (and with ``non_negative``, at least 0), else a
     ``ValueError`` naming ``name`` and the first bad value's position."""
     a = np.asarray(x, dtype=float).reshape(-1)
+    # Two reductions answer the common case without temporaries: NaN and infinities show in
+    # the minimum or the maximum.
+    lo, hi = (a.min(), a.max()) if a.size else (0.0, 0.0)
+    if np.isfinite(lo) and np.isfinite(hi) and (lo >= 0 or not non_negative):
+        return a
     if not np.isfinite(a).all():
         k = int(np.flatnonzero(~np.isfinite(a))[0])
         raise ValueError(f"{name} has NaN or infinite values (the first at position {k}: {a[k]})")
@@ -100,53 +106,56 @@ def _columns(durations, event_observed, entry, weights):
     return d, e, en, w
 
 
+def _flags(e: np.ndarray) -> np.ndarray:
+    """Event flags as the native module reads them: one byte each (a view of a bool array)."""
+    return e.view(np.uint8) if e.dtype == bool else np.asarray(e, dtype=np.uint8)
+
+
 def _native_args(d, e, en, w):
-    """The arrays as the native module reads them: native-endian bytes, one copy each."""
+    """The arrays as the native module reads them (it copies each once)."""
     return (
-        np.ascontiguousarray(d, dtype=np.float64).tobytes(),
-        np.ascontiguousarray(e, dtype=np.uint8).tobytes(),
-        None if en is None else np.ascontiguousarray(en, dtype=np.float64).tobytes(),
-        None if w is None else np.ascontiguousarray(w, dtype=np.uint32).tobytes(),
+        np.asarray(d, dtype=np.float64),
+        _flags(e),
+        None if en is None else np.asarray(en, dtype=np.float64),
+        None if w is None else np.asarray(w, dtype=np.uint32),
     )
 
 
 def _arrays(cols: dict) -> dict:
-    """The native module's columns (float64 bytes) as read-only arrays, without a copy."""
-    return {k: np.frombuffer(v, dtype=np.float64) for k, v in cols.items()}
+    """The native module's columns as arrays over their memory, without a copy."""
+    return {k: np.asarray(v) for k, v in cols.items()}
 
 
-def _check_risk_sets(cols: dict) -> None:
+def _check_risk_sets(timeline, observed, at_risk) -> None:
     """Refuses a time with more events than at risk (module docs)."""
-    bad = np.nonzero(cols["observed"] > cols["at_risk"])[0]
+    bad = np.nonzero(np.asarray(observed) > np.asarray(at_risk))[0]
     if bad.size:
         k = bad[0]
         raise ValueError(
-            f"at time {cols['timeline'][k]:g}, {cols['observed'][k]:g} events among "
-            f"{cols['at_risk'][k]:g} at risk: an entry equals its event time (a zero-length "
+            f"at time {timeline[k]:g}, {float(observed[k]):g} events among "
+            f"{float(at_risk[k]):g} at risk: an entry equals its event time (a zero-length "
             "observation)"
         )
 
 
-def _event_table(cols: dict, with_entry: bool) -> pd.DataFrame:
-    """lifelines' event table: removed, observed, censored, entrance, at_risk by ``event_at``
-    (at_risk counts the entrants of the row, as lifelines does)."""
-    observed = np.asarray(cols["observed"])
-    censored = np.asarray(cols["censored"])
-    entrance = np.asarray(cols["entrance"])
-    at_risk = np.asarray(cols["at_risk"]).copy()
+def _check_table(table: pd.DataFrame, with_entry: bool) -> None:
+    """``_check_risk_sets`` on an event table, whose ``at_risk`` counts each row's entrants
+    (who are not at risk there)."""
+    at_risk = table["at_risk"].to_numpy()
     if with_entry and at_risk.shape[0] > 1:
-        at_risk[1:] += entrance[1:]
-    table = pd.DataFrame(
-        {
-            "removed": (observed + censored).astype(int),
-            "observed": observed.astype(int),
-            "censored": censored.astype(int),
-            "entrance": entrance.astype(int),
-            "at_risk": at_risk.astype(int),
-        },
-        index=pd.Index(np.asarray(cols["timeline"], dtype=float), name="event_at"),
+        at_risk = at_risk.copy()
+        at_risk[1:] -= table["entrance"].to_numpy()[1:]
+    _check_risk_sets(table.index, table["observed"].to_numpy(), at_risk)
+
+
+def _table_block(table, timeline: np.ndarray) -> pd.DataFrame:
+    """lifelines' event table from the native module's block of ``int64`` columns (one pandas
+    block, no copy)."""
+    names = ["removed", "observed", "censored", "entrance", "at_risk"]
+    block = np.asarray(table)
+    return pd.DataFrame(
+        block.T, columns=names, index=pd.Index(timeline, name="event_at"), copy=False
     )
-    return table
 
 
 def _on_timeline(values: pd.DataFrame, timeline: Optional[Any]) -> pd.DataFrame:
@@ -212,6 +221,7 @@ class _Univariate:
         "confidence_interval_survival_function_", "confidence_interval_cumulative_density_",
         "median_survival_time_", "lower_bound", "upper_bound", "log_likelihood_", "converged_",
         "cumulative_hazard_", "confidence_interval_cumulative_hazard_", "_cumulative_sq",
+        "_events", "_weights",
     )
 
     def _reset(self) -> None:
@@ -223,9 +233,18 @@ class _Univariate:
         self._reset()
         self._label = label
         self.durations = d
-        self.event_observed = e.astype(int)
         self.entry = en
-        self.weights = np.ones(len(d)) if w is None else w.astype(float)
+        self._events, self._weights = e, w
+
+    @cached_property
+    def event_observed(self) -> np.ndarray:
+        """The event flags as 0 and 1 (lifelines' attribute), made when first read."""
+        return self._events.astype(int)
+
+    @cached_property
+    def weights(self) -> np.ndarray:
+        """Each observation's weight as a float (1 without ``weights``), made when first read."""
+        return np.ones(len(self._events)) if self._weights is None else self._weights.astype(float)
 
     def _labels(self, label, alpha, ci_labels) -> Tuple[str, float, Sequence[str]]:
         label = label if label is not None else (self._label or self._default_label)
@@ -301,25 +320,35 @@ class KaplanMeierFitter(_Univariate):
         """Fits the estimate (lifelines' arguments); returns ``self``."""
         label, alpha, ci_labels = self._labels(label, alpha, ci_labels)
         d, e, en, w = _columns(durations, event_observed, entry, weights)
-        raw, _ = _native.kaplan_meier(*_native_args(d, e, en, w), _z(alpha))
-        cols = _arrays(raw)
-        _check_risk_sets(cols)
-        index = pd.Index(np.asarray(cols["timeline"], dtype=float), name="timeline")
-        sf = pd.DataFrame({label: cols["survival"]}, index=index)
-        ci = pd.DataFrame(
-            {ci_labels[0]: cols["lower"], ci_labels[1]: cols["upper"]}, index=index
-        )
+        raw, table, _ = _native.kaplan_meier(*_native_args(d, e, en, w), _z(alpha))
+        times = np.asarray(raw["timeline"])
         self._keep_inputs(label, d, e, en, w)
-        self.event_table = _event_table(cols, en is not None)
-        self.survival_function_ = _on_timeline(sf, timeline)
+        self.event_table = _table_block(table, times)
+        if en is not None:
+            # Only an entry at an event's own time can put more events than at risk.
+            _check_table(self.event_table, True)
+
+        def frame(name: str, columns, index_name: Optional[str]) -> pd.DataFrame:
+            # The native block, read in place: one pandas block, no copy.
+            return pd.DataFrame(
+                np.asarray(raw[name]).T,
+                index=pd.Index(times, name=index_name, copy=False),
+                columns=list(columns),
+                copy=False,
+            )
+
+        self.survival_function_ = _on_timeline(frame("survival", [label], "timeline"), timeline)
         self.timeline = self.survival_function_.index.to_numpy(dtype=float)
-        # Before the first time the estimate is unknown (NaN) and lifelines' interval is [1, 1].
-        ci = _on_timeline(ci, timeline).rename_axis(None).fillna(1.0)
+        self.cumulative_density_ = _on_timeline(frame("density", [label], "timeline"), timeline)
+        ci = _on_timeline(frame("interval", ci_labels, None), timeline)
+        # The cumulative density's interval: 1 - the interval, its bounds swapped.
+        cd_ci = _on_timeline(frame("density_interval", ci_labels, None), timeline)
+        if timeline is not None:
+            # Before the first time the estimate is unknown (NaN) and lifelines' interval is
+            # [1, 1] (the density's [0, 0]).
+            ci, cd_ci = ci.fillna(1.0), cd_ci.fillna(0.0)
         self.confidence_interval_ = ci
         self.confidence_interval_survival_function_ = ci
-        self.cumulative_density_ = 1 - self.survival_function_
-        cd_ci = 1 - ci
-        cd_ci[:] = np.fliplr(cd_ci.values)
         self.confidence_interval_cumulative_density_ = cd_ci
         self.median_survival_time_ = _qth_survival_time(0.5, self.survival_function_)
         return self
@@ -456,7 +485,7 @@ class NelsonAalenFitter(_Univariate):
         cols = _arrays(
             _native.nelson_aalen_fit(*_native_args(d, e, en, w), self._nelson_aalen_smoothing)
         )
-        _check_risk_sets(cols)
+        _check_risk_sets(cols["timeline"], cols["observed"], cols["at_risk"])
         index = pd.Index(np.asarray(cols["timeline"], dtype=float), name="timeline")
         h = np.asarray(cols["cumulative_hazard"])
         v = np.asarray(cols["variance"])
@@ -553,14 +582,14 @@ class AalenJohansenFitter(_Univariate):
             )
         )
         e_any = causes != 0
-        km = _arrays(_native.kaplan_meier(*_native_args(d, e_any, en, None))[0])
-        _check_risk_sets(km)
+        km, km_table, _ = _native.kaplan_meier(*_native_args(d, e_any, en, None))
+        table = _table_block(km_table, _arrays(km)["timeline"])
+        _check_table(table, en is not None)
         index = pd.Index(np.asarray(cols["timeline"], dtype=float), name="event_at")
         cause_label = f"CIF_{k}"
         self._keep_inputs(label, d, causes == k, en, None)
         self.event_of_interest = k
         self.label_cmprisk = f"observed_{k}"
-        table = _event_table(km, en is not None)
         table.insert(2, self.label_cmprisk, np.asarray(cols["observed_cause"]).astype(int))
         self.event_table = table
         cif = pd.DataFrame({cause_label: cols["cif"]}, index=index)

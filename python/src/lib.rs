@@ -1,12 +1,12 @@
 //! `hazardserve._native`: the pure stack's survival estimators, called by the Python package
 //! (`python/hazardserve`), which gives them lifelines' classes, arguments and attributes.
 //!
-//! The estimators take their columns as native-endian bytes (the Python side passes
-//! `ndarray.tobytes()`: one copy, no per-element conversion; `f64` times, `u8` event flags,
-//! `u32` weights and groups), fit with the GIL released, and return their columns as `f64`
-//! bytes (`numpy.frombuffer` reads them without a copy), in a `dict` or, for the log-rank test,
-//! a tuple; the priors ([`NativePriors`]) are parsed from JSON text. Input errors are raised as
-//! `ValueError` with the library's message.
+//! The estimators take their columns as numpy arrays (any buffer of the column's type: `f64`
+//! times, `u8` event flags, `u32` weights and groups) or as native-endian bytes, copy them once
+//! into the extension's memory, fit with the GIL released, and return their columns as
+//! [`Column`]s, which numpy reads in place, in a `dict` (for the log-rank test, a tuple of
+//! `f64` bytes); the priors ([`NativePriors`]) are parsed from JSON text. Input errors are
+//! raised as `ValueError` with the library's message.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,15 +19,25 @@ use hazardserve_core::survival::km::KmFit;
 use hazardserve_core::survival::nelson_aalen::nelson_aalen;
 use hazardserve_core::survival::priors::{Priors, PriorsEstimator};
 use hazardserve_core::survival::{SurvivalData, SurvivalError};
+use pyo3::buffer::{Element, PyBuffer};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList, PyTuple};
+
+use crate::column::Column;
+
+// The extension's own allocations come from mimalloc, which keeps freed pages for the next fit
+// (as polars' package keeps jemalloc): a fit at 1e6 rows allocates tens of megabytes, and the
+// system allocator returns them to the kernel at once, to be faulted in again by the next.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// A fitted estimator's columns by name.
 type Columns = BTreeMap<&'static str, Vec<f64>>;
 
-/// Columns as Python receives them: a `dict` of `f64` bytes.
-type PyColumns<'py> = BTreeMap<&'static str, Bound<'py, PyBytes>>;
+/// Columns as Python receives them: a `dict` of [`Column`]s (`numpy.asarray` reads each in
+/// place).
+type PyColumns = BTreeMap<&'static str, Column>;
 
 /// A log-rank test as Python receives it: statistic, p-value, degrees of freedom, and the
 /// observed and expected events per group as `f64` bytes.
@@ -43,10 +53,8 @@ pub(crate) fn f64_bytes(
 }
 
 /// The columns as Python receives them.
-fn to_python(py: Python<'_>, cols: Columns) -> PyColumns<'_> {
-    cols.into_iter()
-        .map(|(k, v)| (k, f64_bytes(py, v)))
-        .collect()
+fn to_python(cols: Columns) -> PyColumns {
+    cols.into_iter().map(|(k, v)| (k, Column::f64(v))).collect()
 }
 
 /// `name`'s values from native-endian bytes of `W`-byte items.
@@ -71,22 +79,52 @@ pub(crate) fn items<const W: usize, T>(
         .collect())
 }
 
-/// The estimators' inputs decoded from bytes: durations and entry times as `f64`, events as
-/// one byte each (non-zero: observed), weights as `u32`.
+/// A column argument's values: from native-endian bytes, or from any buffer of `T` (a numpy
+/// array of that dtype, whatever its strides), copied once into the extension's memory. A
+/// list or tuple of them is one column, its parts one after the other.
+pub(crate) fn column_arg<T: Element + Copy, const W: usize>(
+    py: Python<'_>,
+    arg: &Bound<'_, PyAny>,
+    name: &str,
+    from: impl Fn([u8; W]) -> T + Copy,
+) -> PyResult<Vec<T>> {
+    if let Ok(bytes) = arg.cast::<PyBytes>() {
+        return items::<W, T>(bytes.as_bytes(), name, from);
+    }
+    if arg.is_instance_of::<PyList>() || arg.is_instance_of::<PyTuple>() {
+        let mut all = Vec::new();
+        for part in arg.try_iter()? {
+            all.extend(column_arg(py, &part?, name, from)?);
+        }
+        return Ok(all);
+    }
+    let buffer = PyBuffer::<T>::get(arg).map_err(|e| {
+        PyValueError::new_err(format!(
+            "{name}: not bytes nor a buffer of {W}-byte {} values ({e})",
+            std::any::type_name::<T>()
+        ))
+    })?;
+    buffer.to_vec(py)
+}
+
+/// The estimators' inputs (see [`column_arg`]): durations and entry times as `f64`, events
+/// as one byte each (non-zero: observed), weights as `u32`.
 #[allow(clippy::type_complexity)]
 fn decode(
-    durations: &[u8],
-    events: &[u8],
-    entry: Option<&[u8]>,
-    weights: Option<&[u8]>,
+    py: Python<'_>,
+    durations: &Bound<'_, PyAny>,
+    events: &Bound<'_, PyAny>,
+    entry: Option<&Bound<'_, PyAny>>,
+    weights: Option<&Bound<'_, PyAny>>,
 ) -> PyResult<(Vec<f64>, Vec<bool>, Option<Vec<f64>>, Option<Vec<u32>>)> {
-    let d = items::<8, f64>(durations, "durations", f64::from_ne_bytes)?;
-    let e = items::<1, bool>(events, "event_observed", |[b]| b != 0)?;
+    let d = column_arg(py, durations, "durations", f64::from_ne_bytes)?;
+    let e = column_arg(py, events, "event_observed", |[b]: [u8; 1]| b)?;
+    let e: Vec<bool> = e.into_iter().map(|b| b != 0).collect();
     let en = entry
-        .map(|b| items::<8, f64>(b, "entry", f64::from_ne_bytes))
+        .map(|b| column_arg(py, b, "entry", f64::from_ne_bytes))
         .transpose()?;
     let w = weights
-        .map(|b| items::<4, u32>(b, "weights", u32::from_ne_bytes))
+        .map(|b| column_arg(py, b, "weights", u32::from_ne_bytes))
         .transpose()?;
     same_length(d.len(), &e, en.as_deref(), w.as_deref())?;
     Ok((d, e, en, w))
@@ -140,43 +178,108 @@ fn counts(v: &[u32]) -> Vec<f64> {
     v.iter().map(|&x| f64::from(x)).collect()
 }
 
+/// lifelines' event table as one block of `i64` columns, one after the other: `removed`,
+/// `observed`, `censored`, `entrance`, `at_risk` (with entry times, each row's entrants
+/// counted at risk, as lifelines counts them).
+fn event_table(
+    observed: &[u32],
+    censored: &[u32],
+    entered: &[u32],
+    at_risk: &[u32],
+    with_entry: bool,
+) -> Vec<i64> {
+    let mut table: Vec<i64> = Vec::with_capacity(5 * observed.len());
+    let removed = observed
+        .iter()
+        .zip(censored)
+        .map(|(&d, &c)| i64::from(d) + i64::from(c));
+    table.extend(removed);
+    for column in [observed, censored, entered] {
+        table.extend(column.iter().map(|&x| i64::from(x)));
+    }
+    table.extend(
+        at_risk
+            .iter()
+            .zip(entered)
+            .enumerate()
+            .map(|(i, (&n, &e))| i64::from(n) + if with_entry && i > 0 { i64::from(e) } else { 0 }),
+    );
+    table
+}
+
 /// Kaplan-Meier of right-censored (optionally left-truncated, integer-weighted) durations:
-/// `timeline`, `at_risk`, `observed`, `censored`, `entrance`, `survival`, and the log(-log)
-/// Greenwood interval at normal quantile `z` (`lower`, `upper`); `median` is the first time
+/// the `timeline` and, as blocks of `f64` columns (one column after the other), `survival`,
+/// the cumulative `density` (1 - S), the log(-log) Greenwood `interval` at normal quantile
+/// `z` (lower, upper) and the density's (1 - upper, 1 - lower); lifelines' event table as one
+/// block of `i64` columns (`removed`, `observed`, `censored`, `entrance`, `at_risk`, each
+/// row's entrants counted at risk as lifelines counts them); and the median, the first time
 /// with survival at or below one half (NaN when never).
 #[pyfunction]
 #[pyo3(signature = (durations, events, entry=None, weights=None, z=1.959_963_984_540_054))]
 fn kaplan_meier<'py>(
     py: Python<'py>,
-    durations: &[u8],
-    events: &[u8],
-    entry: Option<&[u8]>,
-    weights: Option<&[u8]>,
+    durations: &Bound<'py, PyAny>,
+    events: &Bound<'py, PyAny>,
+    entry: Option<&Bound<'py, PyAny>>,
+    weights: Option<&Bound<'py, PyAny>>,
     z: f64,
-) -> PyResult<(PyColumns<'py>, f64)> {
-    let (cols, median) = py.detach(|| -> PyResult<(Columns, f64)> {
-        let (durations, events, entry, weights) = decode(durations, events, entry, weights)?;
-        let fit = KmFit::fit_data(&data(
-            &durations,
-            &events,
-            entry.as_deref(),
-            weights.as_deref(),
-        ))
+) -> PyResult<(PyColumns, Column, f64)> {
+    let (durations, events, entry, weights) = decode(py, durations, events, entry, weights)?;
+    let (timeline, curves, table, median) = py.detach(|| {
+        let with_entry = entry.is_some();
+        let (fit, lower, upper) = KmFit::fit_with_interval(
+            &data(&durations, &events, entry.as_deref(), weights.as_deref()),
+            z,
+        )
         .map_err(value_error)?;
         let view = fit.view();
-        let (lower, upper) = view.confidence_interval(z);
-        let mut cols = Columns::new();
-        cols.insert("timeline", view.timeline().to_vec());
-        cols.insert("at_risk", counts(view.n_at_risk()));
-        cols.insert("observed", counts(view.n_event()));
-        cols.insert("censored", counts(&view.n_censored()));
-        cols.insert("entrance", counts(&view.n_entered()));
-        cols.insert("survival", view.survival_values().to_vec());
-        cols.insert("lower", lower);
-        cols.insert("upper", upper);
-        Ok((cols, view.median().unwrap_or(f64::NAN)))
+        let (observed, censored, entered) = (view.n_event(), view.n_censored(), view.n_entered());
+        let at_risk = view.n_at_risk();
+        let median = fit.median().unwrap_or(f64::NAN);
+        // The event table and lifelines' other frames, built at once on the cores.
+        let ((table, density), (interval, density_interval)) = rayon::join(
+            || {
+                rayon::join(
+                    || event_table(observed, &censored, &entered, at_risk, with_entry),
+                    || {
+                        fit.survival_values()
+                            .iter()
+                            .map(|s| 1.0 - s)
+                            .collect::<Vec<f64>>()
+                    },
+                )
+            },
+            || {
+                rayon::join(
+                    // The interval (lower, upper) and the density's (1 - upper, 1 - lower).
+                    || [lower.as_slice(), &upper].concat(),
+                    || {
+                        upper
+                            .iter()
+                            .chain(&lower)
+                            .map(|x| 1.0 - x)
+                            .collect::<Vec<f64>>()
+                    },
+                )
+            },
+        );
+        let (timeline, _, _, survival) = fit.into_columns();
+        PyResult::Ok((
+            timeline,
+            [survival, density, interval, density_interval],
+            table,
+            median,
+        ))
     })?;
-    Ok((to_python(py, cols), median))
+    let [survival, density, interval, density_interval] = curves;
+    let cols = PyColumns::from([
+        ("timeline", Column::f64(timeline)),
+        ("survival", Column::f64_block(survival, 1)),
+        ("density", Column::f64_block(density, 1)),
+        ("interval", Column::f64_block(interval, 2)),
+        ("density_interval", Column::f64_block(density_interval, 2)),
+    ]);
+    Ok((cols, Column::i64_block(table, 5), median))
 }
 
 /// Nelson-Aalen cumulative hazard on the Kaplan-Meier event table: `timeline`, `at_risk`,
@@ -186,14 +289,14 @@ fn kaplan_meier<'py>(
 #[pyo3(signature = (durations, events, entry=None, weights=None, smoothed=true))]
 fn nelson_aalen_fit<'py>(
     py: Python<'py>,
-    durations: &[u8],
-    events: &[u8],
-    entry: Option<&[u8]>,
-    weights: Option<&[u8]>,
+    durations: &Bound<'py, PyAny>,
+    events: &Bound<'py, PyAny>,
+    entry: Option<&Bound<'py, PyAny>>,
+    weights: Option<&Bound<'py, PyAny>>,
     smoothed: bool,
-) -> PyResult<PyColumns<'py>> {
+) -> PyResult<PyColumns> {
+    let (durations, events, entry, weights) = decode(py, durations, events, entry, weights)?;
     let cols = py.detach(|| -> PyResult<Columns> {
-        let (durations, events, entry, weights) = decode(durations, events, entry, weights)?;
         let na = nelson_aalen(
             &data(&durations, &events, entry.as_deref(), weights.as_deref()),
             smoothed,
@@ -207,7 +310,7 @@ fn nelson_aalen_fit<'py>(
         cols.insert("timeline", na.timeline);
         Ok(cols)
     })?;
-    Ok(to_python(py, cols))
+    Ok(to_python(cols))
 }
 
 /// The Aalen-Johansen cumulative incidence of `event_of_interest` among competing causes
@@ -224,7 +327,7 @@ fn aalen_johansen_fit<'py>(
     causes: &[u8],
     event_of_interest: u32,
     entry: Option<&[u8]>,
-) -> PyResult<PyColumns<'py>> {
+) -> PyResult<PyColumns> {
     let cols = py.detach(|| -> PyResult<Columns> {
         let d = items::<8, f64>(durations, "durations", f64::from_ne_bytes)?;
         let c = items::<4, u32>(causes, "event_observed", u32::from_ne_bytes)?;
@@ -257,24 +360,25 @@ fn aalen_johansen_fit<'py>(
         cols.insert("variance", variance);
         Ok(cols)
     })?;
-    Ok(to_python(py, cols))
+    Ok(to_python(cols))
 }
 
-/// The log-rank test of right-censored durations in `k` groups (`groups`: `u32` bytes, a
-/// group index per duration) under `weighting` (`None`, "wilcoxon", "tarone-ware", "peto"),
-/// stratified by `strata` (`u32` bytes, a stratum index per duration) when given:
+/// The log-rank test of right-censored durations in `k` groups (`groups`: `u32`, a group
+/// index per duration; `None` when the durations and events come as one part per group)
+/// under `weighting` (`None`, "wilcoxon", "tarone-ware", "peto"), stratified by `strata`
+/// (`u32`, a stratum index per duration) when given:
 /// `(statistic, p_value, degrees_of_freedom, observed, expected)`, the last two per group as
 /// `f64` bytes.
 #[pyfunction]
 #[pyo3(signature = (durations, events, groups, k, weighting=None, strata=None))]
 fn logrank_test<'py>(
     py: Python<'py>,
-    durations: &[u8],
-    events: &[u8],
-    groups: &[u8],
+    durations: &Bound<'py, PyAny>,
+    events: &Bound<'py, PyAny>,
+    groups: Option<&Bound<'py, PyAny>>,
     k: usize,
     weighting: Option<&str>,
-    strata: Option<&[u8]>,
+    strata: Option<&Bound<'py, PyAny>>,
 ) -> PyResult<PyLogRank<'py>> {
     let weighting = match weighting {
         None => Weighting::LogRank,
@@ -287,20 +391,43 @@ fn logrank_test<'py>(
             )))
         }
     };
-    let test = py.detach(|| -> PyResult<_> {
-        let (durations, events, _, _) = decode(durations, events, None, None)?;
-        let index = |b: &[u8], name: &str| -> PyResult<Vec<usize>> {
-            Ok(items::<4, u32>(b, name, u32::from_ne_bytes)?
-                .into_iter()
-                .map(|g| g as usize)
-                .collect())
-        };
-        let groups = index(groups, "groups")?;
-        match strata {
-            Some(s) => {
-                let strata = index(s, "strata")?;
-                logrank_stratified(&durations, &events, &groups, k, &strata, weighting)
+    let index = |arg: &Bound<'py, PyAny>, name: &str| -> PyResult<Vec<usize>> {
+        Ok(column_arg(py, arg, name, u32::from_ne_bytes)?
+            .into_iter()
+            .map(|g| g as usize)
+            .collect())
+    };
+    let (durations, groups) = match groups {
+        Some(g) => (
+            column_arg(py, durations, "durations", f64::from_ne_bytes)?,
+            index(g, "groups")?,
+        ),
+        // Durations given in parts: each part is a group.
+        None => {
+            let (mut all, mut groups) = (Vec::new(), Vec::new());
+            for (g, part) in durations.try_iter()?.enumerate() {
+                all.extend(column_arg(py, &part?, "durations", f64::from_ne_bytes)?);
+                groups.resize(all.len(), g);
             }
+            (all, groups)
+        }
+    };
+    let events: Vec<bool> = column_arg(py, events, "event_observed", |[b]: [u8; 1]| b)?
+        .into_iter()
+        .map(|b| b != 0)
+        .collect();
+    same_length(durations.len(), &events, None, None)?;
+    if groups.len() != durations.len() {
+        return Err(PyValueError::new_err(format!(
+            "groups has {} values, durations {}",
+            groups.len(),
+            durations.len()
+        )));
+    }
+    let strata = strata.map(|s| index(s, "strata")).transpose()?;
+    let test = py.detach(|| -> PyResult<_> {
+        match strata {
+            Some(strata) => logrank_stratified(&durations, &events, &groups, k, &strata, weighting),
             None => logrank(&durations, &events, &groups, k, weighting),
         }
         .map_err(value_error)
@@ -326,7 +453,7 @@ fn npmle<'py>(
     upper: &[u8],
     tol: f64,
     max_iter: usize,
-) -> PyResult<(PyColumns<'py>, f64, bool)> {
+) -> PyResult<(PyColumns, f64, bool)> {
     let (cols, ll, converged) = py.detach(|| -> PyResult<(Columns, f64, bool)> {
         let lower = items::<8, f64>(lower, "lower_bound", f64::from_ne_bytes)?;
         let upper = items::<8, f64>(upper, "upper_bound", f64::from_ne_bytes)?;
@@ -343,7 +470,7 @@ fn npmle<'py>(
         cols.insert("probabilities", fit.probabilities);
         Ok((cols, fit.log_likelihood, fit.converged))
     })?;
-    Ok((to_python(py, cols), ll, converged))
+    Ok((to_python(cols), ll, converged))
 }
 
 /// Exported hazard priors (`hazardserve priors export`, `docs/priors.schema.json`), parsed
@@ -486,6 +613,7 @@ impl NativeCurve {
 /// [`logrank_test`], [`npmle`],
 /// the priors ([`NativePriors`], [`NativeCurve`]), the policy ([`policy::NativePolicy`]) and
 /// `__version__`.
+mod column;
 mod policy;
 
 #[pymodule]
@@ -495,6 +623,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(aalen_johansen_fit, m)?)?;
     m.add_function(wrap_pyfunction!(logrank_test, m)?)?;
     m.add_function(wrap_pyfunction!(npmle, m)?)?;
+    m.add_class::<Column>()?;
     m.add_class::<NativePriors>()?;
     m.add_class::<NativeCurve>()?;
     m.add_class::<policy::NativePolicy>()?;

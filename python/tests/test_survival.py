@@ -282,10 +282,52 @@ def test_the_package_says_its_version_and_ships_its_stubs():
         body = stub[stub.index(f"class {cls}:") :].split("\nclass ")[0]
         for m in members:
             assert f"def {m}(" in body or f"    {m}:" in body, f"{cls}.{m} has no stub"
-    cols, median = _native.kaplan_meier(np.array([1.0, 2.0]).tobytes(), bytes([1, 1]))
-    assert median == 1.0 and set(cols) >= {"timeline", "survival", "lower", "upper"}
+    cols, table, median = _native.kaplan_meier(np.array([1.0, 2.0]).tobytes(), bytes([1, 1]))
+    assert median == 1.0
+    assert set(cols) == {"timeline", "survival", "density", "interval", "density_interval"}
+    # Columns are read in place, writable, and outlive the dict that held them.
+    survival = np.asarray(cols.pop("survival"))
+    interval, density_interval = (np.asarray(cols.pop(k)) for k in ("interval", "density_interval"))
+    del cols
+    assert survival.tolist() == [[1.0, 0.5, 0.0]] and survival.flags.writeable
+    assert survival.base is not None and len(survival.base) == 3
+    # The interval's bounds, and the density's: 1 - them, swapped.
+    assert interval.shape == (2, 3) and (interval[0] <= interval[1]).all()
+    assert np.array_equal(density_interval, 1.0 - interval[::-1])
+    # The event table: removed, observed, censored, entrance, at_risk, column after column.
+    assert np.asarray(table).tolist() == [[0, 1, 1], [0, 1, 1], [0, 0, 0], [2, 0, 0], [2, 2, 1]]
     with pytest.raises(ValueError, match="8-byte"):
         _native.kaplan_meier(b"123", b"")
+    # Arrays are read through the buffer protocol, whatever their strides; a wrong dtype is
+    # refused naming the argument.
+    strided = np.array([1.0, 9.0, 2.0, 9.0])[::2]
+    cols, _, median = _native.kaplan_meier(strided, np.array([1, 1], dtype=np.uint8))
+    assert median == 1.0 and np.asarray(cols["timeline"]).tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(ValueError, match="durations: not bytes nor a buffer of 8-byte f64"):
+        _native.kaplan_meier(np.array([1, 2], dtype=np.int64), np.array([1, 1], dtype=np.uint8))
+    with pytest.raises(ValueError, match="event_observed has 1 values, durations 2"):
+        _native.kaplan_meier(np.array([1.0, 2.0]), np.array([1], dtype=np.uint8))
+    # The log-rank test's groups as parts of one column equal the same groups as indices.
+    parts = _native.logrank_test(
+        [np.array([1.0, 3.0]), np.array([2.0, 4.0, 5.0])],
+        [np.array([1, 0], dtype=np.uint8), np.array([1, 1, 0], dtype=np.uint8)],
+        None,
+        2,
+    )
+    indexed = _native.logrank_test(
+        np.array([1.0, 3.0, 2.0, 4.0, 5.0]),
+        np.array([1, 0, 1, 1, 0], dtype=np.uint8),
+        np.array([0, 0, 1, 1, 1], dtype=np.uint32),
+        2,
+    )
+    assert parts[:3] == indexed[:3] and parts[3:] == indexed[3:]
+    with pytest.raises(ValueError, match="groups has 4 values, durations 5"):
+        _native.logrank_test(
+            np.array([1.0, 3.0, 2.0, 4.0, 5.0]),
+            np.array([1, 0, 1, 1, 0], dtype=np.uint8),
+            np.array([0, 0, 1, 1], dtype=np.uint32),
+            2,
+        )
 
 
 def test_alpha_given_to_fit_is_for_that_fit_only_as_in_lifelines():

@@ -398,6 +398,28 @@ impl KmFit {
         Self::fit_data(&SurvivalData::new(durations, events))
     }
 
+    /// Fits general data and its log(-log) Greenwood interval at normal quantile `z`: the fit
+    /// and the bounds of [`KmView::confidence_interval`], computed with the curve in one pass
+    /// on large right-censored data (the bounds then take ln S from the fit's running sum
+    /// instead of the log of S, which moves them by a few units in the last place).
+    #[allow(clippy::type_complexity)]
+    pub fn fit_with_interval(
+        data: &SurvivalData<'_>,
+        z: f64,
+    ) -> Result<(KmFit, Vec<f64>, Vec<f64>), SurvivalError> {
+        if data.entry.is_none() && data.weights.is_none() && data.len() >= split::SPLIT_ROWS {
+            data.validate()?;
+            if let Some((cols, Some((lower, upper)))) =
+                split::fit_split(data.durations, data.events, Some(z))
+            {
+                return Ok((KmFit { cols }, lower, upper));
+            }
+        }
+        let fit = Self::fit_data(data)?;
+        let (lower, upper) = fit.view().confidence_interval(z);
+        Ok((fit, lower, upper))
+    }
+
     /// Fits general data (optional entry times and integer weights).
     pub fn fit_data(data: &SurvivalData<'_>) -> Result<KmFit, SurvivalError> {
         data.validate()?;
@@ -409,10 +431,16 @@ impl KmFit {
         } else if let Some(cols) = data
             .entry
             .is_none()
-            .then(|| fit_packed(None, data.durations, data.events, 1))
+            .then(|| {
+                if data.len() >= split::SPLIT_ROWS {
+                    split::fit_split(data.durations, data.events, None).map(|(c, _)| c)
+                } else {
+                    fit_packed(None, data.durations, data.events, 1).map(|c| c.0)
+                }
+            })
             .flatten()
         {
-            return Ok(KmFit { cols: cols.0 });
+            return Ok(KmFit { cols });
         } else {
             let n_ev = data.events.iter().filter(|&&e| e).count();
             let mut ev: Vec<u64> = Vec::with_capacity(n_ev + 1);
@@ -451,7 +479,7 @@ impl KmFit {
     }
 
     /// The columns, moved out: timeline, at risk, events, survival.
-    pub(crate) fn into_columns(self) -> (Vec<f64>, Vec<Count>, Vec<Count>, Vec<f64>) {
+    pub fn into_columns(self) -> (Vec<f64>, Vec<Count>, Vec<Count>, Vec<f64>) {
         let c = self.cols;
         (c.time, c.n_at_risk, c.n_event, c.survival)
     }
@@ -1132,19 +1160,21 @@ impl<'a> KmView<'a> {
 /// log(−log) interval for one (S, V) pair.
 #[inline]
 fn loglog_ci(s: f64, v: f64, z: f64) -> (f64, f64) {
+    loglog_ci_from_log(s.ln(), s, v, z)
+}
+
+/// [`loglog_ci`] with ln S given (`ls`; the fit's running sum, of which S is the exponential).
+#[inline]
+fn loglog_ci_from_log(ls: f64, s: f64, v: f64, z: f64) -> (f64, f64) {
     if s >= 1.0 {
         return (1.0, 1.0);
     }
     if s <= 0.0 {
         return (0.0, 0.0);
     }
-    let ls = s.ln();
-    let se = v.sqrt() / ls;
-    let base = (-ls).ln();
-    (
-        (-(base - z * se).exp()).exp(),
-        (-(base + z * se).exp()).exp(),
-    )
+    // exp(-exp(ln(-ln S) ∓ z se)) = exp(ln S · exp(∓z se)): three exponentials.
+    let grow = (z * v.sqrt() / ls).exp();
+    ((ls / grow).exp(), (ls * grow).exp())
 }
 
 /// The product-limit curve as the crate's one curve interface. Edges as in
@@ -1164,6 +1194,9 @@ impl ConditionalSurvival for KmView<'_> {
         0.0
     }
 }
+
+#[path = "km_split.rs"]
+mod split;
 
 #[cfg(test)]
 #[path = "km_tests.rs"]

@@ -82,3 +82,96 @@ fn grouped_equals_single() {
     }
     assert!(gk.group(3).is_none());
 }
+
+/// The two-core single-curve fit against the serial packed one: every column bit for bit.
+fn assert_split_is_serial(t: &[f64], e: &[bool]) {
+    let (split, _) = split::fit_split(t, e, None).expect("one sign");
+    let (serial, _) = fit_packed(None, t, e, 1).expect("one sign");
+    let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+    assert_eq!(bits(&split.time), bits(&serial.time));
+    assert_eq!(split.n_at_risk, serial.n_at_risk);
+    assert_eq!(split.n_event, serial.n_event);
+    assert_eq!(bits(&split.survival), bits(&serial.survival));
+}
+
+#[test]
+fn split_fit_is_the_serial_fit_at_scale() {
+    // Above the size from which fit_data takes it: many ties, a run of zeros, everyone
+    // leaving at the last time.
+    let n = split::SPLIT_ROWS * 2 + 7;
+    let t: Vec<f64> = (0..n).map(|i| ((i * 7919) % 4001) as f64 * 0.25).collect();
+    let e: Vec<bool> = (0..n).map(|i| (i * 31) % 10 < 7).collect();
+    assert_split_is_serial(&t, &e);
+    assert_eq!(
+        KmFit::fit(&t, &e).unwrap().view().table(),
+        KmFit::fit_data(&SurvivalData::new(&t, &e))
+            .unwrap()
+            .view()
+            .table()
+    );
+    let last = t.iter().cloned().fold(0.0, f64::max);
+    let all: Vec<bool> = vec![true; n];
+    let (fit, _) = split::fit_split(&t, &all, None).unwrap();
+    assert_eq!(*fit.time.last().unwrap(), last);
+    assert_eq!(*fit.survival.last().unwrap(), 0.0);
+    assert_split_is_serial(&t, &all);
+}
+
+proptest::proptest! {
+    #[test]
+    fn split_fit_is_the_serial_fit(
+        raw in proptest::collection::vec((0u32..40, proptest::bool::ANY), 1..300),
+        negative in proptest::bool::ANY,
+        offset in 0u32..3,
+    ) {
+        // Few distinct times (ties across the split), zero included, or all negative.
+        let t: Vec<f64> = raw
+            .iter()
+            .map(|&(x, _)| {
+                let v = f64::from(x + offset) * 0.5;
+                if negative { -v - 0.25 } else { v }
+            })
+            .collect();
+        let e: Vec<bool> = raw.iter().map(|&(_, b)| b).collect();
+        assert_split_is_serial(&t, &e);
+    }
+}
+
+#[test]
+fn split_fit_refuses_mixed_signs_and_takes_one_row() {
+    assert!(split::fit_split(&[-1.0, 2.0], &[true, true], None).is_none());
+    assert!(split::fit_split(&[], &[], None).is_none());
+    assert_split_is_serial(&[3.0], &[true]);
+    assert_split_is_serial(&[0.0], &[false]);
+    assert_split_is_serial(&[-0.0, 0.0], &[true, false]);
+}
+
+#[test]
+fn interval_with_the_fit_is_the_views_interval() {
+    // Large enough for the one-pass interval, with ties, a curve that reaches 0, and z = 1.5.
+    let n = split::SPLIT_ROWS + 11;
+    let t: Vec<f64> = (0..n).map(|i| ((i * 104_729) % 9_973) as f64).collect();
+    for e in [
+        (0..n).map(|i| (i * 17) % 10 < 6).collect::<Vec<bool>>(),
+        vec![true; n],
+    ] {
+        let data = SurvivalData::new(&t, &e);
+        let (fit, lower, upper) = KmFit::fit_with_interval(&data, 1.5).unwrap();
+        let plain = KmFit::fit_data(&data).unwrap();
+        assert_eq!(fit.view().table(), plain.view().table());
+        let (lo, up) = plain.view().confidence_interval(1.5);
+        assert_eq!((lower.len(), upper.len()), (lo.len(), up.len()));
+        for (a, b) in lower.iter().chain(&upper).zip(lo.iter().chain(&up)) {
+            assert!(
+                (a - b).abs() <= 1e-13 * b.abs().max(1e-300),
+                "{a} against {b}"
+            );
+        }
+        assert!(lower.iter().zip(&upper).all(|(l, u)| l <= u));
+    }
+    // Small, left-truncated or weighted data take the view's interval itself.
+    let (t, e, en) = ([1.0, 2.0, 3.0], [true, false, true], [0.0, 0.5, 0.0]);
+    let data = SurvivalData::new(&t, &e).with_entry(&en);
+    let (fit, lower, upper) = KmFit::fit_with_interval(&data, 1.96).unwrap();
+    assert_eq!((lower, upper), fit.view().confidence_interval(1.96));
+}
