@@ -49,6 +49,15 @@ pub use hazardserve_ingest as ingest;
 // The pure stack (the `hazardserve-core` crate), under the paths it always had.
 pub use hazardserve_core::{diag, policy, replay, rng, survival};
 
+/// Switches on the test-only fault points (`HAZARDSERVE_FAULT`) for this process: called by
+/// the `hazardserve-faults` binary before [`cli_main`]. Only with the `fault-injection`
+/// feature; the `hazardserve` binary never calls it, so its fault points stay off.
+#[cfg(feature = "fault-injection")]
+#[doc(hidden)]
+pub fn enable_fault_injection() {
+    store::files::enable_fault_injection();
+}
+
 /// The `hazardserve` command: parses the process's arguments, runs the command, prints any
 /// error with its causes (each once) on standard error, and returns the exit status.
 pub fn cli_main() -> std::process::ExitCode {

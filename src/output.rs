@@ -14,7 +14,7 @@
 
 mod table;
 
-pub use table::{render_table, TableRows, TABLE_ROWS};
+pub use table::{fit_width, hidden_note, render_table, TableRows, TABLE_ROWS};
 
 use std::io::{IsTerminal, Write};
 use std::path::Path;

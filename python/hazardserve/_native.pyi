@@ -21,7 +21,6 @@ class Column:
 
     @property
     def __array_interface__(self) -> Dict[str, Any]: ...
-    def __len__(self) -> int: ...
 
 def kaplan_meier(
     durations: Array,

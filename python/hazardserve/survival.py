@@ -63,7 +63,10 @@ def _z(alpha: float) -> float:
 def _floats(x: Any, name: str, non_negative: bool = False) -> np.ndarray:
     """``x`` as float64, every value finite (and with ``non_negative``, at least 0), else a
     ``ValueError`` naming ``name`` and the first bad value's position."""
-    a = np.asarray(x, dtype=float).reshape(-1)
+    try:
+        a = np.asarray(x, dtype=float).reshape(-1)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"{name} must be numbers: {e}") from None
     # Two reductions answer the common case without temporaries: NaN and infinities show in
     # the minimum or the maximum.
     lo, hi = (a.min(), a.max()) if a.size else (0.0, 0.0)
@@ -89,7 +92,13 @@ def _columns(durations, event_observed, entry, weights):
         raw = np.asarray(event_observed).reshape(-1)
         if raw.shape[0] != n:
             raise ValueError(f"event_observed has {raw.shape[0]} values, durations {n}")
-        e = raw if raw.dtype == bool else raw.astype(int) != 0
+        if raw.dtype.kind == "f" and np.isnan(raw).any():
+            k = int(np.flatnonzero(np.isnan(raw))[0])
+            raise ValueError(f"event_observed has NaN values (the first at position {k})")
+        try:
+            e = raw if raw.dtype == bool else raw.astype(int) != 0
+        except (TypeError, ValueError) as err:
+            raise ValueError(f"event_observed must be 0/1 or booleans: {err}") from None
     en = None
     if entry is not None:
         en = _floats(entry, "entry", non_negative=True)
@@ -234,17 +243,25 @@ class _Univariate:
         self._label = label
         self.durations = d
         self.entry = en
-        self._events, self._weights = e, w
+        # The flags as given are kept (a copy: one byte each), their 0-1 integers made when
+        # first read.
+        self._events, self._weights = np.array(e, dtype=bool), w
+
+    def _fitted_input(self, name: str):
+        if name not in self.__dict__:
+            raise AttributeError(f"{type(self).__name__} is not fitted: fit it before reading it")
+        return self.__dict__[name]
 
     @cached_property
     def event_observed(self) -> np.ndarray:
         """The event flags as 0 and 1 (lifelines' attribute), made when first read."""
-        return self._events.astype(int)
+        return self._fitted_input("_events").astype(int)
 
     @cached_property
     def weights(self) -> np.ndarray:
         """Each observation's weight as a float (1 without ``weights``), made when first read."""
-        return np.ones(len(self._events)) if self._weights is None else self._weights.astype(float)
+        events, w = self._fitted_input("_events"), self.__dict__.get("_weights")
+        return np.ones(len(events)) if w is None else w.astype(float)
 
     def _labels(self, label, alpha, ci_labels) -> Tuple[str, float, Sequence[str]]:
         label = label if label is not None else (self._label or self._default_label)
@@ -321,12 +338,19 @@ class KaplanMeierFitter(_Univariate):
         label, alpha, ci_labels = self._labels(label, alpha, ci_labels)
         d, e, en, w = _columns(durations, event_observed, entry, weights)
         raw, table, _ = _native.kaplan_meier(*_native_args(d, e, en, w), _z(alpha))
+        # The distinct times index every frame: read-only, so no frame's index changes under
+        # another (as lifelines' arrays, which are copies).
         times = np.asarray(raw["timeline"])
-        self._keep_inputs(label, d, e, en, w)
-        self.event_table = _table_block(table, times)
+        times.flags.writeable = False
+        event_table = _table_block(table, times)
         if en is not None:
-            # Only an entry at an event's own time can put more events than at risk.
-            _check_table(self.event_table, True)
+            # Only an entry at an event's own time can put more events than at risk; a refused
+            # fit leaves the previous one as it was.
+            _check_table(event_table, True)
+        if timeline is not None:
+            timeline = np.sort(_floats(timeline, "timeline"))
+        self._keep_inputs(label, d, e, en, w)
+        self.event_table = event_table
 
         def frame(name: str, columns, index_name: Optional[str]) -> pd.DataFrame:
             # The native block, read in place: one pandas block, no copy.

@@ -1,22 +1,29 @@
 //! Columns handed to Python without a copy: a [`Column`] owns the values the estimator
 //! computed and describes them through numpy's array interface (`__array_interface__`), so
 //! `numpy.asarray(column)` is a writable array over the same memory, which keeps the column
-//! alive for as long as it is used. The values are never moved or resized after the column is
-//! made, so the address it gives stays valid.
+//! alive (as the array's `base`) for as long as it is used. The values are never read, moved
+//! or resized by Rust after the column is made; numpy reads and writes them through the
+//! address taken, mutably, when the column was made.
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 
-/// The values of a column: `f64` or `i64`.
+/// The values of a column: `f64` or `i64`. Held only to be freed with the column.
 enum Values {
-    F64(Vec<f64>),
-    I64(Vec<i64>),
+    F64(#[allow(dead_code)] Vec<f64>),
+    I64(#[allow(dead_code)] Vec<i64>),
 }
 
-/// A column of values computed in Rust, read by numpy in place.
+/// A column of values computed in Rust, read (and written) by numpy in place.
 #[pyclass(frozen, module = "hazardserve._native")]
 pub(crate) struct Column {
-    values: Values,
+    /// The owner of the memory at `address`.
+    _values: Values,
+    /// The values' address, from `as_mut_ptr` (numpy may write through it), and their count.
+    address: usize,
+    len: usize,
+    /// numpy's type code: `f` or `i` (8-byte values).
+    kind: char,
     /// Rows and columns for a 2-D block laid out column after column (`shape` is then
     /// `(columns, rows)` in C order, which `.T` turns into the table); `None` for 1-D.
     block: Option<(usize, usize)>,
@@ -24,30 +31,46 @@ pub(crate) struct Column {
 
 impl Column {
     /// A 1-D column of `f64`.
-    pub(crate) fn f64(values: Vec<f64>) -> Column {
+    pub(crate) fn f64(mut values: Vec<f64>) -> Column {
+        let (address, len) = (values.as_mut_ptr() as usize, values.len());
         Column {
-            values: Values::F64(values),
+            _values: Values::F64(values),
+            address,
+            len,
+            kind: 'f',
             block: None,
         }
     }
 
     /// `columns` columns of `f64` of equal length, one after the other.
     pub(crate) fn f64_block(values: Vec<f64>, columns: usize) -> Column {
-        let rows = values.len().checked_div(columns).unwrap_or(0);
         Column {
-            values: Values::F64(values),
-            block: Some((columns, rows)),
+            block: Some(block_shape(values.len(), columns)),
+            ..Column::f64(values)
         }
     }
 
     /// `columns` columns of `i64` of equal length, one after the other.
-    pub(crate) fn i64_block(values: Vec<i64>, columns: usize) -> Column {
-        let rows = values.len().checked_div(columns).unwrap_or(0);
+    pub(crate) fn i64_block(mut values: Vec<i64>, columns: usize) -> Column {
+        let shape = block_shape(values.len(), columns);
+        let (address, len) = (values.as_mut_ptr() as usize, values.len());
         Column {
-            values: Values::I64(values),
-            block: Some((columns, rows)),
+            _values: Values::I64(values),
+            address,
+            len,
+            kind: 'i',
+            block: Some(shape),
         }
     }
+}
+
+/// `(columns, rows)` of `len` values in `columns` columns of equal length.
+fn block_shape(len: usize, columns: usize) -> (usize, usize) {
+    debug_assert!(
+        columns > 0 && len.is_multiple_of(columns),
+        "{len} values in {columns} columns"
+    );
+    (columns, len.checked_div(columns).unwrap_or(0))
 }
 
 /// numpy's type string for a native-endian 8-byte value of `kind` (`f` or `i`).
@@ -65,26 +88,14 @@ impl Column {
     /// numpy's array interface (version 3): shape, type and the address of the values.
     #[getter]
     fn __array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let (len, address, kind) = match &self.values {
-            Values::F64(v) => (v.len(), v.as_ptr() as usize, 'f'),
-            Values::I64(v) => (v.len(), v.as_ptr() as usize, 'i'),
-        };
         let d = PyDict::new(py);
         match self.block {
             Some(shape) => d.set_item("shape", shape)?,
-            None => d.set_item("shape", (len,))?,
+            None => d.set_item("shape", (self.len,))?,
         }
-        d.set_item("typestr", typestr(kind))?;
-        d.set_item("data", (address, false))?;
+        d.set_item("typestr", typestr(self.kind))?;
+        d.set_item("data", (self.address, false))?;
         d.set_item("version", 3)?;
         Ok(d)
-    }
-
-    /// The number of values.
-    fn __len__(&self) -> usize {
-        match &self.values {
-            Values::F64(v) => v.len(),
-            Values::I64(v) => v.len(),
-        }
     }
 }

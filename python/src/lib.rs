@@ -25,6 +25,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
 
 use crate::column::Column;
+use crate::pool::detached;
 
 // The extension's own allocations come from mimalloc, which keeps freed pages for the next fit
 // (as polars' package keeps jemalloc): a fit at 1e6 rows allocates tens of megabytes, and the
@@ -104,6 +105,24 @@ pub(crate) fn column_arg<T: Element + Copy, const W: usize>(
             std::any::type_name::<T>()
         ))
     })?;
+    // The format's byte-order prefix: the values are read as this machine stores them.
+    let foreign = if cfg!(target_endian = "little") {
+        [b'>', b'!']
+    } else {
+        [b'<', b'<']
+    };
+    if W > 1
+        && buffer
+            .format()
+            .to_bytes()
+            .first()
+            .is_some_and(|b| foreign.contains(b))
+    {
+        return Err(PyValueError::new_err(format!(
+            "{name}: values in the other byte order (convert them first, e.g. \
+             `a.astype(a.dtype.newbyteorder(\"=\"))`)"
+        )));
+    }
     buffer.to_vec(py)
 }
 
@@ -225,7 +244,7 @@ fn kaplan_meier<'py>(
     z: f64,
 ) -> PyResult<(PyColumns, Column, f64)> {
     let (durations, events, entry, weights) = decode(py, durations, events, entry, weights)?;
-    let (timeline, curves, table, median) = py.detach(|| {
+    let (timeline, curves, table, median) = detached(py, || {
         let with_entry = entry.is_some();
         let (fit, lower, upper) = KmFit::fit_with_interval(
             &data(&durations, &events, entry.as_deref(), weights.as_deref()),
@@ -296,7 +315,7 @@ fn nelson_aalen_fit<'py>(
     smoothed: bool,
 ) -> PyResult<PyColumns> {
     let (durations, events, entry, weights) = decode(py, durations, events, entry, weights)?;
-    let cols = py.detach(|| -> PyResult<Columns> {
+    let cols = detached(py, || {
         let na = nelson_aalen(
             &data(&durations, &events, entry.as_deref(), weights.as_deref()),
             smoothed,
@@ -328,7 +347,7 @@ fn aalen_johansen_fit<'py>(
     event_of_interest: u32,
     entry: Option<&[u8]>,
 ) -> PyResult<PyColumns> {
-    let cols = py.detach(|| -> PyResult<Columns> {
+    let cols = detached(py, || {
         let d = items::<8, f64>(durations, "durations", f64::from_ne_bytes)?;
         let c = items::<4, u32>(causes, "event_observed", u32::from_ne_bytes)?;
         let en = entry
@@ -404,6 +423,11 @@ fn logrank_test<'py>(
         ),
         // Durations given in parts: each part is a group.
         None => {
+            if !(durations.is_instance_of::<PyList>() || durations.is_instance_of::<PyTuple>()) {
+                return Err(PyValueError::new_err(
+                    "durations: without groups, a list of one array per group",
+                ));
+            }
             let (mut all, mut groups) = (Vec::new(), Vec::new());
             for (g, part) in durations.try_iter()?.enumerate() {
                 all.extend(column_arg(py, &part?, "durations", f64::from_ne_bytes)?);
@@ -425,7 +449,7 @@ fn logrank_test<'py>(
         )));
     }
     let strata = strata.map(|s| index(s, "strata")).transpose()?;
-    let test = py.detach(|| -> PyResult<_> {
+    let test = detached(py, || {
         match strata {
             Some(strata) => logrank_stratified(&durations, &events, &groups, k, &strata, weighting),
             None => logrank(&durations, &events, &groups, k, weighting),
@@ -454,7 +478,7 @@ fn npmle<'py>(
     tol: f64,
     max_iter: usize,
 ) -> PyResult<(PyColumns, f64, bool)> {
-    let (cols, ll, converged) = py.detach(|| -> PyResult<(Columns, f64, bool)> {
+    let (cols, ll, converged) = detached(py, || {
         let lower = items::<8, f64>(lower, "lower_bound", f64::from_ne_bytes)?;
         let upper = items::<8, f64>(upper, "upper_bound", f64::from_ne_bytes)?;
         let fit = turnbull(
@@ -615,6 +639,7 @@ impl NativeCurve {
 /// `__version__`.
 mod column;
 mod policy;
+mod pool;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {

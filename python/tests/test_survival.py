@@ -19,6 +19,7 @@ import lifelines
 from lifelines.exceptions import StatError
 
 import hazardserve
+from hazardserve import statistics as hs_stats
 from hazardserve import survival as hs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -60,12 +61,19 @@ def assert_km_equal(ours, theirs):
     assert list(ci.columns) == list(lci.columns)
     np.testing.assert_array_equal(ci.index.to_numpy(), lci.index.to_numpy())
     close(ci.to_numpy(), lci.to_numpy(), abs_tol=1e-12, rel_tol=1e-10, what="interval")
+    assert ci.index.name == lci.index.name
+    cd, lcd = ours.cumulative_density_, theirs.cumulative_density_
+    assert list(cd.columns) == list(lcd.columns) and cd.index.name == lcd.index.name
+    close(cd.to_numpy(), lcd.to_numpy(), abs_tol=1e-12, what="cumulative density")
+    cd_ci = ours.confidence_interval_cumulative_density_
+    lcd_ci = theirs.confidence_interval_cumulative_density_
+    assert list(cd_ci.columns) == list(lcd_ci.columns) and cd_ci.index.name == lcd_ci.index.name
+    np.testing.assert_array_equal(cd_ci.index.to_numpy(), lcd_ci.index.to_numpy())
     close(
-        ours.cumulative_density_.to_numpy(),
-        theirs.cumulative_density_.to_numpy(),
-        abs_tol=1e-12,
-        what="cumulative density",
+        cd_ci.to_numpy(), lcd_ci.to_numpy(), abs_tol=1e-12, rel_tol=1e-10, what="density interval"
     )
+    np.testing.assert_array_equal(ours.weights, theirs.weights)
+    np.testing.assert_array_equal(ours.event_observed, theirs.event_observed)
     assert ours.median_survival_time_ == theirs.median_survival_time_
     et, let = ours.event_table, theirs.event_table
     assert list(et.columns) == list(let.columns)
@@ -290,7 +298,7 @@ def test_the_package_says_its_version_and_ships_its_stubs():
     interval, density_interval = (np.asarray(cols.pop(k)) for k in ("interval", "density_interval"))
     del cols
     assert survival.tolist() == [[1.0, 0.5, 0.0]] and survival.flags.writeable
-    assert survival.base is not None and len(survival.base) == 3
+    assert isinstance(survival.base, _native.Column)
     # The interval's bounds, and the density's: 1 - them, swapped.
     assert interval.shape == (2, 3) and (interval[0] <= interval[1]).all()
     assert np.array_equal(density_interval, 1.0 - interval[::-1])
@@ -307,6 +315,11 @@ def test_the_package_says_its_version_and_ships_its_stubs():
         _native.kaplan_meier(np.array([1, 2], dtype=np.int64), np.array([1, 1], dtype=np.uint8))
     with pytest.raises(ValueError, match="event_observed has 1 values, durations 2"):
         _native.kaplan_meier(np.array([1.0, 2.0]), np.array([1], dtype=np.uint8))
+    # Values in the other byte order are refused, not misread.
+    with pytest.raises(ValueError, match="durations: values in the other byte order"):
+        _native.kaplan_meier(np.array([1.0, 2.0]).astype(">f8"), np.array([1, 1], dtype=np.uint8))
+    with pytest.raises(ValueError, match="durations: without groups, a list of one array"):
+        _native.logrank_test(np.array([1.0, 2.0]), np.array([1, 1], dtype=np.uint8), None, 2)
     # The log-rank test's groups as parts of one column equal the same groups as indices.
     parts = _native.logrank_test(
         [np.array([1.0, 3.0]), np.array([2.0, 4.0, 5.0])],
@@ -423,3 +436,80 @@ def test_negative_times_are_refused_naming_the_argument():
         hs.KaplanMeierFitter().fit([1.0, 2.0], entry=[0.0, -1.0])
     with pytest.raises(ValueError, match=r"durations has NaN or infinite values \(the first at position 0"):
         hs.NelsonAalenFitter().fit([float("nan"), 2.0])
+
+
+def test_kaplan_meier_on_two_cores_equals_lifelines():
+    # Above the size from which the fit splits its work over the cores: ties, zeros, a
+    # user timeline that starts before the first time, alpha and the interval labels.
+    rng = np.random.default_rng(7)
+    n = 70_000
+    d = np.round(rng.weibull(0.8, n) * 100.0, 1)
+    d[:50] = 0.0
+    e = rng.random(n) < 0.7
+    w = rng.integers(1, 3, n)
+    for kwargs in (
+        dict(durations=d, event_observed=e),
+        dict(durations=d, event_observed=e, alpha=0.1, ci_labels=["lo", "hi"]),
+        dict(durations=d, event_observed=e, timeline=np.linspace(-5.0, 400.0, 333)),
+        dict(durations=d, event_observed=np.ones(n, dtype=bool)),
+        dict(durations=d, event_observed=e, weights=w),
+    ):
+        ours, theirs = fit_both(hs.KaplanMeierFitter, lifelines.KaplanMeierFitter, **kwargs)
+        assert_km_equal(ours, theirs)
+
+
+def test_a_refused_refit_keeps_the_previous_fit():
+    kmf = hs.KaplanMeierFitter().fit([1, 2, 2, 3, 5], [1, 0, 1, 1, 0])
+    before = kmf.survival_function_.copy()
+    with pytest.raises(ValueError, match="events among"):
+        kmf.fit([2, 2, 5], [1, 1, 1], entry=[2, 2, 0])
+    with pytest.raises(ValueError, match="timeline has NaN"):
+        kmf.fit([1, 2], [1, 1], timeline=[0.0, float("nan")])
+    assert kmf.survival_function_.equals(before) and len(kmf.durations) == 5
+    assert kmf.median_survival_time_ == 3.0
+    # The timeline indexes every frame and cannot be changed under them; the flags are the
+    # fit's own.
+    with pytest.raises(ValueError):
+        kmf.timeline[1] = 100.0
+    e = np.array([True, False, True])
+    kmf.fit([1.0, 2.0, 3.0], e)
+    e[:] = False
+    assert kmf.event_observed.tolist() == [1, 0, 1]
+    with pytest.raises(AttributeError, match="not fitted"):
+        hs.KaplanMeierFitter().event_observed
+
+
+def test_bad_event_flags_and_durations_name_their_argument():
+    with pytest.raises(ValueError, match="event_observed has NaN values"):
+        hs.KaplanMeierFitter().fit([1.0, 2.0], [1.0, float("nan")])
+    with pytest.raises(ValueError, match="durations must be numbers"):
+        hs.KaplanMeierFitter().fit(["1", "x"], [1, 1])
+
+
+def _fit_in_child(queue):
+    d = np.arange(1.0, 70_001.0)
+    kmf = hs.KaplanMeierFitter().fit(d, d % 3 != 0)
+    small = hs.KaplanMeierFitter().fit([1.0, 2.0, 3.0], [1, 0, 1])
+    test = hs_stats.logrank_test(d[:500], d[500:1000] + 0.5)
+    queue.put((kmf.median_survival_time_, small.median_survival_time_, test.p_value))
+
+
+def test_a_forked_child_fits_after_its_parent_did():
+    # Python's multiprocessing forks on Linux: the child has none of the parent's worker
+    # threads, and a fit there must not wait for them.
+    import multiprocessing as mp
+
+    d = np.arange(1.0, 70_001.0)
+    parent = hs.KaplanMeierFitter().fit(d, d % 3 != 0)
+    hs_stats.logrank_test(d[:500], d[500:1000] + 0.5)
+    ctx = mp.get_context("fork")
+    queue = ctx.Queue()
+    child = ctx.Process(target=_fit_in_child, args=(queue,))
+    child.start()
+    child.join(timeout=120)
+    alive = child.is_alive()
+    if alive:
+        child.kill()
+    assert not alive, "the forked child's fit did not finish"
+    median, small, p = queue.get(timeout=10)
+    assert median == parent.median_survival_time_ and small == 3.0 and 0.0 <= p <= 1.0

@@ -19,6 +19,11 @@ pub struct OutputArgs {
     /// and how many are between; csv, json and parquet always have every row).
     #[arg(long)]
     pub all: bool,
+    /// Print every column of a table (a table fits the terminal, 100 columns when standard
+    /// output is not one, and names the columns it leaves out; csv, json and parquet always
+    /// have every column).
+    #[arg(long)]
+    pub wide: bool,
 }
 
 impl OutputArgs {
@@ -28,6 +33,7 @@ impl OutputArgs {
             format: OutputFormat::Table,
             out: None,
             all: false,
+            wide: false,
         }
     }
 
@@ -42,6 +48,15 @@ impl OutputArgs {
         } else {
             crate::output::TableRows::Elided
         };
+        let on_terminal = self.format == OutputFormat::Table && self.out.is_none();
+        if on_terminal && !self.wide {
+            let (shown, hidden) = crate::output::fit_width(batches, table_width())?;
+            crate::output::emit_rows(&shown, self.format, None, rows)?;
+            if !hidden.is_empty() {
+                println!("{}", crate::output::hidden_note(&hidden));
+            }
+            return Ok(());
+        }
         crate::output::emit_rows(batches, self.format, self.out.as_deref(), rows)?;
         self.say_written(globals, batches.iter().map(|b| b.num_rows()).sum());
         Ok(())
@@ -68,13 +83,24 @@ impl OutputArgs {
     }
 }
 
+/// The width a table on standard output keeps to: the terminal's, or 100 columns when
+/// standard output is not a terminal (or its width is not known).
+pub fn table_width() -> usize {
+    use std::io::IsTerminal;
+    if std::io::stdout().is_terminal() {
+        if let Ok((cols, _)) = crossterm::terminal::size() {
+            if cols >= 20 {
+                return usize::from(cols);
+            }
+        }
+    }
+    100
+}
+
 /// `--format` and `--out` of listing commands.
 #[derive(Debug, Args)]
 pub struct ListArgs {
-    /// Every column in the table (csv, json and parquet always have every column).
-    #[arg(long)]
-    pub wide: bool,
-    /// Output.
+    /// Output (`--wide`: every column of the sources, as stored).
     #[command(flatten)]
     pub output: OutputArgs,
 }

@@ -108,7 +108,6 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
     list::sources(
         globals,
         ListArgs {
-            wide: false,
             output: OutputArgs::table(),
         },
     )?;
@@ -140,10 +139,12 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
     let result = super::replay_cmd::run_scenario(globals, &cfg, &opts)?;
     let run = result.run_id;
     super::replay_cmd::print_rows(globals, &result.rows, &OutputArgs::table())?;
-    demo_sweep(globals)?;
+    let (pays, cells) = demo_sweep(globals)?;
+    let answer = answer(&result.rows, pays, cells);
     let store = globals.store.display();
     use std::io::IsTerminal;
     if std::io::stdout().is_terminal() && std::io::stdin().is_terminal() {
+        println!("\n{answer}");
         println!(
             "\nOpening the TUI on {store} (q quits; `hazardserve --store {store} tui` reopens it)."
         );
@@ -152,6 +153,8 @@ pub fn run(globals: &Globals, args: DemoArgs) -> anyhow::Result<()> {
     println!(
         "\nNext: `hazardserve --store {store} tui` to inspect everything, `hazardserve --store {store} compare {run}`, `hazardserve --store {store} sweep summary {DEMO_SWEEP}`, `hazardserve --store {store} fit --source sample-gce`."
     );
+    // The demo ends with its answer.
+    println!("\n{answer}");
     Ok(())
 }
 
@@ -161,8 +164,35 @@ const DEMO_GRID: &str = include_str!("../../reports/sweeps/demo.toml");
 /// The id the demo stores its sweep under.
 const DEMO_SWEEP: &str = "demo-map";
 
-/// Runs the demo's small regime map and stores it as [`DEMO_SWEEP`].
-fn demo_sweep(globals: &Globals) -> anyhow::Result<()> {
+/// The demo's answer in one sentence, in the verdict words: the hazard-aware policy against
+/// its hazard-blind twin `fastest` on the replay, and the cells of the map where the hazard
+/// term pays.
+fn answer(rows: &[crate::replay::PolicySummary], pays: usize, cells: usize) -> String {
+    use crate::replay::Metric;
+    let hazard = rows.iter().find(|r| r.label.to_string() == "hazard");
+    let versus = hazard.map_or("-", super::replay_cmd::verdict_vs_fastest);
+    let diff = hazard
+        .and_then(|r| r.vs_fastest.as_ref()?.get(Metric::MeanCompletion))
+        .map(|d| {
+            let ci = d.ci_low.zip(d.ci_high);
+            format!(" ({} s)", crate::output::interval_text(d.diff, ci))
+        })
+        .unwrap_or_default();
+    let term = match versus {
+        "pays" => "pays",
+        "loses" => "costs",
+        _ => "makes no difference",
+    };
+    format!(
+        "Answer: on the sample fleet the hazard term {term}: hazard against its hazard-blind \
+         twin fastest, {versus} in mean completion{diff}; it pays in {pays} of the map's \
+         {cells} cells."
+    )
+}
+
+/// Runs the demo's small regime map and stores it as [`DEMO_SWEEP`]; returns the cells where
+/// the hazard term pays and the cells.
+fn demo_sweep(globals: &Globals) -> anyhow::Result<(usize, usize)> {
     use crate::sweep::{self, GridFile};
     let grid = GridFile::parse(DEMO_GRID, "reports/sweeps/demo.toml", Path::new("."))?;
     let cells = grid.cells()?;
@@ -187,5 +217,5 @@ fn demo_sweep(globals: &Globals) -> anyhow::Result<()> {
          {load} of {n} (`hazardserve sweep summary {DEMO_SWEEP}`, or the TUI's Sweep screen)",
         n = results.len()
     );
-    Ok(())
+    Ok((pays, results.len()))
 }

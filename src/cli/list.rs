@@ -32,7 +32,7 @@ pub fn sources(globals: &Globals, args: ListArgs) -> anyhow::Result<()> {
     }
     let shown = batches
         .iter()
-        .map(|b| sources_table(b, args.wide))
+        .map(|b| sources_table(b, args.output.wide))
         .collect::<anyhow::Result<Vec<_>>>()?;
     args.output.emit(globals, &shown)
 }

@@ -259,10 +259,34 @@ pub fn compare(globals: &Globals, args: CompareArgs) -> anyhow::Result<()> {
     print_rows(globals, &rows, &args.output)
 }
 
+/// A row's verdict against `fastest` on mean completion, in the sweep's words: `pays` (lower,
+/// the paired interval excluding 0), `loses` (higher), `no difference`; `reference` for
+/// `fastest` itself, `-` where there is no pairing.
+pub fn verdict_vs_fastest(r: &PolicySummary) -> &'static str {
+    let Some(versus) = r.vs_fastest.as_ref() else {
+        return if r.label.to_string() == "fastest" {
+            "reference"
+        } else {
+            "-"
+        };
+    };
+    match versus
+        .get(Metric::MeanCompletion)
+        .and_then(|d| d.direction())
+    {
+        Some(std::cmp::Ordering::Less) => "pays",
+        Some(_) => "loses",
+        None if versus.get(Metric::MeanCompletion).is_some() => "no difference",
+        None => "-",
+    }
+}
+
 /// Prints comparison rows: JSON as [`PolicySummary::to_json`] objects; CSV flat with
 /// `<metric>_ci_lo`/`_ci_hi` columns, the paired difference to `fastest` per metric
 /// (`vs_fastest_<metric>` with its interval) and `gap_closed`; a table with `value [lo, hi]`
-/// cells for the main metrics. A gap closed without a gap to close prints as "none".
+/// cells for the main metrics, the answer first (completion, interruptions, the verdict
+/// against `fastest`), as wide as the terminal unless `--wide`. A gap closed without a gap to
+/// close prints as "none".
 pub fn print_rows(
     globals: &Globals,
     rows: &[PolicySummary],
@@ -356,22 +380,31 @@ pub fn print_rows(
     }
     let interval =
         |v: f64, ci: Option<[f64; 2]>| output::interval_text(v, ci.map(|[lo, hi]| (lo, hi)));
+    // The columns that answer the question first (the table keeps to the terminal's width;
+    // `--wide` shows the rest): completion, interruptions, and the verdict against fastest.
     let mut cols: Vec<(&str, Col)> = vec![("policy", labels)];
-    for m in [
-        Metric::MeanCompletion,
-        Metric::P99Completion,
-        Metric::Unfinished,
-        Metric::SloAttainment,
-        Metric::UnplannedInterruptions,
-        Metric::Recovery,
-        Metric::PlannedMigrations,
-    ] {
+    let metric_col = |m: Metric| {
         let cell = |r: &PolicySummary| {
             let e = r.get(m);
             e.value.map(|v| interval(v, e.ci))
         };
-        cols.push((m.def().title, Col::Str(rows.iter().map(cell).collect())));
+        (m.def().title, Col::Str(rows.iter().map(cell).collect()))
+    };
+    for m in [
+        Metric::MeanCompletion,
+        Metric::P99Completion,
+        Metric::UnplannedInterruptions,
+    ] {
+        cols.push(metric_col(m));
     }
+    cols.push((
+        "vs_fastest",
+        Col::Str(
+            rows.iter()
+                .map(|r| Some(verdict_vs_fastest(r).to_string()))
+                .collect(),
+        ),
+    ));
     let diff = |r: &PolicySummary| {
         let d = r.vs_fastest.as_ref()?.get(Metric::MeanCompletion)?;
         Some(interval(
@@ -383,6 +416,14 @@ pub fn print_rows(
         "mean_vs_fastest_s",
         Col::Str(rows.iter().map(diff).collect()),
     ));
+    for m in [
+        Metric::Unfinished,
+        Metric::SloAttainment,
+        Metric::Recovery,
+        Metric::PlannedMigrations,
+    ] {
+        cols.push(metric_col(m));
+    }
     // A priced fleet (`price_per_node_hour`): what each answer costs.
     if rows.iter().any(|r| r.get(Metric::Dollars).value.is_some()) {
         for m in [Metric::Dollars, Metric::GoodputPerDollar] {

@@ -68,6 +68,64 @@ pub fn render_table(
     }
 }
 
+/// The columns of `batches` that fit a table `width` characters wide, left to right (the first
+/// always), and the names of the others: the default table view keeps to the terminal, and
+/// `--wide` (or csv, json, parquet) shows every column, as DuckDB's and DataFusion's CLIs do.
+pub fn fit_width(
+    batches: &[RecordBatch],
+    width: usize,
+) -> Result<(Vec<RecordBatch>, Vec<String>), RenderError> {
+    let Some(first) = batches.first() else {
+        return Ok((batches.to_vec(), Vec::new()));
+    };
+    let schema = first.schema();
+    let mut widths: Vec<usize> = schema
+        .fields()
+        .iter()
+        .map(|f| f.name().chars().count())
+        .collect();
+    let opts = FormatOptions::default();
+    for b in batches {
+        let t = text_batch(b, true)?;
+        for (w, c) in widths.iter_mut().zip(t.columns()) {
+            let fmt = ArrayFormatter::try_new(c.as_ref(), &opts)?;
+            for i in 0..c.len() {
+                *w = (*w).max(fmt.value(i).to_string().chars().count());
+            }
+        }
+    }
+    // A column takes its width and "| " before and " " after; the table ends with "|".
+    let mut used = 1;
+    let mut keep = Vec::new();
+    let mut hidden = Vec::new();
+    for (i, w) in widths.iter().enumerate() {
+        if keep.is_empty() || (hidden.is_empty() && used + w + 3 <= width) {
+            used += w + 3;
+            keep.push(i);
+        } else {
+            hidden.push(schema.field(i).name().clone());
+        }
+    }
+    if hidden.is_empty() {
+        return Ok((batches.to_vec(), hidden));
+    }
+    let kept = batches
+        .iter()
+        .map(|b| b.project(&keep))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((kept, hidden))
+}
+
+/// The line under a table that left columns out: how many, which, and how to see them.
+pub fn hidden_note(hidden: &[String]) -> String {
+    let s = if hidden.len() == 1 { "" } else { "s" };
+    format!(
+        "{} more column{s} (--wide shows them; csv and json have every column): {}",
+        hidden.len(),
+        hidden.join(", ")
+    )
+}
+
 /// `len` rows from row `from` of the concatenation of `batches`, as zero-copy slices.
 fn slice_rows(batches: &[RecordBatch], mut from: usize, mut len: usize) -> Vec<RecordBatch> {
     let mut out = Vec::new();

@@ -48,14 +48,24 @@ fn html_escape(s: &str) -> String {
         .replace('"', "&quot;")
 }
 
-/// Inline code spans of Markdown (`x`) as HTML.
+/// The inline Markdown a report writes, as HTML: code spans (`x`) and strong emphasis
+/// (`**x**`, outside code spans; an unpaired `**` stays as written).
 fn html_text(s: &str) -> String {
     let mut out = String::new();
     for (i, part) in html_escape(s).split('`').enumerate() {
         if i % 2 == 1 {
             out.push_str(&format!("<code>{part}</code>"));
-        } else {
-            out.push_str(part);
+            continue;
+        }
+        let pieces: Vec<&str> = part.split("**").collect();
+        for (j, piece) in pieces.iter().enumerate() {
+            // Pieces between a pair of markers are strong; a last odd marker has no pair.
+            let paired = j % 2 == 1 && j + 1 < pieces.len();
+            match (j % 2 == 1, paired) {
+                (true, true) => out.push_str(&format!("<strong>{piece}</strong>")),
+                (true, false) => out.push_str(&format!("**{piece}")),
+                _ => out.push_str(piece),
+            }
         }
     }
     out
@@ -118,7 +128,7 @@ impl Report {
                     for row in rows {
                         h.push_str("<tr>");
                         for c in row {
-                            h.push_str(&format!("<td>{}</td>", html_escape(c)));
+                            h.push_str(&format!("<td>{}</td>", html_text(c)));
                         }
                         h.push_str("</tr>\n");
                     }
@@ -160,5 +170,22 @@ impl Report {
         put("report.md", &self.markdown())?;
         put("report.html", &self.html())?;
         Ok(written)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::html_text;
+
+    #[test]
+    fn html_renders_the_inline_markdown_of_a_report() {
+        assert_eq!(html_text("**decreasing**"), "<strong>decreasing</strong>");
+        assert_eq!(
+            html_text("a `x**y` and **b** < c"),
+            "a <code>x**y</code> and <strong>b</strong> &lt; c"
+        );
+        // An unpaired marker stays as written.
+        assert_eq!(html_text("2**3 and **x"), "2<strong>3 and </strong>x");
+        assert_eq!(html_text("only **one"), "only **one");
     }
 }

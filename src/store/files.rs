@@ -172,8 +172,29 @@ pub(super) fn new_txid() -> String {
     format!("{}-{}", now.format("%Y%m%dT%H%M%S%6f"), std::process::id())
 }
 
-/// Test hook (only built with the `fault-injection` feature, which the integration tests enable;
-/// otherwise a no-op that never reads the environment). `HAZARDSERVE_FAULT` selects:
+/// Whether [`enable_fault_injection`] switched the fault points on in this process.
+#[cfg(feature = "fault-injection")]
+static FAULTS_ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Switches the fault points on for this process (the `hazardserve-faults` binary does, first
+/// thing; the `hazardserve` binary never does).
+#[cfg(feature = "fault-injection")]
+pub(crate) fn enable_fault_injection() {
+    FAULTS_ON.store(true, std::sync::atomic::Ordering::SeqCst);
+}
+
+/// `HAZARDSERVE_FAULT`, when the fault points are on in this process.
+#[cfg(feature = "fault-injection")]
+pub(crate) fn fault_mode() -> Option<String> {
+    if !FAULTS_ON.load(std::sync::atomic::Ordering::SeqCst) {
+        return None;
+    }
+    std::env::var("HAZARDSERVE_FAULT").ok()
+}
+
+/// Test hook (only built with the `fault-injection` feature, which the integration tests enable,
+/// and on only in the `hazardserve-faults` binary; otherwise a no-op that never reads the
+/// environment). `HAZARDSERVE_FAULT` selects:
 ///
 /// - `pause-before-commit`: the writer stops just before its commit point, so a test can kill it
 ///   there;
@@ -185,7 +206,7 @@ pub(super) fn new_txid() -> String {
 pub(crate) fn fault_point(name: &str) {
     use std::sync::atomic::{AtomicUsize, Ordering};
     static PASSED: AtomicUsize = AtomicUsize::new(0);
-    let Ok(mode) = std::env::var("HAZARDSERVE_FAULT") else {
+    let Some(mode) = fault_mode() else {
         return;
     };
     let n = PASSED.fetch_add(1, Ordering::SeqCst) + 1;

@@ -29,7 +29,7 @@ mod catalog;
 mod commit;
 mod dir;
 mod error;
-mod files;
+pub(crate) mod files;
 mod journal;
 mod lock;
 mod manifest;

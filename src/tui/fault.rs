@@ -2,11 +2,11 @@
 
 /// Test hook: `HAZARDSERVE_FAULT=tui-panic` panics right after the first frame;
 /// `HAZARDSERVE_FAULT=tui-loader-panic` panics in the loader while it reads the store.
-/// Only with the `fault-injection` feature (enabled by the integration tests); without it this
-/// is always false and never reads the environment.
+/// Only with the `fault-injection` feature (enabled by the integration tests) and in the
+/// `hazardserve-faults` binary; otherwise always false, without reading the environment.
 #[cfg(feature = "fault-injection")]
 pub(crate) fn fault(name: &str) -> bool {
-    std::env::var("HAZARDSERVE_FAULT").is_ok_and(|v| v == name)
+    crate::store::files::fault_mode().is_some_and(|v| v == name)
 }
 
 /// Without the `fault-injection` feature no fault is ever injected.

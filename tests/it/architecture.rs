@@ -213,13 +213,15 @@ struct ModuleGraph {
     edges: BTreeMap<ModPath, BTreeSet<ModPath>>,
 }
 
-/// The module of a file at `rel` (relative to `src/`), or `None` for `main.rs`.
+/// The module of a file at `rel` (relative to `src/`), or `None` for a binary's root
+/// (`main.rs`, `bin/*.rs`: each calls the library's entry point and nothing else).
 fn module_path(rel: &str) -> Option<ModPath> {
     let stem = rel.strip_suffix(".rs")?;
     let mut parts: Vec<String> = stem.split('/').map(str::to_string).collect();
     match parts.as_slice() {
         [only] if only == "lib" => return Some(Vec::new()),
         [only] if only == "main" => return None,
+        [dir, _] if dir == "bin" => return None,
         _ => {}
     }
     if parts.last().is_some_and(|l| l == "mod") {
@@ -760,10 +762,18 @@ fn the_pure_stack_is_a_crate_that_links_no_storage() {
             "core/Cargo.toml",
             &["serde", "serde_json", "thiserror", "rayon"][..],
         ),
-        // serde_json: the policy class reads the policy's constants and curve specs as JSON.
+        // serde_json: the policy class reads the policy's constants and curve specs as JSON;
+        // rayon: the Kaplan-Meier frames are built on every core; mimalloc: the extension's
+        // allocator (freed pages kept for the next fit).
         (
             "python/Cargo.toml",
-            &["hazardserve-core", "pyo3", "serde_json"][..],
+            &[
+                "hazardserve-core",
+                "pyo3",
+                "serde_json",
+                "rayon",
+                "mimalloc",
+            ][..],
         ),
     ] {
         let deps = manifest_dependencies(&read(manifest));

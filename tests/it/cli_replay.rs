@@ -319,3 +319,75 @@ fn hazard_truth_needs_the_fleets_laws_and_says_so() {
         "{err}"
     );
 }
+
+/// Lines of the tables in `out` (borders and rows).
+fn table_lines(out: &str) -> Vec<&str> {
+    out.lines()
+        .filter(|l| l.starts_with('+') || l.starts_with('|'))
+        .collect()
+}
+
+/// The tables of `demo`, `compare` and `sweep summary` keep to 100 columns when standard output
+/// is not a terminal, answer first, and name what they leave out; `--wide` shows every column;
+/// the demo ends with its answer in the verdict words.
+#[test]
+fn tables_fit_100_columns_and_wide_shows_every_column() {
+    let tmp = tempfile::tempdir().unwrap();
+    let store = tmp.path().join("store");
+    let mut c = hs(&store);
+    c.arg("demo").arg("--samples").arg(samples());
+    let demo = ok(c);
+    let last = demo.lines().rev().find(|l| !l.trim().is_empty()).unwrap();
+    assert!(
+        last.starts_with("Answer: on the sample fleet the hazard term ")
+            && ["pays:", "costs:", "makes no difference:"]
+                .iter()
+                .any(|w| last.contains(w))
+            && last.contains("in mean completion")
+            && last.contains("of the map's 12 cells."),
+        "the demo's last line: {last}"
+    );
+    let narrow = |args: &[&str]| {
+        let mut c = hs(&store);
+        c.args(args);
+        let out = ok(c);
+        for l in table_lines(&out) {
+            assert!(l.chars().count() <= 100, "{args:?}: {l}");
+        }
+        out
+    };
+    for out in [&demo, &narrow(&["compare", "run-demo"])] {
+        let header = table_lines(out)
+            .into_iter()
+            .find(|l| l.starts_with("| policy "))
+            .unwrap();
+        for col in ["mean_s", "p99_s", "interrupts", "vs_fastest"] {
+            assert!(header.contains(col), "{header}");
+        }
+        assert!(
+            out.contains("more columns (--wide shows them; csv and json have every column): ")
+                && out.contains("mean_vs_fastest_s"),
+            "{out}"
+        );
+    }
+    let compare = narrow(&["compare", "run-demo"]);
+    insta::assert_snapshot!("compare_at_100_columns", compare);
+    let mut c = hs(&store);
+    c.args(["compare", "run-demo", "--wide"]);
+    let wide = ok(c);
+    let header = table_lines(&wide)[1];
+    for col in [
+        "mean_vs_fastest_s",
+        "gap_closed",
+        "slo",
+        "interruption_brier",
+    ] {
+        assert!(header.contains(col), "--wide: {header}");
+    }
+    assert!(header.chars().count() > 100 && !wide.contains("more column"));
+    let summary = narrow(&["sweep", "summary", "demo-map"]);
+    let mut c = hs(&store);
+    c.args(["sweep", "summary", "demo-map", "--wide"]);
+    let wide = ok(c);
+    assert!(table_lines(&wide)[1].chars().count() >= table_lines(&summary)[1].chars().count());
+}

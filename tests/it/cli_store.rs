@@ -227,7 +227,7 @@ fn reingest_is_a_noop_and_replace_is_explicit() {
 
 /// Starts an ingest that stops at its commit point; returns once it is there.
 fn paused_ingest(store: &Path, source: &str, input: &Path) -> std::process::Child {
-    let mut c = hs(store);
+    let mut c = crate::common::hs_faults(store);
     c.args([
         "ingest",
         "--format",

@@ -61,6 +61,17 @@ pub fn hs(store: &Path) -> Command {
     c
 }
 
+/// The binary with the test-only fault points on (`hazardserve-faults`, built with the
+/// `fault-injection` feature), with a store in `store`; `HAZARDSERVE_FAULT` is the test's to set.
+pub fn hs_faults(store: &Path) -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_hazardserve-faults"));
+    c.arg("--store")
+        .arg(store)
+        .env_remove("HAZARDSERVE_STORE")
+        .env_remove("HAZARDSERVE_FAULT");
+    c
+}
+
 /// Runs and asserts success, returning stdout.
 pub fn ok(mut c: Command) -> String {
     let out = c.output().expect("run hazardserve");

@@ -295,6 +295,13 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
         !html.contains("src=\"http") && !html.contains("<script"),
         "the page fetches nothing"
     );
+    // The page renders what the Markdown means: the hazard-shape verdicts in bold, no literal
+    // markers left in a cell.
+    assert!(
+        html.contains("<td><strong>decreasing</strong></td>"),
+        "no bold verdict in the page"
+    );
+    assert!(!html.contains("<td>**"), "a literal ** in a table cell");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::process::Stdio;
 
 use hazardserve::store::{Store, TABLES};
 
-use crate::common::{copy_dir, fails, hs, ok, write};
+use crate::common::{copy_dir, fails, hs, hs_faults, ok, write};
 
 const ADD_REMOVE: &str =
     "0,add,node1\n0,add,node2\n60000,remove,node1\n120000,add,node3\n180000,remove,node3\n";
@@ -582,7 +582,7 @@ fn sigkill_at_every_fault_point_leaves_the_store_before_or_after() {
         let done = tmp.path().join("done");
         let _ = std::fs::remove_dir_all(&done);
         copy_dir(&base, &done);
-        let mut c = hs(&done);
+        let mut c = hs_faults(&done);
         c.args(args).env("HAZARDSERVE_FAULT", "trace");
         let out = c.output().unwrap();
         assert!(out.status.success(), "{what}: {out:?}");
@@ -599,7 +599,7 @@ fn sigkill_at_every_fault_point_leaves_the_store_before_or_after() {
             let dir = tmp.path().join("kill");
             let _ = std::fs::remove_dir_all(&dir);
             copy_dir(&base, &dir);
-            let mut c = hs(&dir);
+            let mut c = hs_faults(&dir);
             c.args(args)
                 .env("HAZARDSERVE_FAULT", format!("kill-at:{k}"));
             let out = c.output().unwrap();
@@ -636,4 +636,39 @@ fn sigkill_at_every_fault_point_leaves_the_store_before_or_after() {
     }
     assert!(kills >= 50, "only {kills} kill points");
     eprintln!("killed writers at {kills} fault points");
+}
+
+/// Only `hazardserve-faults` has the fault points on: `hazardserve`, the binary a user builds
+/// (and the one `cargo run --release` rebuilds beside a test run), ignores `HAZARDSERVE_FAULT`,
+/// even in this test build, where the feature is compiled in.
+#[test]
+fn only_the_faults_binary_has_fault_points() {
+    let tmp = tempfile::tempdir().unwrap();
+    let input = write(tmp.path(), "in/n.csv", "0,add,q\n900,remove,q\n");
+    let run = |mut c: std::process::Command, store: &str| {
+        c.args(["ingest", "--format", "add-remove", "--source", store])
+            .arg(&input)
+            .env("HAZARDSERVE_FAULT", "trace");
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8_lossy(&out.stderr)
+            .lines()
+            .filter(|l| l.starts_with("fault point "))
+            .count()
+    };
+    let user = run(hs(&tmp.path().join("user")), "n");
+    let faults = run(hs_faults(&tmp.path().join("faults")), "n");
+    assert_eq!(user, 0, "hazardserve passed fault points");
+    assert!(
+        faults >= 5,
+        "hazardserve-faults passed {faults} fault points"
+    );
+    // Nor is the kill hook: with `HAZARDSERVE_FAULT=kill-at:1` the user binary completes its
+    // write.
+    let mut c = hs(&tmp.path().join("user2"));
+    c.args(["ingest", "--format", "add-remove", "--source", "n"])
+        .arg(&input)
+        .env("HAZARDSERVE_FAULT", "kill-at:1");
+    let out = c.output().unwrap();
+    assert!(out.status.success(), "{out:?}");
 }

@@ -224,7 +224,7 @@ fn tui_e2e_terminal_restored_after_sigterm() {
 fn start_with_fault(name: &str, fault: &str) -> Tmux {
     let cmd = format!(
         "env -u HAZARDSERVE_STORE HAZARDSERVE_FAULT={fault} TERM=xterm-256color {} --store {} tui; echo \"tui exited with $?\"; stty -a | tr ' ;' '\\n\\n' | grep -x -e icanon -e -icanon; sleep 120",
-        shell_quote(Path::new(env!("CARGO_BIN_EXE_hazardserve"))),
+        shell_quote(Path::new(env!("CARGO_BIN_EXE_hazardserve-faults"))),
         shell_quote(demo_store())
     );
     Tmux::start(name, &cmd, 100, 30)
