@@ -141,8 +141,21 @@ fn cli_sql_renders_every_duckdb_type_in_every_format() {
         c.args(["sql", "--format", format, &query]);
         ok(c)
     };
-    let table = run("table");
+    // Every column with --wide; by default the table keeps to 100 columns and names the rest.
+    let mut c = hs(&store);
+    c.args(["sql", "--wide", &query]);
+    let table = ok(c);
     assert!(table.contains("2024-01-02T03:04:05Z"), "{table}");
+    let narrow = run("table");
+    assert!(
+        narrow
+            .lines()
+            .filter(|l| l.starts_with('+') || l.starts_with('|'))
+            .all(|l| l.chars().count() <= 100)
+            && narrow.contains("more columns (--wide shows them")
+            && narrow.contains("timestamptz"),
+        "{narrow}"
+    );
     let csv = run("csv");
     assert_eq!(csv.lines().count(), 3, "{csv}");
     assert!(csv.starts_with("boolean,tinyint,"), "{csv}");
