@@ -607,7 +607,7 @@ class AalenJohansenFitter(_Univariate):
         )
         e_any = causes != 0
         km, km_table, _ = _native.kaplan_meier(*_native_args(d, e_any, en, None))
-        table = _table_block(km_table, _arrays(km)["timeline"])
+        table = _table_block(km_table, np.asarray(km["timeline"]))
         _check_table(table, en is not None)
         index = pd.Index(np.asarray(cols["timeline"], dtype=float), name="event_at")
         cause_label = f"CIF_{k}"
