@@ -120,10 +120,23 @@ def _grouped(event_durations, groups, event_observed):
     checked to have one value per duration."""
     d = _floats(event_durations, "event_durations", non_negative=True)
     n = d.shape[0]
-    labels = np.asarray(groups).reshape(-1)
-    if labels.shape[0] != n:
-        raise ValueError(f"groups has {labels.shape[0]} values, event_durations {n}")
+    labels = _labels(groups, "groups", n)
     return d, labels, _events(event_observed, n, "event_observed", "event_durations")
+
+
+def _labels(values, name: str, n: int) -> np.ndarray:
+    """Group or stratum labels, one per duration, none missing (NaN or None)."""
+    labels = np.asarray(values)
+    if labels.ndim > 1:
+        raise ValueError(f"{name} must be one-dimensional (got shape {labels.shape})")
+    labels = labels.reshape(-1)
+    if labels.shape[0] != n:
+        raise ValueError(f"{name} has {labels.shape[0]} values, event_durations {n}")
+    missing = pd.isna(labels)
+    if missing.any():
+        k = int(np.flatnonzero(missing)[0])
+        raise ValueError(f"{name} has missing labels (the first at position {k})")
+    return labels
 
 
 def multivariate_logrank_test(
@@ -145,9 +158,7 @@ def multivariate_logrank_test(
     d, labels, e = _grouped(event_durations, groups, event_observed)
     strata_index = None
     if strata is not None:
-        s = np.asarray(strata).reshape(-1)
-        if s.shape[0] != d.shape[0]:
-            raise ValueError(f"strata has {s.shape[0]} values, event_durations {d.shape[0]}")
+        s = _labels(strata, "strata", d.shape[0])
         strata_index = np.unique(s, return_inverse=True)[1]
     test_name = kwargs.pop("test_name", "multivariate_logrank_test")
     if weightings is not None:

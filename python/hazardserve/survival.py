@@ -64,9 +64,12 @@ def _floats(x: Any, name: str, non_negative: bool = False) -> np.ndarray:
     """``x`` as float64, every value finite (and with ``non_negative``, at least 0), else a
     ``ValueError`` naming ``name`` and the first bad value's position."""
     try:
-        a = np.asarray(x, dtype=float).reshape(-1)
+        a = np.asarray(x, dtype=float)
     except (TypeError, ValueError) as e:
         raise ValueError(f"{name} must be numbers: {e}") from None
+    if a.ndim > 1:
+        raise ValueError(f"{name} must be one-dimensional (got shape {a.shape})")
+    a = a.reshape(-1)
     # Two reductions answer the common case without temporaries: NaN and infinities show in
     # the minimum or the maximum.
     lo, hi = (a.min(), a.max()) if a.size else (0.0, 0.0)
@@ -89,7 +92,10 @@ def _columns(durations, event_observed, entry, weights):
     if event_observed is None:
         e = np.ones(n, dtype=bool)
     else:
-        raw = np.asarray(event_observed).reshape(-1)
+        raw = np.asarray(event_observed)
+        if raw.ndim > 1:
+            raise ValueError(f"event_observed must be one-dimensional (got shape {raw.shape})")
+        raw = raw.reshape(-1)
         if raw.shape[0] != n:
             raise ValueError(f"event_observed has {raw.shape[0]} values, durations {n}")
         if raw.dtype.kind == "f" and np.isnan(raw).any():

@@ -484,6 +484,18 @@ def test_bad_event_flags_and_durations_name_their_argument():
         hs.KaplanMeierFitter().fit([1.0, 2.0], [1.0, float("nan")])
     with pytest.raises(ValueError, match="durations must be numbers"):
         hs.KaplanMeierFitter().fit(["1", "x"], [1, 1])
+    # Two-dimensional input is refused, not flattened (lifelines refuses it too).
+    with pytest.raises(ValueError, match=r"durations must be one-dimensional \(got shape \(3, 2\)\)"):
+        hs.KaplanMeierFitter().fit(np.ones((3, 2)))
+    with pytest.raises(ValueError, match="event_observed must be one-dimensional"):
+        hs.NelsonAalenFitter().fit([1.0, 2.0], [[1], [1]])
+    with pytest.raises(ValueError, match="durations_A must be one-dimensional"):
+        hs_stats.logrank_test(np.ones((2, 2)), [1.0])
+    # Missing group or stratum labels are refused, not made a group of their own.
+    with pytest.raises(ValueError, match="groups has missing labels \\(the first at position 1\\)"):
+        hs_stats.multivariate_logrank_test([1, 2, 3, 4], pd.Series([0, np.nan, 1, 1]))
+    with pytest.raises(ValueError, match="strata has missing labels"):
+        hs_stats.multivariate_logrank_test([1, 2, 3, 4], [0, 0, 1, 1], strata=["a", None, "b", "b"])
 
 
 def _fit_in_child(queue):
