@@ -4,8 +4,8 @@
 //! core (each run is single-threaded).
 //!
 //! The same at 1,000 nodes with ten times the arrival rate (the same load per node) over a
-//! shorter window (`*_1000_nodes`): the README's scaling row. And both fleet sizes busy
-//! (`*_busy`: 1.2 requests per second per node for 120 s, about 85 % of the capacity, so that most
+//! shorter window (`*_1000_nodes`): the book's scaling row (docs/src/performance.md). And both
+//! fleet sizes busy (`*_busy`: 1.2 requests per second per node for 120 s, about 85 % of the capacity, so that most
 //! nodes are full at any instant): a placement visits only the nodes with a free slot, so the
 //! cost per request should grow far less than tenfold from 100 to 1,000 nodes there.
 //!

@@ -65,7 +65,7 @@ except ImportError as e:  # pragma: no cover - the message is the point
     raise ImportError(
         "hazardserve.vidur_plugin needs the vidur package (0.0.26): "
         "pip install --no-deps vidur==0.0.26 -c python/constraints.txt plus its "
-        f"dependencies (see the README) ({e})"
+        f"dependencies (see docs/src/python.md) ({e})"
     ) from None
 
 __all__ = [

@@ -62,6 +62,30 @@ impl OutputArgs {
         Ok(())
     }
 
+    /// [`Self::emit`] with the columns that answer the question first: as a table, the
+    /// columns named in `lead` (those present, in that order) come before the others, so the
+    /// terminal's width keeps them; csv, json and parquet keep the batch's own order.
+    pub fn emit_lead(
+        &self,
+        globals: &Globals,
+        batch: arrow::record_batch::RecordBatch,
+        lead: &[&str],
+    ) -> anyhow::Result<()> {
+        if self.format != OutputFormat::Table {
+            return self.emit(globals, &[batch]);
+        }
+        let schema = batch.schema();
+        let mut order: Vec<usize> = lead
+            .iter()
+            .filter_map(|name| schema.index_of(name).ok())
+            .collect();
+        let rest: Vec<usize> = (0..schema.fields().len())
+            .filter(|i| !order.contains(i))
+            .collect();
+        order.extend(rest);
+        self.emit(globals, &[batch.project(&order)?])
+    }
+
     /// Writes a JSON document of `rows` nested objects where the flags say (`--format json`
     /// of a result whose rows are not flat).
     pub fn emit_json(

@@ -164,9 +164,9 @@ const DEMO_GRID: &str = include_str!("../../reports/sweeps/demo.toml");
 /// The id the demo stores its sweep under.
 const DEMO_SWEEP: &str = "demo-map";
 
-/// The demo's answer in one sentence, in the verdict words: the hazard-aware policy against
-/// its hazard-blind twin `fastest` on the replay, and the cells of the map where the hazard
-/// term pays.
+/// The demo's answer in one sentence, in the verdict words: in how many of the map's cells the
+/// hazard term (`hazard` against its hazard-blind twin `hazard-pooled`) pays, and the replay's
+/// `hazard` against `fastest`.
 fn answer(rows: &[crate::replay::PolicySummary], pays: usize, cells: usize) -> String {
     use crate::replay::Metric;
     let hazard = rows.iter().find(|r| r.label.to_string() == "hazard");
@@ -178,15 +178,10 @@ fn answer(rows: &[crate::replay::PolicySummary], pays: usize, cells: usize) -> S
             format!(" ({} s)", crate::output::interval_text(d.diff, ci))
         })
         .unwrap_or_default();
-    let term = match versus {
-        "pays" => "pays",
-        "loses" => "costs",
-        _ => "makes no difference",
-    };
     format!(
-        "Answer: on the sample fleet the hazard term {term}: hazard against its hazard-blind \
-         twin fastest, {versus} in mean completion{diff}; it pays in {pays} of the map's \
-         {cells} cells."
+        "Answer: on the sample fleet the hazard term (hazard against its hazard-blind twin \
+         hazard-pooled) pays in {pays} of the map's {cells} cells; in the replay, hazard \
+         against fastest: {versus} in mean completion{diff}."
     )
 }
 

@@ -244,7 +244,14 @@ fn print_causes(
         ("cif_end", col(6)),
         ("end_s", Col::F64(rows.iter().map(|r| Some(r.4)).collect())),
     ])?;
-    args.output.emit(globals, &[b])
+    // The answer first: how much each cause ends by the end of the data, then by 1, 6, 24 h.
+    args.output.emit_lead(
+        globals,
+        b,
+        &[
+            "group", "cause", "events", "share", "cif_end", "cif_1h", "cif_6h", "cif_24h",
+        ],
+    )
 }
 
 /// `fit --test`, `fit --rmst` and `fit --nelson-aalen` on each --by group's sessions.
@@ -523,7 +530,7 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
             let km_median = g.median.clone();
             g.median_s = tf.median_s();
             g.median = match g.median_s {
-                Some(m) => format!("{m:.0} s"),
+                Some(m) => output::duration_text(m),
                 None => "not reached".to_string(),
             };
             g.median_ci_low_s = None;
@@ -621,7 +628,15 @@ pub fn fit(globals: &Globals, args: FitArgs) -> anyhow::Result<()> {
             ),
         ),
     ])?;
-    args.output.emit(globals, &[b])
+    // The answer first: the median with its interval and the hazard's shape.
+    args.output.emit_lead(
+        globals,
+        b,
+        &[
+            "group", "nodes", "sessions", "events", "median", "verdict", "model", "s_1h", "s_6h",
+            "s_24h",
+        ],
+    )
 }
 
 /// `priors` subcommands.

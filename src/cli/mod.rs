@@ -10,6 +10,7 @@ mod ingest_public;
 mod km_cmd;
 mod list;
 mod query_cmd;
+mod reference;
 mod replay_cmd;
 mod report_cmd;
 mod shell_cmd;
@@ -135,7 +136,7 @@ pub enum Command {
     Report(report_cmd::ReportArgs),
     /// Print a shell completion script (bash, zsh, fish, powershell, elvish).
     Completions(shell_cmd::CompletionsArgs),
-    /// Print the manual page (or write one per command with --out-dir).
+    /// Print the manual page (or write one per command with --out-dir, or Markdown).
     Man(shell_cmd::ManArgs),
     /// Inspect the store in a terminal UI (sources, nodes, survival, replay, requests, trigger,
     /// sweeps).

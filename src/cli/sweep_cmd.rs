@@ -456,9 +456,9 @@ fn print_axis(
 
 /// Prints the regime map: JSON as [`CellResult::summary_json`] objects; CSV flat (one column
 /// per axis, then `<comparison>_<metric>` with `_ci_lo`/`_ci_hi` and the q-value `_q`,
-/// `opportunity_s`); a table with the declared reference, its q-value, the opportunity and
-/// `diff [lo, hi]` cells on mean completion and interruptions. A gap closed without a gap
-/// prints as "none".
+/// `opportunity_s`); a table with the two verdicts and the hazard term's difference first,
+/// then the declared reference, its q-value, the opportunity and `diff [lo, hi]` cells on mean
+/// completion and interruptions. A gap closed without a gap prints as "none".
 fn print_summary(
     globals: &Globals,
     cells: &[CellResult],
@@ -617,5 +617,12 @@ fn print_summary(
         ));
     }
     let cols: Vec<(&str, Col)> = cols.iter().map(|(n, c)| (n.as_str(), c.clone())).collect();
-    output.emit(globals, &[output::batch(cols)?])
+    // As a table, the answer first: after the axes, the two verdicts and the hazard term's
+    // difference (`hazard` minus its twin `hazard-pooled`).
+    let lead: Vec<&str> = axes
+        .iter()
+        .map(String::as_str)
+        .chain(["hazard_term", "load_forecast", "vs_pooled mean_s"])
+        .collect();
+    output.emit_lead(globals, output::batch(cols)?, &lead)
 }

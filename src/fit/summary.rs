@@ -239,11 +239,14 @@ pub fn fit_groups_with(
         let (band_lo, band_hi) = km.view().confidence_interval(Z_95);
         (fit.median_ci_low_s, fit.median_ci_high_s) =
             median_interval(km.timeline(), &band_lo, &band_hi);
-        fit.median = match fit.median_s {
-            Some(m) => format!("{m:.0} s"),
-            None => format!(
-                "> {:.0} s (not reached)",
-                km.timeline().last().copied().unwrap_or(0.0)
+        let d = crate::output::duration_text;
+        fit.median = match (fit.median_s, fit.median_ci_low_s, fit.median_ci_high_s) {
+            (Some(m), Some(lo), Some(hi)) => format!("{} [{}, {}]", d(m), d(lo), d(hi)),
+            (Some(m), Some(lo), None) => format!("{} [{}, not reached]", d(m), d(lo)),
+            (Some(m), _, _) => d(m),
+            (None, _, _) => format!(
+                "> {} (not reached)",
+                d(km.timeline().last().copied().unwrap_or(0.0))
             ),
         };
         fit.s_1h = Some(km.survival(HORIZONS_S[0]));

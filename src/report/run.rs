@@ -10,7 +10,7 @@ use crate::replay::{Metric, PolicySummary};
 use crate::scenario;
 use crate::store::Store;
 
-/// The header of a policy comparison table (the README's replay tables are this table).
+/// The header of a policy comparison table (the book's replay tables are this table).
 pub const COMPARISON_HEADER: [&str; 9] = [
     "policy",
     "mean completion (s)",

@@ -252,7 +252,7 @@ fn group_curves(
 /// The horizon of the group table's restricted means, seconds (6 h).
 pub const GROUP_RMST_HORIZON_S: f64 = 6.0 * 3600.0;
 
-/// The header of the group-comparison table (the README's `groups` table is this table).
+/// The header of the group-comparison table (the book's `groups` table is this table).
 pub const GROUPS_HEADER: [&str; 7] = [
     "source",
     "groups by",
@@ -383,7 +383,7 @@ fn timeline_plot(source: &str, data: &SourceSessions) -> Result<Block, ReportErr
     ))
 }
 
-/// The header of the end-cause table (the README's `causes` table is this table).
+/// The header of the end-cause table (the book's `causes` table is this table).
 pub const CAUSES_HEADER: [&str; 8] = [
     "source",
     "cause",
@@ -395,7 +395,7 @@ pub const CAUSES_HEADER: [&str; 8] = [
     "by the end [95 % CI]",
 ];
 
-/// The header of the tick-source table (the README's `ticks` table is this table).
+/// The header of the tick-source table (the book's `ticks` table is this table).
 pub const TICKS_HEADER: [&str; 5] = [
     "source",
     "probe interval",
@@ -541,7 +541,7 @@ fn tick_row(
     ]))
 }
 
-/// The header of the hazard-shape table (the README's hazard-shape table is this table).
+/// The header of the hazard-shape table (the book's hazard-shape table is this table).
 pub const SHAPE_HEADER: [&str; 8] = [
     "source",
     "sessions",
@@ -595,7 +595,7 @@ pub const VALIDATION_SPLIT: f64 = 0.6;
 /// The estimators of the validation table, in its column order.
 const VALIDATION_ESTIMATORS: [&str; 5] = ["node_km", "pooled_km", "beta", "frailty", "exponential"];
 
-/// The header of the validation table (the README's validation table is this table).
+/// The header of the validation table (the book's validation table is this table).
 pub const VALIDATION_HEADER: [&str; 7] = [
     "source",
     "test sessions",

@@ -1,7 +1,7 @@
 //! The report's regime map: a sweep's cells (all, or those with given axis values) as a
-//! heatmap of the hazard term (`hazard` minus `fastest`), and as a table of the two verdicts'
-//! paired differences with their q-values and words (the numbers of `sweep summary --format
-//! json`).
+//! heatmap of the hazard term (`hazard` minus its hazard-blind twin `hazard-pooled`), and as a
+//! table of the two verdicts' paired differences with their q-values and words (the numbers
+//! of `sweep summary --format json`).
 
 use super::document::{Block, Report};
 use super::error::ReportError;
@@ -131,8 +131,8 @@ fn cells_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
     r.blocks.push(Block::Table(header, rows));
 }
 
-/// One row per cell of a sweep whose cells cache prefixes: what `hazard` gains over its
-/// hazard-blind twin `fastest` (both with the cache in `T_i`) on mean completion and TTFT,
+/// One row per cell of a sweep whose cells cache prefixes: what `hazard` gains over `fastest`,
+/// the hazard-blind policy with the same forecast (both with the cache in `T_i`) on mean completion and TTFT,
 /// paired by window, the oracle's gain for scale, the prefix hit rate of the policies, the
 /// cached tokens nodes' ends destroyed and the idle-state copies. Nothing without such cells.
 fn state_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
@@ -219,7 +219,7 @@ fn state_table(cells: &[CellResult], filter: &AxisFilter, r: &mut Report) {
         .collect();
     r.blocks.push(Block::Text(
         "Prefix caches per cell: `hazard` (placement by `E_i = T_i + L_i + R_i`, `R_i` the \
-         retained-state term, and idle-state migration) minus its hazard-blind twin `fastest` \
+         retained-state term, and idle-state migration) minus `fastest`, the hazard-blind policy \
          (`T_i` alone; both price only the uncached prefill), paired by window with 95 % \
          intervals; what each state term buys, `hazard` minus its ablation paired by window \
          (with its Benjamini-Hochberg q-value over the table's cells): \
@@ -386,7 +386,7 @@ pub(super) fn sweep_section(
         layout.column_axis().unwrap_or("-"),
     )));
     let svg = plots::heatmap(
-        &format!("Regime map {id}: hazard minus the reference, mean completion (s)"),
+        &format!("Regime map {id}: hazard minus hazard-pooled, mean completion (s)"),
         column_axis,
         &rows,
         &layout.columns,

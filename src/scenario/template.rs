@@ -92,8 +92,8 @@ overlap = false
 # decodes beside as many requests as the node holds now for its whole stay, as under load a
 # freed slot is refilled; T + D, D the delay it imposes on them), "marginal" (T + D with the
 # node replayed to its end with and without the request: its requests drain, nothing
-# arrives) or "own" (T only, draining); the README (What estimated output lengths change)
-# says why stationary is the default.
+# arrives) or "own" (T only, draining); the book (docs/src/answers.md, "What estimated
+# output lengths change") says why stationary is the default.
 forecast = "stationary"
 # With estimated output lengths: how many draws of the unknown lengths (every request's,
 # from its estimate's noise) the forecast averages T over; 1 prices every request at its
@@ -113,7 +113,7 @@ survival_curve = "linear"
 # decreasing; exponential when the fit has too few events). The default pair (linear,
 # exponential) is the regime map's answer: paired against it over 120 contexts, every other
 # reading was slower (`hazardserve sweep summary regime-map --axis
-# policy.survival_curve+policy.tail`, README "Where hazard-awareness pays").
+# policy.survival_curve+policy.tail`, the book, docs/src/answers.md).
 tail = "exponential"
 # The generating laws of a synthetic fleet (the laws.csv `synth traces --fleet two-class`
 # writes), for `hazard-truth`: `L` from the law each node's sessions were drawn from. Empty, or
@@ -159,9 +159,11 @@ slo_factor = 5.0
 # Default: the [hardware] preset's figure, fitted to a batched benchmark of its device class
 # (see `hazardserve presets`); 0 = eight requests decode as fast as one.
 # batch_slowdown = 0.12
-# The declared reference of the verdict "does hazard pay" on mean completion (the regime
-# map's `pays`, q < 0.05 over its cells): least-loaded, fastest, random, uptime, or best-blind
-# (the best of fastest, least-loaded and random, Bonferroni-corrected for the choice).
+# The declared reference of the load forecast's verdict: `fastest` against it on mean
+# completion (the regime map's `load_forecast`, q < 0.05 over its cells; `vs_reference` is
+# `hazard` against it). The hazard term's verdict (`pays`) is `hazard` against its twin
+# `hazard-pooled` whatever the reference. One of least-loaded, fastest, random, uptime, or
+# best-blind (the best of fastest, least-loaded and random, Bonferroni-corrected for the choice).
 reference = "least-loaded"
 # Steady-state windows: arrivals in the first warmup_s seconds of a window load the cluster but
 # are not scored, and arrivals in its last drain_s seconds are served but not scored (too late

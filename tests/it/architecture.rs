@@ -961,12 +961,14 @@ fn long_files_say_why_they_are_one_concept() {
 }
 
 #[test]
-fn the_readme_layout_names_every_module_at_its_layer() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
-        .unwrap_or_default();
+fn the_book_layout_names_every_module_at_its_layer() {
+    let readme = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/architecture.md"),
+    )
+    .unwrap_or_default();
     let start = readme
         .find("## Layout")
-        .expect("README has a Layout section");
+        .expect("docs/src/architecture.md has a Layout section");
     let block = &readme[start..];
     let block = &block[..block[3..].find("\n## ").map_or(block.len(), |e| e + 3)];
     // The drawing: the ```text block of the section.
@@ -983,7 +985,7 @@ fn the_readme_layout_names_every_module_at_its_layer() {
             l.split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
                 .any(|w| w == shown)
         }) else {
-            panic!("the README's Layout does not name {shown}");
+            panic!("the book's Layout does not name {shown}");
         };
         // The nearest layer number at or above that line.
         let row_layer = lines[..=at].iter().rev().find_map(|l| {
@@ -996,7 +998,7 @@ fn the_readme_layout_names_every_module_at_its_layer() {
         assert_eq!(
             row_layer,
             Some(layer),
-            "the README draws {shown} at layer {row_layer:?}, the guard has {layer}"
+            "the book draws {shown} at layer {row_layer:?}, the guard has {layer}"
         );
     }
 }

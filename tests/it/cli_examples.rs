@@ -1,5 +1,6 @@
-//! Every example of every `--help`, then every command of the README's `sh` blocks, runs as a
-//! new user would type it: in a fresh directory
+//! Every example of every `--help`, then every command of the `sh` blocks of README.md and of
+//! the book's pages (`docs/src`, in SUMMARY.md's order: a `sh` block is a runnable block), runs
+//! as a new user would type it: in a fresh directory
 //! beside `../shared`, with the default store, after `hazardserve demo`, `ingest-public` and
 //! the Azure conv workload (the README's set-up), each in the order the help pages list them,
 //! through `sh` (redirections, loops and pipes included).
@@ -17,7 +18,7 @@ use std::time::Instant;
 
 use crate::common::{help_tree, shared};
 
-/// The committed long experiments: the regime map (about 20 minutes on two cores) and the
+/// The committed long experiments: the regime map (about 23 minutes on two cores) and the
 /// length-noise grid (about 10); their `--dry-run` and `--where` slices run here.
 const LONG_GRIDS: [&str; 2] = ["regime-map", "length-noise"];
 
@@ -57,8 +58,8 @@ fn examples(help: &str) -> Vec<String> {
     )
 }
 
-/// The commands of the README's `sh` blocks.
-fn readme_commands(readme: &str) -> Vec<String> {
+/// The commands of a page's `sh` blocks.
+fn page_commands(readme: &str) -> Vec<String> {
     let mut in_block = false;
     shell_commands(readme.lines().filter(|l| {
         if l.starts_with("```") {
@@ -70,7 +71,7 @@ fn readme_commands(readme: &str) -> Vec<String> {
 }
 
 #[test]
-fn every_help_example_and_readme_command_runs_after_the_readme_set_up() {
+fn every_help_example_and_book_command_runs_after_the_readme_set_up() {
     let (Some(traces), Some(workloads)) = (shared("traces-public"), shared("workloads-public"))
     else {
         return;
@@ -144,7 +145,20 @@ fn every_help_example_and_readme_command_runs_after_the_readme_set_up() {
     let mut ran = 0;
     let mut failures = Vec::new();
     let mut timings = Vec::new();
-    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    // README.md first, then the book's pages in reading order.
+    let mut pages = vec![root.join("README.md")];
+    pages.extend(crate::common::book_order(root));
+    let page_lines: Vec<(String, String)> = pages
+        .iter()
+        .flat_map(|p| {
+            let text =
+                std::fs::read_to_string(p).unwrap_or_else(|e| panic!("{}: {e}", p.display()));
+            let origin = p.strip_prefix(root).unwrap_or(p).display().to_string();
+            page_commands(&text)
+                .into_iter()
+                .map(move |l| (l, origin.clone()))
+        })
+        .collect();
     let lines = help_tree()
         .into_iter()
         .flat_map(|(cmd, help)| {
@@ -153,11 +167,7 @@ fn every_help_example_and_readme_command_runs_after_the_readme_set_up() {
                 .into_iter()
                 .map(move |l| (l, origin.clone()))
         })
-        .chain(
-            readme_commands(&readme)
-                .into_iter()
-                .map(|l| (l, "README.md".to_string())),
-        );
+        .chain(page_lines);
     for (line, origin) in lines {
         let words: Vec<&str> = line.split_whitespace().collect();
         if words.contains(&"tui") {

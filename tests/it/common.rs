@@ -255,3 +255,42 @@ pub fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// README.md and every Markdown page under `docs/src`, as (path, text).
+pub fn doc_pages(root: &Path) -> Vec<(PathBuf, String)> {
+    let mut paths = vec![root.join("README.md")];
+    let mut stack = vec![root.join("docs/src")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if p.extension().is_some_and(|x| x == "md") {
+                paths.push(p);
+            }
+        }
+    }
+    paths.sort();
+    paths
+        .into_iter()
+        .map(|p| {
+            let text = std::fs::read_to_string(&p).unwrap();
+            (p, text)
+        })
+        .collect()
+}
+
+/// The book's pages in reading order: the targets of `docs/src/SUMMARY.md`'s links, as paths.
+pub fn book_order(root: &Path) -> Vec<PathBuf> {
+    let src = root.join("docs/src");
+    let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap();
+    let mut out = Vec::new();
+    let mut rest = summary.as_str();
+    while let Some(i) = rest.find("](") {
+        let after = &rest[i + 2..];
+        let end = after.find(')').expect("a SUMMARY.md link ends with )");
+        out.push(src.join(&after[..end]));
+        rest = &after[end..];
+    }
+    out
+}

@@ -1,6 +1,7 @@
 //! The one integration-test binary (so the static DuckDB links once).
 
 mod architecture;
+mod book;
 mod cli_analysis;
 mod cli_errors;
 mod cli_examples;

@@ -1,8 +1,10 @@
-//! The README's result tables are `hazardserve report`'s tables: every block between
-//! `<!-- report-table KEY -->` and `<!-- /report-table -->` must equal the table that a fresh
-//! report prints, made by the commands the README shows (`ingest-public`, the Azure conv
-//! workload, `replay --config reports/scenarios/<KEY>.toml`, `report`). A stale table fails
-//! the test; `HAZARDSERVE_BLESS=1` rewrites the blocks instead.
+//! The book's result tables are `hazardserve report`'s tables: every block between
+//! `<!-- report-table KEY -->` and `<!-- /report-table -->`, in any page of `docs/src` or in
+//! README.md, must equal the table that a fresh report prints, made by the commands the pages
+//! show (`ingest-public`, the Azure conv workload, `replay --config
+//! reports/scenarios/<KEY>.toml`, `report`). A stale table fails the test;
+//! `HAZARDSERVE_BLESS=1` rewrites the blocks instead. Each table has one home: a key in two
+//! places fails, and so does a table of [`RESULT_TABLES`] that no page holds.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,7 +18,7 @@ use crate::common::{hs, ok, shared};
 
 const BEGIN: &str = "<!-- report-table ";
 
-/// The README's slice of the regime map (`report-table regime-map-slice`): these cells of
+/// The book's slice of the regime map (`report-table regime-map-slice`): these cells of
 /// `reports/sweeps/regime-map.toml`, run with `sweep --where` and reported with
 /// `report --where`. A cell's result depends only on its own scenario, so the slice's numbers
 /// are the full map's.
@@ -26,6 +28,39 @@ const MAP_SLICE: [&str; 3] = [
     "policy.survival_curve+policy.tail=linear+exponential",
 ];
 const END: &str = "<!-- /report-table -->";
+
+/// The committed result tables: each must be in exactly one page.
+const RESULT_TABLES: [&str; 29] = [
+    "hazard-shape",
+    "causes",
+    "ticks",
+    "groups",
+    "validation",
+    "gce-azure-conv",
+    "gce-azure-conv-calibration",
+    "cbl-p3-azure-conv",
+    "cbl-p3-azure-conv-calibration",
+    "fleet-spot-h100",
+    "fleet-spot-h100-cost",
+    "fleet-spot-h100-calibration",
+    "fleet-swarm",
+    "fleet-swarm-cost",
+    "fleet-swarm-calibration",
+    "fleet-two-cloud",
+    "fleet-two-cloud-cost",
+    "fleet-two-cloud-calibration",
+    "fleets-sweep",
+    "regime-map-slice",
+    "regime-map-slice-calibration",
+    "two-class-control",
+    "two-class-control-calibration",
+    "engine-fidelity",
+    "engine-slice",
+    "engine-slice-calibration",
+    "stateful-slice-cache",
+    "stateful-slice",
+    "stateful-slice-calibration",
+];
 
 /// The table of `md` whose header row is `header`, as Markdown lines (header, rule, rows).
 fn table(md: &str, header: &[&str]) -> Option<String> {
@@ -42,7 +77,7 @@ fn table_where(md: &str, is_header: impl Fn(&str) -> bool) -> Option<String> {
     Some(out.join("\n"))
 }
 
-/// The README's generated blocks: key and body (the lines between the markers).
+/// A page's generated blocks: key and body (the lines between the markers).
 fn blocks(readme: &str) -> Vec<(String, String)> {
     let mut out = Vec::new();
     let mut rest = readme;
@@ -135,14 +170,28 @@ fn readme_result_tables_are_what_report_prints_now() {
         "azure-conv",
         &workloads.join("azure-llm-inference-2023/AzureLLMInferenceTrace_conv.csv"),
     );
-    let readme_path = root.join("README.md");
-    let readme = std::fs::read_to_string(&readme_path).unwrap();
-    let keys: Vec<(String, String)> = blocks(&readme);
-    assert!(
-        keys.len() >= 4,
-        "the README has its generated tables: {:?}",
-        keys.iter().map(|k| &k.0).collect::<Vec<_>>()
-    );
+    // Every block of every page, with the page it is in: each key has one home.
+    let pages = crate::common::doc_pages(root);
+    let mut home: BTreeMap<String, PathBuf> = BTreeMap::new();
+    let mut keys: Vec<(String, String)> = Vec::new();
+    for (path, text) in &pages {
+        for (key, body) in blocks(text) {
+            if let Some(other) = home.insert(key.clone(), path.clone()) {
+                panic!(
+                    "result table {key:?} is in both {} and {}: a table has one page",
+                    other.display(),
+                    path.display()
+                );
+            }
+            keys.push((key, body));
+        }
+    }
+    for key in RESULT_TABLES {
+        assert!(
+            home.contains_key(key),
+            "no page of docs/src holds the result table {key:?}"
+        );
+    }
     // The long-output workload and the positive control fleet (committed, with its laws):
     // the map slice and the control scenario read them.
     crate::common::ingest_long_output(&store, tmp.path());
@@ -236,7 +285,8 @@ fn readme_result_tables_are_what_report_prints_now() {
         let scenario: PathBuf = root.join("reports/scenarios").join(format!("{key}.toml"));
         assert!(
             scenario.exists(),
-            "README block {key:?} is neither a report table nor a committed scenario"
+            "block {key:?} of {} is neither a report table nor a committed scenario",
+            home[key].display()
         );
         let text = std::fs::read_to_string(&scenario).unwrap();
         let cfg = hazardserve::scenario::ScenarioConfig::from_toml(&text, key).unwrap();
@@ -277,31 +327,36 @@ fn readme_result_tables_are_what_report_prints_now() {
     for (key, _) in &keys {
         assert!(
             fresh.contains_key(key),
-            "README block {key:?} names no scenario of the README"
+            "block {key:?} of {} names no committed scenario",
+            home[key].display()
         );
     }
     if std::env::var_os("HAZARDSERVE_BLESS").is_some() {
-        let mut out = readme.clone();
-        for (key, old) in &keys {
-            let marker = format!("{BEGIN}{key} -->");
-            let at = out.find(&marker).unwrap();
-            let body = at + out[at..].find('\n').unwrap() + 1;
-            let len = old.len();
-            let new = if old.is_empty() {
-                format!("{}\n", fresh[key])
-            } else {
-                fresh[key].clone()
-            };
-            out.replace_range(body..body + len, &new);
+        for (path, text) in &pages {
+            let mut out = text.clone();
+            for (key, old) in blocks(text) {
+                let marker = format!("{BEGIN}{key} -->");
+                let at = out.find(&marker).unwrap();
+                let body = at + out[at..].find('\n').unwrap() + 1;
+                let new = if old.is_empty() {
+                    format!("{}\n", fresh[&key])
+                } else {
+                    fresh[&key].clone()
+                };
+                out.replace_range(body..body + old.len(), &new);
+            }
+            if out != *text {
+                std::fs::write(path, out).unwrap();
+            }
         }
-        std::fs::write(&readme_path, out).unwrap();
         return;
     }
     for (key, old) in &keys {
         assert!(
             *old == fresh[key],
-            "README table {key:?} differs from a fresh report (rerun with HAZARDSERVE_BLESS=1 to \
-             regenerate it):\n--- README\n{old}\n--- report\n{}",
+            "result table {key:?} of {} differs from a fresh report (rerun with \
+             HAZARDSERVE_BLESS=1 to regenerate it):\n--- page\n{old}\n--- report\n{}",
+            home[key].display(),
             fresh[key]
         );
     }

@@ -278,15 +278,15 @@ fn report_numbers_come_from_fit_and_compare_and_its_plots_are_well_formed() {
          the map"
     );
     assert!(dir.join("causes-sample-hpc.svg").exists());
-    // The plot in the README is this one, as the report draws it now.
+    // The plot of the README and the book's Reports page is this one, as the report draws it.
     let committed = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/docs/report-survival-sample-spot.svg"
+        "/docs/src/images/report-survival-sample-spot.svg"
     ))
     .unwrap();
     assert!(
         committed == std::fs::read_to_string(dir.join("survival-sample-spot.svg")).unwrap(),
-        "docs/report-survival-sample-spot.svg is stale: regenerate it with `hazardserve report`"
+        "docs/src/images/report-survival-sample-spot.svg is stale: regenerate it with `hazardserve report`"
     );
     // One self-contained page: every plot inline, nothing fetched.
     let html = std::fs::read_to_string(dir.join("report.html")).unwrap();

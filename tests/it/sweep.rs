@@ -346,14 +346,15 @@ fn the_documented_duckdb_query_reads_the_store_in_place() {
         &availability(5, 5_000.0, 2, |r| Some(100.0 + 900.0 * r.unit())),
         &requests(60.0, 0.5, 100, 1),
     );
-    let doc =
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/cluster.md"))
-            .unwrap();
+    let doc = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/src/scale-out.md"),
+    )
+    .unwrap();
     let sql = doc
         .split("```sql\n")
         .nth(1)
         .and_then(|rest| rest.split("```").next())
-        .expect("an sql block in docs/cluster.md")
+        .expect("an sql block in docs/src/scale-out.md")
         .replace("STORE", &store.display().to_string());
     let conn = duckdb::Connection::open_in_memory().unwrap();
     let rows: Vec<(String, i64)> = conn

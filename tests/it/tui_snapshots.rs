@@ -283,17 +283,20 @@ fn tui_no_color_draws_in_the_terminal_colours_and_marks_the_selection_reversed()
 }
 
 #[test]
-fn the_readme_capture_of_the_sweep_screen_is_what_the_tui_draws() {
+fn the_capture_of_the_sweep_screen_on_the_front_page_and_in_the_book_is_what_the_tui_draws() {
     let (mut app, mut loader) = demo_app();
     press(&mut app, &mut loader, "7");
     let frame = render(&app, 80, 24);
     let capture: String = frame.lines().take(13).map(|l| format!("{l}\n")).collect();
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
-    assert!(
-        readme.contains(&capture),
-        "README's TUI capture differs from the screen; now it is:\n{capture}"
-    );
+    for page in ["README.md", "docs/src/tui.md"] {
+        let text =
+            std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(page))
+                .unwrap();
+        assert!(
+            text.contains(&capture),
+            "{page}: the TUI capture differs from the screen; now it is:\n{capture}"
+        );
+    }
 }
 
 /// A source whose sessions end in more than one way shows how they end on the Survival screen

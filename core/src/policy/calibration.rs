@@ -1,5 +1,5 @@
 //! The iteration model's calibration: the fidelity table (measured figure, model figure,
-//! error) that `hazardserve presets --fidelity` prints and the README shows, for every
+//! error) that `hazardserve presets --fidelity` prints and the book shows, for every
 //! hardware preset against its own published figures, the step model fitted to published
 //! batched tables with the fit's residuals, and the step's roofline fitted to published
 //! kernel profiles.
@@ -476,7 +476,7 @@ pub fn fidelity() -> Vec<FidelityRow> {
     out
 }
 
-/// The fidelity table as Markdown (the README's `engine-fidelity` block).
+/// The fidelity table as Markdown (the book's `engine-fidelity` block, docs/src/engines.md).
 pub fn fidelity_markdown() -> String {
     let mut s =
         String::from("| tier | figure | measured | model | error |\n|---|---|---|---|---|\n");
