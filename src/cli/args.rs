@@ -75,10 +75,12 @@ impl OutputArgs {
             return self.emit(globals, &[batch]);
         }
         let schema = batch.schema();
-        let mut order: Vec<usize> = lead
-            .iter()
-            .filter_map(|name| schema.index_of(name).ok())
-            .collect();
+        let mut order: Vec<usize> = Vec::new();
+        for i in lead.iter().filter_map(|name| schema.index_of(name).ok()) {
+            if !order.contains(&i) {
+                order.push(i);
+            }
+        }
         let rest: Vec<usize> = (0..schema.fields().len())
             .filter(|i| !order.contains(i))
             .collect();

@@ -9,7 +9,8 @@ const WIDTH: usize = 100;
 /// The Markdown reference of `cmd` and every subcommand: a contents list, then one section per
 /// command with its long `--help` text (usage, arguments, every flag, examples).
 pub fn markdown(cmd: clap::Command) -> String {
-    let mut cmd = cmd.term_width(WIDTH).max_term_width(WIDTH);
+    // The reference is the same on every machine: no environment variable's value in it.
+    let mut cmd = hide_env_values(cmd.term_width(WIDTH).max_term_width(WIDTH));
     cmd.build();
     let mut out = String::new();
     out.push_str("# Command-line reference\n\n");
@@ -56,6 +57,13 @@ pub fn markdown(cmd: clap::Command) -> String {
     out.truncate(trimmed);
     out.push('\n');
     out
+}
+
+/// `cmd` and every subcommand with their arguments' environment values hidden (`[env: X]`, not
+/// `[env: X=value]`).
+fn hide_env_values(cmd: clap::Command) -> clap::Command {
+    cmd.mut_args(|a| a.hide_env_values(true))
+        .mut_subcommands(hide_env_values)
 }
 
 /// Every command under `cmd` (itself first), depth first in definition order, with its path.
@@ -133,5 +141,23 @@ mod tests {
             }
         }
         assert!(md.ends_with("```\n"));
+    }
+
+    #[test]
+    fn environment_values_stay_out_of_the_reference() {
+        // PATH is set wherever tests run; its value must not reach the page.
+        let path = std::env::var("PATH").unwrap_or_default();
+        assert!(!path.is_empty());
+        let cmd = clap::Command::new("tool").subcommand(
+            clap::Command::new("run").arg(
+                clap::Arg::new("search")
+                    .long("search")
+                    .env("PATH")
+                    .global(true),
+            ),
+        );
+        let md = markdown(cmd);
+        assert!(md.contains("[env: PATH]"), "{md}");
+        assert!(!md.contains(&path), "{md}");
     }
 }

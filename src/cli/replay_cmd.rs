@@ -261,15 +261,11 @@ pub fn compare(globals: &Globals, args: CompareArgs) -> anyhow::Result<()> {
 
 /// A row's verdict against `fastest` on mean completion, in the sweep's words: `pays` (lower,
 /// the paired interval excluding 0), `loses` (higher), `no difference`; `reference` for
-/// `fastest` itself and the oracle, `not a policy` for the bound, `-` where there is no
-/// pairing.
+/// `fastest` itself, `not a policy` for the bound, `-` where there is no pairing.
 pub fn verdict_vs_fastest(r: &PolicySummary) -> &'static str {
-    // The references are not judged against fastest: the oracle knows the future (a tested
-    // reference on interruptions) and the bound is no policy.
-    match r.label.to_string().as_str() {
-        "oracle" => return "reference",
-        "bound" => return "not a policy",
-        _ => {}
+    // The bound is no policy: its row is a floor, not a placement to judge.
+    if r.label.to_string() == "bound" {
+        return "not a policy";
     }
     let Some(versus) = r.vs_fastest.as_ref() else {
         return if r.label.to_string() == "fastest" {

@@ -3,7 +3,7 @@
 //! internal link and anchor of the built pages (and of the README's links into the book)
 //! resolves, every page is in SUMMARY.md, and the command-line reference is the binary's own.
 //! The `sh` blocks of the pages are run by `cli_examples`, the result tables made again by
-//! `readme_tables`.
+//! `result_tables`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -99,23 +99,27 @@ fn the_cli_reference_is_the_binarys_own() {
     }
 }
 
-/// mdBook's binary: on the `PATH`, else where `cargo install` puts it.
+/// mdBook's binary: where `cargo install` puts it (`.ci/run` installs the pinned version
+/// there), else on the `PATH`.
 fn mdbook() -> Option<PathBuf> {
-    let on_path = Command::new("mdbook")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if on_path {
-        return Some(PathBuf::from("mdbook"));
-    }
+    let runs = |p: &Path| {
+        Command::new(p)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
     let cargo_home = std::env::var_os("CARGO_HOME")
         .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")))?;
-    let bin = cargo_home.join("bin/mdbook");
-    if bin.exists() {
-        return Some(bin);
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    if let Some(bin) = cargo_home.map(|h| h.join("bin/mdbook")) {
+        if runs(&bin) {
+            return Some(bin);
+        }
     }
-    skip("mdbook is not installed (cargo install mdbook --locked; .ci/run installs it)");
+    if runs(Path::new("mdbook")) {
+        return Some(PathBuf::from("mdbook"));
+    }
+    skip("mdbook is not installed (cargo install mdbook --version 0.5.4 --locked; .ci/run installs it)");
     None
 }
 
@@ -124,10 +128,11 @@ fn percent_decode(s: &str) -> String {
     let b = s.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
+    let hex = |c: u8| (c as char).to_digit(16);
     while i < b.len() {
         if b[i] == b'%' && i + 2 < b.len() {
-            if let Ok(v) = u8::from_str_radix(&s[i + 1..i + 3], 16) {
-                out.push(v);
+            if let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2])) {
+                out.push((h * 16 + l) as u8);
                 i += 3;
                 continue;
             }

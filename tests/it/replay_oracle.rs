@@ -695,7 +695,7 @@ fn replay_oracle_and_bound_claims_on_the_stored_demo_scenario() {
     );
 }
 
-/// Every scenario stored in `reports/scenarios/` (the README's), on the real public traces:
+/// Every scenario stored in `reports/scenarios/` (the book's), on the real public traces:
 /// the oracle has the fewest unplanned interruptions over the windows it was not forced in,
 /// and no request finishes before its bound.
 #[test]
@@ -732,7 +732,7 @@ fn replay_oracle_and_bound_claims_on_every_stored_scenario() {
                 .args(["--only", &sources.join(",")]);
             crate::common::ok(c);
         }
-        // The workloads the stored scenarios use, as the README ingests them.
+        // The workloads the stored scenarios use, as the book ingests them.
         if cfg.workload.source == "long-output" {
             crate::common::ingest_long_output(&store, tmp.path());
         } else {

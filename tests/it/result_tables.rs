@@ -141,7 +141,7 @@ fn sweep_cells(
 }
 
 #[test]
-fn readme_result_tables_are_what_report_prints_now() {
+fn result_tables_are_what_report_prints_now() {
     let (Some(traces), Some(workloads)) = (shared("traces-public"), shared("workloads-public"))
     else {
         return;
@@ -360,4 +360,166 @@ fn readme_result_tables_are_what_report_prints_now() {
             fresh[key]
         );
     }
+}
+
+/// A number as prose or a table prints it: its value, the unit after it (`s`, `min`, `h`,
+/// `d`, `%` or none) and the half-width of its last printed digit (the rounding it allows).
+#[derive(Debug, Clone, PartialEq)]
+struct Printed {
+    value: f64,
+    unit: String,
+    half_ulp: f64,
+}
+
+/// Parses `token` (`-0.073`, `+2.066e-5`, `214,561`) as a printed number.
+fn printed(token: &str, unit: &str) -> Option<Printed> {
+    let t = token.replace(',', "");
+    let value: f64 = t.parse().ok()?;
+    if !value.is_finite() || !t.chars().any(|c| c.is_ascii_digit()) {
+        return None;
+    }
+    let (mantissa, exp) = match t.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<i32>().ok()?),
+        None => (t.as_str(), 0),
+    };
+    let decimals = mantissa.split_once('.').map_or(0, |(_, f)| f.len()) as i32;
+    Some(Printed {
+        value,
+        unit: unit.to_string(),
+        half_ulp: 0.5 * 10f64.powi(exp - decimals),
+    })
+}
+
+/// Every `value [low, high]` in `text` (each with an optional unit), as printed.
+fn intervals(text: &str) -> Vec<[Printed; 3]> {
+    const UNITS: [&str; 6] = ["s", "ms", "min", "h", "d", "%"];
+    let one = |s: &str| -> Option<Printed> {
+        let mut words = s.split_whitespace();
+        let num = words.next()?;
+        let unit = words.next().unwrap_or("");
+        if words.next().is_some() || !(unit.is_empty() || UNITS.contains(&unit)) {
+            return None;
+        }
+        printed(num, unit)
+    };
+    // One line: prose wraps an interval across lines.
+    let text = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let text = text.as_str();
+    let mut out = Vec::new();
+    for (i, _) in text.match_indices(" [") {
+        let Some(close) = text[i + 2..].find(']') else {
+            continue;
+        };
+        let inside = &text[i + 2..i + 2 + close];
+        let Some((lo, hi)) = inside.split_once(", ") else {
+            continue;
+        };
+        // The value: the last word before the bracket, or the last two (a number and a unit).
+        let before: Vec<&str> = text[..i].split_whitespace().rev().take(2).collect();
+        let trim = |w: &str| {
+            w.trim_start_matches(|c: char| "(*`".contains(c))
+                .to_string()
+        };
+        let value = match before.as_slice() {
+            [u, n, ..] if UNITS.contains(u) => one(&format!("{} {u}", trim(n))),
+            [n, ..] => one(&trim(n)),
+            _ => None,
+        };
+        if let (Some(v), Some(l), Some(h)) = (value, one(lo), one(hi)) {
+            out.push([v, l, h]);
+        }
+    }
+    out
+}
+
+/// Whether `prose` is `table` rounded as prose prints it: the same units, and each number
+/// within the half-width of the prose's last digit of the table's (or the table's own).
+fn rounds_to(prose: &[Printed; 3], table: &[Printed; 3]) -> bool {
+    prose.iter().zip(table).all(|(p, t)| {
+        p.unit == t.unit
+            && (p.value - t.value).abs() <= p.half_ulp.max(t.half_ulp) * 1.000_001 + 1e-15
+    })
+}
+
+/// Text outside code blocks and outside `report-table` blocks: the prose.
+fn prose(text: &str) -> String {
+    let mut out = String::new();
+    let (mut code, mut table) = (false, false);
+    for l in text.lines() {
+        if l.starts_with("```") {
+            code = !code;
+            continue;
+        }
+        if l.starts_with(BEGIN) {
+            table = true;
+        }
+        if !code && !table {
+            out.push_str(l);
+            out.push('\n');
+        }
+        if l.starts_with(END) {
+            table = false;
+        }
+    }
+    out
+}
+
+/// The front page's numbers and the trace pages' medians are the result tables' numbers: every
+/// `value [low, high]` in the prose of README.md and `docs/src/traces/` is, rounded as printed,
+/// a cell of a `report-table` block (which `result_tables_are_what_report_prints_now`
+/// makes again), so a rerun that changes a table fails here until the prose follows it.
+#[test]
+fn the_front_page_and_trace_pages_quote_the_result_tables() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let pages = crate::common::doc_pages(root);
+    let cells: Vec<[Printed; 3]> = pages
+        .iter()
+        .flat_map(|(_, text)| blocks(text))
+        .flat_map(|(_, body)| intervals(&body))
+        .collect();
+    assert!(
+        cells.len() > 500,
+        "only {} intervals in the tables",
+        cells.len()
+    );
+    let mut checked = 0;
+    let mut missing = Vec::new();
+    for (path, text) in &pages {
+        let rel = path.strip_prefix(root).unwrap();
+        if !(rel == Path::new("README.md") || rel.starts_with("docs/src/traces")) {
+            continue;
+        }
+        for q in intervals(&prose(text)) {
+            checked += 1;
+            if !cells.iter().any(|t| rounds_to(&q, t)) {
+                missing.push(format!(
+                    "{}: {:?}",
+                    rel.display(),
+                    q.map(|p| (p.value, p.unit))
+                ));
+            }
+        }
+    }
+    assert!(checked >= 15, "only {checked} intervals quoted");
+    assert!(
+        missing.is_empty(),
+        "intervals quoted in prose that no result table holds (rounded as printed):\n{}",
+        missing.join("\n")
+    );
+}
+
+#[test]
+fn interval_parsing_and_rounding() {
+    let got = intervals("by -0.073 [-0.117, -0.028] s, median 1.1 h [56 min, 1.3 h] and x [a, b]");
+    assert_eq!(got.len(), 2, "{got:?}");
+    let table = intervals("| -0.07253 [-0.1174, -0.02767] | 1.1 h [56 min, 1.3 h] |");
+    assert!(rounds_to(&got[0], &table[0]));
+    assert!(rounds_to(&got[1], &table[1]));
+    // A digit off, or another unit, is not the table's number.
+    let off = intervals("-0.074 [-0.117, -0.028]");
+    assert!(!rounds_to(&off[0], &table[0]));
+    let unit = intervals("1.1 min [56 min, 1.3 h]");
+    assert!(!rounds_to(&unit[0], &table[1]));
+    let e = intervals("+2.066e-5 [0, 4.649e-5]");
+    assert_eq!(e[0][0].half_ulp, 0.5e-8);
 }
