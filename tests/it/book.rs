@@ -59,6 +59,44 @@ fn every_page_of_the_book_is_in_the_summary() {
     }
 }
 
+/// The runner of `sh` blocks (`cli_examples`) sees a block only when its fence starts at the
+/// margin: every fenced block of the README and the book does, with a language it knows
+/// (`sh` runs; the others are shown), and `{{#include}}` pulls in only the README's tour and
+/// CONTRIBUTING.md, whose commands are run from those files.
+#[test]
+fn every_code_block_is_fenced_at_the_margin_with_a_known_language() {
+    const KNOWN: [&str; 5] = ["sh", "text", "toml", "python", "sql"];
+    let mut fences = 0;
+    for (path, text) in doc_pages(root()) {
+        let mut open = false;
+        for (n, line) in text.lines().enumerate() {
+            let at = format!("{}:{}", path.display(), n + 1);
+            let trimmed = line.trim_start();
+            if trimmed.starts_with("~~~") || (trimmed.starts_with("```") && line != trimmed) {
+                panic!("{at}: a fence that does not start at the margin, or with ~~~: {line:?}");
+            }
+            if let Some(info) = line.strip_prefix("```") {
+                if !open {
+                    assert!(
+                        KNOWN.contains(&info),
+                        "{at}: code block language {info:?} (one of {KNOWN:?})"
+                    );
+                    fences += 1;
+                }
+                open = !open;
+            }
+            if line.contains("{{#include") {
+                assert!(
+                    line.contains("README.md:tour") || line.contains("CONTRIBUTING.md"),
+                    "{at}: an include the sh-block runner does not read: {line}"
+                );
+            }
+        }
+        assert!(!open, "{}: a code block is not closed", path.display());
+    }
+    assert!(fences >= 50, "only {fences} code blocks");
+}
+
 /// The reference is `hazardserve man --markdown`, byte for byte; `HAZARDSERVE_BLESS=1` writes
 /// it. A flag added without regenerating fails here.
 #[test]

@@ -432,12 +432,13 @@ fn intervals(text: &str) -> Vec<[Printed; 3]> {
     out
 }
 
-/// Whether `prose` is `table` rounded as prose prints it: the same units, and each number
-/// within the half-width of the prose's last digit of the table's (or the table's own).
+/// Whether `prose` is `table` rounded as prose prints it: the same units, each table number
+/// printed at least as finely as the prose's, and within the half-width of the prose's last
+/// digit of it.
 fn rounds_to(prose: &[Printed; 3], table: &[Printed; 3]) -> bool {
     prose.iter().zip(table).all(|(p, t)| {
-        p.unit == t.unit
-            && (p.value - t.value).abs() <= p.half_ulp.max(t.half_ulp) * 1.000_001 + 1e-15
+        let slack = p.half_ulp * 1.000_001 + 1e-15;
+        p.unit == t.unit && t.half_ulp <= slack && (p.value - t.value).abs() <= slack
     })
 }
 
@@ -501,6 +502,10 @@ fn the_front_page_and_trace_pages_quote_the_result_tables() {
         }
     }
     assert!(checked >= 15, "only {checked} intervals quoted");
+    eprintln!(
+        "{checked} quoted intervals checked against {} table cells",
+        cells.len()
+    );
     assert!(
         missing.is_empty(),
         "intervals quoted in prose that no result table holds (rounded as printed):\n{}",
@@ -520,6 +525,11 @@ fn interval_parsing_and_rounding() {
     assert!(!rounds_to(&off[0], &table[0]));
     let unit = intervals("1.1 min [56 min, 1.3 h]");
     assert!(!rounds_to(&unit[0], &table[1]));
+    // A coarser table cell is no source for finer prose.
+    let fine = intervals("-0.07256 [-0.1174, -0.02767]");
+    let coarse = intervals("| -0.07 [-0.1, -0.03] |");
+    assert!(!rounds_to(&fine[0], &coarse[0]));
+    assert!(!rounds_to(&fine[0], &table[0]));
     let e = intervals("+2.066e-5 [0, 4.649e-5]");
     assert_eq!(e[0][0].half_ulp, 0.5e-8);
 }
