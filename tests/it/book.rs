@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{book_order, doc_pages, hs, ok, skip};
+use crate::common::{book_order, doc_pages, files_with_extension, hs, md_links, ok, skip};
 
 /// The longest the front page may be.
 const README_MAX_LINES: usize = 250;
@@ -195,23 +195,11 @@ fn attr_values<'a>(html: &'a str, attr: &str) -> Vec<&'a str> {
     out
 }
 
-/// Every `.html` file under `dir`.
-fn html_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            html_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "html") {
-            out.push(p);
-        }
-    }
-}
-
 /// The broken internal links of the built book in `out` (`(page, link, why)`), and how many
 /// links with a fragment (an anchor) were checked.
 fn broken_links(out: &Path) -> (Vec<(String, String, String)>, usize) {
     let mut pages = Vec::new();
-    html_files(out, &mut pages);
+    files_with_extension(out, "html", &mut pages);
     let ids: BTreeMap<PathBuf, BTreeSet<String>> = pages
         .iter()
         .map(|p| {
@@ -344,12 +332,7 @@ fn the_book_builds_without_warnings_and_every_internal_link_and_anchor_resolves(
     );
     // The README's links into the repository and the book resolve too.
     let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
-    let mut rest = readme.as_str();
-    while let Some(i) = rest.find("](") {
-        let after = &rest[i + 2..];
-        let end = after.find(')').unwrap_or(after.len());
-        let link = &after[..end];
-        rest = &after[end..];
+    for link in md_links(&readme) {
         if link.contains("://") {
             continue;
         }

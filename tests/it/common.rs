@@ -198,14 +198,19 @@ pub fn ingest_control_fleet(store: &Path) {
 
 /// Every `.rs` file under `dir`, recursively (appended to `out`).
 pub fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    files_with_extension(dir, "rs", out);
+}
+
+/// Every file named `*.EXT` under `dir`, recursively (appended to `out`).
+pub fn files_with_extension(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
     let Ok(entries) = std::fs::read_dir(dir) else {
         return;
     };
     for e in entries.flatten() {
         let p = e.path();
         if p.is_dir() {
-            rs_files(&p, out);
-        } else if p.extension().is_some_and(|x| x == "rs") {
+            files_with_extension(&p, ext, out);
+        } else if p.extension().is_some_and(|x| x == ext) {
             out.push(p);
         }
     }
@@ -259,17 +264,7 @@ pub fn copy_dir(from: &Path, to: &Path) {
 /// README.md and every Markdown page under `docs/src`, as (path, text).
 pub fn doc_pages(root: &Path) -> Vec<(PathBuf, String)> {
     let mut paths = vec![root.join("README.md")];
-    let mut stack = vec![root.join("docs/src")];
-    while let Some(dir) = stack.pop() {
-        for e in std::fs::read_dir(&dir).unwrap() {
-            let p = e.unwrap().path();
-            if p.is_dir() {
-                stack.push(p);
-            } else if p.extension().is_some_and(|x| x == "md") {
-                paths.push(p);
-            }
-        }
-    }
+    files_with_extension(&root.join("docs/src"), "md", &mut paths);
     paths.sort();
     paths
         .into_iter()
@@ -280,17 +275,25 @@ pub fn doc_pages(root: &Path) -> Vec<(PathBuf, String)> {
         .collect()
 }
 
+/// The targets of the Markdown links `[text](target)` of `md`, in order.
+pub fn md_links(md: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = md;
+    while let Some(i) = rest.find("](") {
+        let after = &rest[i + 2..];
+        let end = after.find(')').unwrap_or(after.len());
+        out.push(&after[..end]);
+        rest = &after[end..];
+    }
+    out
+}
+
 /// The book's pages in reading order: the targets of `docs/src/SUMMARY.md`'s links, as paths.
 pub fn book_order(root: &Path) -> Vec<PathBuf> {
     let src = root.join("docs/src");
     let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap();
-    let mut out = Vec::new();
-    let mut rest = summary.as_str();
-    while let Some(i) = rest.find("](") {
-        let after = &rest[i + 2..];
-        let end = after.find(')').expect("a SUMMARY.md link ends with )");
-        out.push(src.join(&after[..end]));
-        rest = &after[end..];
-    }
-    out
+    md_links(&summary)
+        .into_iter()
+        .map(|l| src.join(l))
+        .collect()
 }
